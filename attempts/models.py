@@ -1,0 +1,85 @@
+"""Read mirror of ``todo_attempts`` (seed 000): one row per committed claim.
+
+Rows are opened and closed only by the lifecycle statements in ``todos/sql/``; this model serves
+reads, admin and factories. The primary key is ``(todo_id, seq)``; Django addresses the row
+through that composite key.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+from switchboard.models import Endpoint
+from todos.models import Todo
+
+
+class ClaimerKind(models.TextChoices):
+    ENDPOINT = "endpoint"
+    OWNER = "owner"
+
+
+class Outcome(models.TextChoices):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    RELEASED = "released"
+    LEASE_EXPIRED = "lease_expired"
+    REAPED = "reaped"
+    CANCELED = "canceled"
+    REVOKED = "revoked"
+
+
+class Disposition(models.TextChoices):
+    DONE = "done"
+    RETRY_SCHEDULED = "retry_scheduled"
+    REQUEUED = "requeued"
+    DEAD_LETTERED = "dead_lettered"
+    CANCELED = "canceled"
+
+
+# An attempt "died" when its lease ended without its holder reporting (seed 000).
+DIED_OUTCOMES = (Outcome.LEASE_EXPIRED, Outcome.REAPED)
+
+
+class TodoAttempt(models.Model):
+    pk = models.CompositePrimaryKey("todo_id", "seq")
+    todo = models.ForeignKey(Todo, on_delete=models.DO_NOTHING, related_name="attempts")
+    seq = models.IntegerField()
+    attempt = models.IntegerField()
+    claimer_kind = models.TextField(choices=ClaimerKind.choices)
+    claimer_endpoint = models.ForeignKey(
+        Endpoint,
+        on_delete=models.DO_NOTHING,
+        null=True,
+        blank=True,
+        db_constraint=False,
+        related_name="+",
+    )
+    claimer_session = models.TextField(null=True, blank=True)
+    owner = models.TextField()
+    claimant = models.TextField(null=True, blank=True)
+    claimed_at = models.DateTimeField(db_default=Now())
+    last_heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.TextField(choices=Outcome.choices, null=True, blank=True)
+    disposition = models.TextField(choices=Disposition.choices, null=True, blank=True)
+    summary = models.TextField(null=True, blank=True)
+    summary_truncated = models.BooleanField(db_default=False, default=False)
+    artifact = models.TextField(null=True, blank=True)
+    lease_token_hash = models.BinaryField(null=True, blank=True, editable=False)
+
+    class Meta:
+        db_table = "todo_attempts"
+        ordering = ["todo_id", "-seq"]
+
+    def __str__(self) -> str:
+        return f"{self.todo_id}#{self.seq}"
+
+    @property
+    def died(self) -> bool:
+        return self.outcome in DIED_OUTCOMES
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None

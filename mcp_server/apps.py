@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class McpServerConfig(AppConfig):
+    """MCP for agents (SYSTEM.md §4).
+
+    The package is ``mcp_server``, not ``mcp``: the official SDK's import name is ``mcp``, and a
+    top-level ``mcp/`` package in this repository would shadow it on ``sys.path``.
+    """
+
+    name = "mcp_server"
+    label = "mcp"
+    verbose_name = "MCP"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,119 @@
+"""Tenancy: humans (operators), endpoints (agent identities) and their keys; runtime settings.
+
+An endpoint's slug names it in every agent-facing URL (``/mcp/{slug}``, ``/otlp/{slug}/…``);
+its verbs are its scope. A key is ``sbk_`` + 32 random bytes (base64url), shown once; only its
+SHA-256 is stored (``switchboard.credentials`` mints and resolves them).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractUser
+from django.contrib.postgres.fields import ArrayField
+from django.core.validators import RegexValidator
+from django.db import models
+
+
+class Human(AbstractUser):
+    """An operator: logs in to the Board and owns endpoints (and through them, todos)."""
+
+    class Meta:
+        db_table = "humans"
+        verbose_name = "human"
+        verbose_name_plural = "humans"
+
+    def __str__(self) -> str:
+        return self.username
+
+
+class Verb(models.TextChoices):
+    """MCP tools an endpoint may be granted (SYSTEM.md §2)."""
+
+    LIST_TODOS = "list_todos"
+    GET_TODO = "get_todo"
+    CLAIM_NEXT = "claim_next"
+    CLAIM = "claim"
+    HEARTBEAT = "heartbeat"
+    COMPLETE = "complete"
+    FAIL = "fail"
+    RELEASE = "release"
+
+
+# What the vend wizard and create_endpoint grant by default: everything a draining agent needs.
+DRAIN_VERBS: tuple[str, ...] = tuple(Verb.values)
+
+
+# Slugs name endpoints and sources in URLs: lowercase, digits, '-' and '_' (a CHECK enforces it).
+SLUG_RE = r"^[a-z0-9][a-z0-9_-]*$"
+slug_validator = RegexValidator(
+    SLUG_RE, "Use lowercase letters, digits, '-' and '_', starting with a letter or digit."
+)
+
+
+class EndpointQuerySet(models.QuerySet["Endpoint"]):
+    def active(self) -> EndpointQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class Endpoint(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(Human, on_delete=models.PROTECT, related_name="endpoints")
+    slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
+    name = models.TextField()
+    verbs = ArrayField(models.TextField(choices=Verb.choices), default=list, blank=True)
+    push_url = models.URLField(max_length=2048, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = EndpointQuerySet.as_manager()
+
+    class Meta:
+        db_table = "endpoints"
+        ordering = ["slug"]
+        indexes = [models.Index(fields=["owner"], name="endpoints_owner_idx")]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def allows(self, verb: str) -> bool:
+        """Whether the endpoint's scope holds ``verb``; get_todo is implied by list_todos."""
+        if verb == Verb.GET_TODO:
+            return Verb.GET_TODO in self.verbs or Verb.LIST_TODOS in self.verbs
+        return verb in self.verbs
+
+
+class EndpointKey(models.Model):
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="keys")
+    prefix = models.TextField(editable=False)
+    key_hash = models.BinaryField(unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        db_table = "endpoint_keys"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["endpoint"], name="endpoint_keys_endpoint_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}…"
+
+
+class Setting(models.Model):
+    """A runtime setting that overrides its default in code (``switchboard.runtime_settings``)."""
+
+    key = models.TextField(primary_key=True)
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "settings"
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.key

