@@ -36,7 +36,7 @@ class EventDisposition(models.TextChoices):
 
 
 class Source(models.Model):
-    """A webhook source at ``POST /hooks/{slug}``; signatures checked with its secret if ``verify``."""
+    """A webhook source at ``POST /hooks/{slug}``, checked with its secret when ``verify``."""
 
     owner = models.ForeignKey(Human, on_delete=models.PROTECT, related_name="sources")
     slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])

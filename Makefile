@@ -1,0 +1,44 @@
+# The two commands: `make run` serves the product, `make test` runs everything CI runs.
+# Both keep their virtual environment in .venv/ and skip setup that is already done.
+
+VENV  := .venv
+PY    := $(VENV)/bin/python
+# Reinstall when the dependency list changes.
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+HOST  ?= 127.0.0.1
+PORT  ?= 8000
+export HOST PORT
+
+.PHONY: run test setup lint typecheck pytest bench clean
+
+run: setup
+	$(PY) manage.py serve --host "$(HOST)" --port "$(PORT)"
+
+test: setup lint typecheck pytest
+
+setup: $(STAMP)
+
+$(PY):
+	"$$(sh bin/find-python)" -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check ".[dev]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck:
+	$(VENV)/bin/mypy
+
+pytest:
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) bench/lifecycle.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

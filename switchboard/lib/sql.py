@@ -1,0 +1,58 @@
+"""Named SQL statements: loaded once at import, run with named parameters.
+
+A statement lives in ``<app>/sql/<name>.sql`` and opens with ``-- <name>: purpose``, ``-- params:``,
+``-- returns:`` and ``-- Uses index:`` lines. ``@{fragment}`` marks where a shared fragment is
+spliced in, at load time, never per call: fragments come from ``<app>/sql/_<fragment>.sql`` or
+from the caller (the owner-scope predicates of ``switchboard.scope``). A missing file or an
+unfilled marker fails at import, so a typo stops start-up instead of a request. Whole-line
+``--`` comments are dropped at load; they are for readers, not for the server.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+_MARKER = re.compile(r"@\{(\w+)\}")
+
+
+def load(directory: Path, name: str, **fragments: str) -> str:
+    """Return the text of ``directory/name.sql`` with its ``@{…}`` markers filled."""
+    # Whole-line comments document the file; they are not sent (and may use '%' freely).
+    lines = (directory / f"{name}.sql").read_text().splitlines()
+    text = "\n".join(line for line in lines if not line.lstrip().startswith("--")).strip()
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key in fragments:
+            return fragments[key]
+        path = directory / f"_{key}.sql"
+        if path.exists():
+            # Fragments may hold markers of their own (the claim tail names the guard).
+            return load(directory, f"_{key}", **fragments)
+        raise LookupError(f"{directory / name}.sql: no fragment for @{{{key}}}")
+
+    # Repeat until stable: a spliced fragment may contain further markers.
+    previous = None
+    while previous != text:
+        previous, text = text, _MARKER.sub(fill, text)
+    return text
+
+
+def fetch_all(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[str, Any]]:
+    """Run ``sql`` on Django's connection and return its rows as dicts."""
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        if cur.description is None:
+            return []
+        columns = [col.name for col in cur.description]
+        return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
+
+
+def fetch_one(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any] | None:
+    rows = fetch_all(sql, params)
+    return rows[0] if rows else None

@@ -1,0 +1,41 @@
+"""Serve the product: migrate, seed an empty database, run the sweeper loop, serve with daphne.
+
+This is the README's run command. Everything runs in this one process, so the embedded
+PostgreSQL (when DATABASE_URL is unset) starts once and stops when Ctrl-C ends the server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Migrate, seed an empty database, and serve Switchboard with daphne."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--no-seed", action="store_true", help="Do not seed an empty database.")
+        parser.add_argument(
+            "--no-sweeper", action="store_true", help="Do not run the sweeper loop in this process."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from daphne.cli import CommandLineInterface
+
+        call_command("migrate", interactive=False, verbosity=0)
+        if not options["no_seed"]:
+            call_command("seed_demo", if_empty=True)
+        if not options["no_sweeper"]:
+            from todos.sweeps import start_background_sweeper
+
+            start_background_sweeper()
+        host, port = options["host"], options["port"]
+        self.stdout.write(f"Switchboard on http://{host}:{port}/  (Ctrl-C stops it)")
+        CommandLineInterface().run(
+            ["--bind", host, "--port", str(port), "--proxy-headers", "switchboard.asgi:application"]
+        )

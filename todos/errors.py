@@ -1,0 +1,58 @@
+"""Domain errors of the lifecycle. Each surface maps them in one place (MCP, Board, OTLP).
+
+``TodoNotFound`` and ``LeaseConflict`` are the two answers to a transition that matched no row,
+classified after the fact: no row in the caller's scope is "not found" (an unknown id and a
+foreign one are indistinguishable); a row in scope that did not match (wrong state, not the
+holder, fence mismatch, budget spent) is a "conflict". Neither says more than that.
+"""
+
+from __future__ import annotations
+
+
+class LifecycleError(Exception):
+    """Base of the lifecycle's domain errors; ``code`` is the wire code surfaces use."""
+
+    code = "internal"
+
+
+class TodoNotFound(LifecycleError):
+    code = "not_found"
+
+    def __init__(self, todo_id: str) -> None:
+        super().__init__(f"todo {todo_id} not found")
+        self.todo_id = todo_id
+
+
+class LeaseConflict(LifecycleError):
+    code = "conflict"
+
+    def __init__(self, todo_id: str, transition: str) -> None:
+        super().__init__(
+            f"todo {todo_id} cannot {transition} now: it is not in a state that allows it,"
+            " or the caller does not hold its lease"
+        )
+        self.todo_id = todo_id
+        self.transition = transition
+
+
+class InvalidInput(LifecycleError):
+    """An argument was malformed or out of bounds; nothing was changed."""
+
+    code = "invalid"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class AttemptInvariantViolated(LifecycleError):
+    """The deferred one-open-attempt constraint fired at commit: a bug, never the caller's fault."""
+
+    code = "internal"
+
+    def __init__(self, todo_id: str | None) -> None:
+        super().__init__(
+            f"todo {todo_id or '(unknown)'} would have two open attempts;"
+            " the transaction was rolled back"
+        )
+        self.todo_id = todo_id

@@ -1,0 +1,705 @@
+"""The todo lifecycle: the only writer of ``todos`` and ``todo_attempts``.
+
+One function per transition, each running one SQL statement (``todos/sql/<name>.sql``) in one
+round trip: data-modifying CTEs open, close and prune attempts in the same statement that moves
+the todo, so they commit together or not at all.
+
+Concurrency argument
+--------------------
+Every transition matches its todo with a conditional predicate and changes it under the row
+lock that the UPDATE (or the claim's ``FOR UPDATE``) takes. Whoever locks a row first changes
+it; a competitor that waited re-evaluates its predicate against the new row version (READ
+COMMITTED's re-check) and, the state having moved on, matches nothing. So of a reaper and a
+taker racing for one lapsed lease exactly one closes the dead attempt, and it is closed in the
+same statement that ends the lease. Sweeps lock with SKIP LOCKED and never wait on a claim.
+
+A statement's CTEs run in an unspecified order against one snapshot, so "at most one open
+attempt per todo" cannot be a unique index checked row by row (a takeover's INSERT could be
+checked before its close). It is the deferred exclusion constraint ``todo_attempts_one_open``,
+checked at commit. It cannot fire unless there is a bug; when it does, the transaction rolls
+back and ``AttemptInvariantViolated`` names the todo.
+
+Transactions
+------------
+A transition runs in autocommit when called outside ``transaction.atomic``: its one statement
+is its own transaction, which is the single round trip the benchmarks measure. Inside a
+caller's atomic block it joins that transaction, and its metrics are counted on commit.
+
+Misses
+------
+A statement that matched nothing is classified after the fact (``in_scope.sql``): no row in the
+caller's scope → ``TodoNotFound``; a row that did not match → ``LeaseConflict``. A wrong fence
+token is exactly "not the holder".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from psycopg.types.json import Jsonb
+
+from attempts import fence, rules
+from switchboard import runtime_settings
+from switchboard.lib import metrics
+from switchboard.lib.sql import fetch_all, fetch_one, load
+from switchboard.lib.text import strip_control
+from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
+from todos.errors import (
+    AttemptInvariantViolated,
+    InvalidInput,
+    LeaseConflict,
+    TodoNotFound,
+)
+from todos.types import (
+    AttemptView,
+    ClaimResult,
+    FailResult,
+    ReportResult,
+    RevokeResult,
+    SweepResult,
+    TodoView,
+)
+
+_SQL = Path(__file__).parent / "sql"
+_OPERATOR_GUARD = HUMAN_SCOPE_SQL
+
+
+def _statement(name: str, **fragments: str) -> str:
+    # Agent transitions guard on the holder unless told otherwise (``_holder.sql``).
+    return load(_SQL, name, **{"guard": "@{holder}", **fragments})
+
+
+# Statements, loaded once at import (a missing file or fragment fails start-up).
+# Agent variants guard on the holder (endpoint, owner, fence); operator variants on the human's
+# scope and are never fenced: the owning human can always recover a stuck attempt.
+CREATE = _statement("create")
+CLAIM_NEXT = _statement("claim_next")
+CLAIM = _statement("claim", scope=ENDPOINT_SCOPE_SQL)
+OPERATOR_CLAIM = _statement("claim", scope=HUMAN_SCOPE_SQL)
+HEARTBEAT = _statement("heartbeat")
+OPERATOR_EXTEND = _statement("heartbeat", guard=_OPERATOR_GUARD)
+COMPLETE = _statement("complete")
+OPERATOR_COMPLETE = _statement("complete", guard=_OPERATOR_GUARD)
+FAIL = _statement("fail")
+OPERATOR_FAIL = _statement("fail", guard=_OPERATOR_GUARD)
+RELEASE = _statement("release")
+OPERATOR_RELEASE = _statement("release", guard=_OPERATOR_GUARD)
+REAP = _statement("reap")
+REQUEUE_DUE_RETRIES = _statement("requeue_due_retries")
+RETRY = _statement("retry", scope=HUMAN_SCOPE_SQL)
+CANCEL = {
+    True: _statement("cancel", scope=ENDPOINT_SCOPE_SQL),
+    False: _statement("cancel", scope=HUMAN_SCOPE_SQL),
+}
+REVOKE_ENDPOINT = _statement("revoke_endpoint")
+INTERRUPT = _statement("interrupt")
+RESUME = _statement("resume", scope=HUMAN_SCOPE_SQL)
+REJECT = _statement("reject")
+IN_SCOPE = {
+    True: _statement("in_scope", scope=ENDPOINT_SCOPE_SQL),
+    False: _statement("in_scope", scope=HUMAN_SCOPE_SQL),
+}
+
+LEASE_TTL_MIN_SECONDS = 10
+LEASE_TTL_MAX_SECONDS = 24 * 3600
+RETRY_AFTER_MAX_SECONDS = 7 * 24 * 3600
+MAX_ATTEMPTS_LIMIT = 1000
+QUEUE_MAX_BYTES = 128
+OWNER_MAX_BYTES = 256
+TITLE_MAX_BYTES = 1024
+SWEEP_BATCH = 500
+INTERRUPT_STATES = ("input-required", "auth-required")
+
+
+_ONE_OPEN_KEY = re.compile(r"\(todo_id\)=\(([^)]*)\)")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def new_todo_id() -> str:
+    """``td_`` + 20 lowercase base32 characters (100 random bits)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+    return "td_" + "".join(secrets.choice(alphabet) for _ in range(20))
+
+
+def _jsonb(field: str, value: Any) -> Jsonb | None:
+    """Wrap ``value`` for a jsonb parameter, rejecting what jsonb cannot hold."""
+    if value is None:
+        return None
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(field, f"is not JSON ({exc})") from None
+    if "\\u0000" in text:
+        raise InvalidInput(field, "must not contain NUL characters")
+    return Jsonb(value)
+
+
+def _name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
+    """A short identifier (queue, owner): a non-empty string without control characters."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(field, "must be a non-empty string")
+    if len(value.encode()) > max_bytes:
+        raise InvalidInput(field, f"must be at most {max_bytes} bytes")
+    if strip_control(value) != value:
+        raise InvalidInput(field, "must not contain control characters")
+    return value
+
+
+def _ttl(seconds: int | None) -> int:
+    if seconds is None:
+        return runtime_settings.current().lease_ttl_default_seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise InvalidInput("lease_ttl_seconds", "must be an integer")
+    if not LEASE_TTL_MIN_SECONDS <= seconds <= LEASE_TTL_MAX_SECONDS:
+        raise InvalidInput(
+            "lease_ttl_seconds",
+            f"must be between {LEASE_TTL_MIN_SECONDS} and {LEASE_TTL_MAX_SECONDS}",
+        )
+    return seconds
+
+
+def _report_params(result: Any, summary: str | None, artifact: str | None) -> dict[str, Any]:
+    text, truncated = rules.summary(summary)
+    if text is None and settings.SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT:
+        text, truncated = rules.summary_from_result(result)
+    return {
+        "result": _jsonb("result", result),
+        "summary": text,
+        "summary_truncated": truncated,
+        "artifact": rules.artifact(artifact, settings.SWITCHBOARD_ARTIFACT_SCHEMES),
+    }
+
+
+def _holder(endpoint_id: UUID, owner: str, lease_token: str | None) -> dict[str, Any]:
+    return {
+        "endpoint_id": endpoint_id,
+        "owner": _name("owner", owner, OWNER_MAX_BYTES),
+        "token_hash": fence.digest(lease_token),
+    }
+
+
+def _run(sql: str, params: Mapping[str, Any], todo_id: str | None) -> list[dict[str, Any]]:
+    """Run a transition's statement; map the deferred constraint's failure to a domain error."""
+    try:
+        return fetch_all(sql, params)
+    except IntegrityError as exc:
+        raise _invariant_error(exc, todo_id) from exc
+
+
+def _invariant_error(exc: IntegrityError, todo_id: str | None) -> Exception:
+    """``AttemptInvariantViolated`` if ``exc`` is the one-open-attempt constraint, else ``exc``."""
+    cause = exc.__cause__
+    diag = getattr(cause, "diag", None)
+    if diag is None or diag.constraint_name != "todo_attempts_one_open":
+        return exc
+    match = _ONE_OPEN_KEY.search(diag.message_detail or "")
+    return AttemptInvariantViolated(match.group(1) if match else todo_id)
+
+
+def check_commit[T](func: Callable[[], T]) -> T:
+    """Run ``func`` in a transaction; a second open attempt found at commit raises
+    ``AttemptInvariantViolated`` naming the todo instead of a bare ``IntegrityError``."""
+    try:
+        with transaction.atomic():
+            return func()
+    except IntegrityError as exc:
+        raise _invariant_error(exc, None) from exc
+
+
+def _miss(scope: Scope, todo_id: str, transition: str) -> Exception:
+    metrics.transition(transition, "miss")
+    if fetch_one(IN_SCOPE[scope.is_endpoint], {"id": todo_id, **scope.params}):
+        return LeaseConflict(todo_id, transition)
+    return TodoNotFound(todo_id)
+
+
+def _counted(transition: str, closes: tuple[str, str] | None = None, n: int = 1) -> None:
+    """Count a transition (and the attempts it closed) once its transaction commits."""
+
+    def count() -> None:
+        metrics.transition(transition, "ok", n)
+        if closes is not None:
+            metrics.attempt_closed(*closes, n)
+
+    transaction.on_commit(count)
+
+
+def _single(
+    transition: str,
+    sql: str,
+    params: dict[str, Any],
+    scope: Scope,
+    todo_id: str,
+) -> dict[str, Any]:
+    rows = _run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
+    if not rows:
+        raise _miss(scope, todo_id, transition)
+    return rows[0]
+
+
+def _claim_result(row: dict[str, Any], lease_token: str | None) -> ClaimResult:
+    took_over = row["prior_state"] == "claimed"
+    prior = row["prior_attempts"]
+    if isinstance(prior, str):
+        prior = json.loads(prior)
+    return ClaimResult(
+        todo=TodoView.from_row(row),
+        attempt_seq=row["attempt_seq"],
+        attempts_total=row["attempts_total"],
+        prior_attempts=tuple(AttemptView.from_row(a) for a in prior),
+        took_over=took_over,
+        lease_token=lease_token,
+    )
+
+
+def _claim_params(
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None,
+    claimant: str | None,
+    session: str | None,
+    require_fence: bool,
+    claimer_kind: str,
+    claimer_endpoint_id: UUID | None,
+) -> tuple[dict[str, Any], str | None]:
+    token, token_hash = fence.mint() if require_fence else (None, None)
+    params = {
+        "owner": _name("owner", owner, OWNER_MAX_BYTES),
+        "ttl_seconds": _ttl(lease_ttl_seconds),
+        "claimer_kind": claimer_kind,
+        "claimer_endpoint_id": claimer_endpoint_id,
+        "claimer_session": rules.claimant(session),
+        "claimant": rules.claimant(claimant),
+        "token_hash": token_hash,
+        "attempts_cap": runtime_settings.current().attempts_max_per_todo,
+    }
+    return params, token
+
+
+def _claimed(row: dict[str, Any], token: str | None, transition: str) -> ClaimResult:
+    result = _claim_result(row, token)
+    closes = ("lease_expired", "requeued") if result.took_over else None
+    _counted(transition, closes)
+    return result
+
+
+# --- creation --------------------------------------------------------------------------------
+
+
+def create(
+    endpoint_id: UUID,
+    *,
+    queue: str,
+    title: str = "",
+    payload: Any = None,
+    work_order: str = "",
+    max_attempts: int = 5,
+    event_id: int | None = None,
+    routing_trace: Any = None,
+    assignee: str | None = None,
+) -> TodoView:
+    """Create a pending todo on a live endpoint's queue and ring the doorbell."""
+    _name("queue", queue)
+    if not isinstance(title, str) or len(title.encode()) > TITLE_MAX_BYTES:
+        raise InvalidInput("title", f"must be a string of at most {TITLE_MAX_BYTES} bytes")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+        raise InvalidInput("max_attempts", "must be an integer")
+    if not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
+        raise InvalidInput("max_attempts", f"must be between 1 and {MAX_ATTEMPTS_LIMIT}")
+    params = {
+        "id": new_todo_id(),
+        "endpoint_id": endpoint_id,
+        "queue": queue,
+        "title": title.replace("\x00", ""),
+        "event_id": event_id,
+        "payload": _jsonb("payload", {} if payload is None else payload),
+        "work_order": (work_order or "").replace("\x00", ""),
+        "routing_trace": _jsonb("routing_trace", routing_trace),
+        "assignee": None if assignee is None else _name("assignee", assignee, OWNER_MAX_BYTES),
+        "max_attempts": max_attempts,
+    }
+    rows = fetch_all(CREATE, params)
+    if not rows:
+        raise InvalidInput("endpoint", "unknown or revoked")
+    _counted("create")
+    return TodoView.from_row(rows[0])
+
+
+# --- agent transitions (the holder; fenced when the claim asked for it) ----------------------
+
+
+def claim_next(
+    endpoint_id: UUID,
+    queues: Sequence[str],
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    claimant: str | None = None,
+    session: str | None = None,
+    require_fence: bool = False,
+) -> ClaimResult | None:
+    """Claim the oldest claimable todo on ``queues``; None when there is nothing to claim."""
+    if isinstance(queues, str) or not queues:
+        raise InvalidInput("queues", "must be a non-empty list of queue names")
+    queue_list = [_name("queues", q) for q in queues]
+    params, token = _claim_params(
+        owner=owner,
+        lease_ttl_seconds=lease_ttl_seconds,
+        claimant=claimant,
+        session=session,
+        require_fence=require_fence,
+        claimer_kind="endpoint",
+        claimer_endpoint_id=endpoint_id,
+    )
+    rows = _run(CLAIM_NEXT, {**params, "endpoint_id": endpoint_id, "queues": queue_list}, None)
+    if not rows:
+        metrics.transition("claim_next", "empty")
+        return None
+    return _claimed(rows[0], token, "claim_next")
+
+
+def claim(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    claimant: str | None = None,
+    session: str | None = None,
+    require_fence: bool = False,
+) -> ClaimResult:
+    """Claim one todo by id, under the same predicate as ``claim_next``."""
+    params, token = _claim_params(
+        owner=owner,
+        lease_ttl_seconds=lease_ttl_seconds,
+        claimant=claimant,
+        session=session,
+        require_fence=require_fence,
+        claimer_kind="endpoint",
+        claimer_endpoint_id=endpoint_id,
+    )
+    row = _single("claim", CLAIM, params, Scope.of_endpoint(endpoint_id), todo_id)
+    return _claimed(row, token, "claim")
+
+
+def heartbeat(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    lease_token: str | None = None,
+) -> ReportResult:
+    """Extend the holder's lease."""
+    params = {**_holder(endpoint_id, owner, lease_token), "ttl_seconds": _ttl(lease_ttl_seconds)}
+    row = _single("heartbeat", HEARTBEAT, params, Scope.of_endpoint(endpoint_id), todo_id)
+    _counted("heartbeat")
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def complete(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    result: Any = None,
+    summary: str | None = None,
+    artifact: str | None = None,
+    lease_token: str | None = None,
+) -> ReportResult:
+    """Complete the holder's todo; its attempt closes completed/done."""
+    params = {
+        **_holder(endpoint_id, owner, lease_token),
+        **_report_params(result, summary, artifact),
+    }
+    row = _single("complete", COMPLETE, params, Scope.of_endpoint(endpoint_id), todo_id)
+    _counted("complete", ("completed", "done"))
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def _fail_params(retryable: bool, retry_after_seconds: int | None) -> dict[str, Any]:
+    if not isinstance(retryable, bool):
+        raise InvalidInput("retryable", "must be a boolean")
+    if retry_after_seconds is not None:
+        if isinstance(retry_after_seconds, bool) or not isinstance(retry_after_seconds, int):
+            raise InvalidInput("retry_after_seconds", "must be an integer")
+        if not 1 <= retry_after_seconds <= RETRY_AFTER_MAX_SECONDS:
+            raise InvalidInput(
+                "retry_after_seconds", f"must be between 1 and {RETRY_AFTER_MAX_SECONDS}"
+            )
+    current = runtime_settings.current()
+    return {
+        "retryable": retryable,
+        "retry_after_seconds": retry_after_seconds,
+        "retry_base_seconds": current.retry_base_seconds,
+        "retry_max_seconds": current.retry_max_seconds,
+    }
+
+
+def _failed(row: dict[str, Any], transition: str) -> FailResult:
+    out = FailResult(TodoView.from_row(row), row["attempt_seq"])
+    disposition = "dead_lettered" if out.dead_letter else "retry_scheduled"
+    _counted(transition, ("failed", disposition))
+    return out
+
+
+def fail(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    result: Any = None,
+    summary: str | None = None,
+    artifact: str | None = None,
+    lease_token: str | None = None,
+    retryable: bool = True,
+    retry_after_seconds: int | None = None,
+) -> FailResult:
+    """Fail the holder's todo: a retry after backoff while budget is left, else dead letter."""
+    params = {
+        **_holder(endpoint_id, owner, lease_token),
+        **_report_params(result, summary, artifact),
+        **_fail_params(retryable, retry_after_seconds),
+    }
+    row = _single("fail", FAIL, params, Scope.of_endpoint(endpoint_id), todo_id)
+    return _failed(row, "fail")
+
+
+def release(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    summary: str | None = None,
+    lease_token: str | None = None,
+) -> ReportResult:
+    """Give the todo back to the queue (the attempt is not refunded)."""
+    text, truncated = rules.summary(summary)
+    params = {
+        **_holder(endpoint_id, owner, lease_token),
+        "summary": text,
+        "summary_truncated": truncated,
+    }
+    row = _single("release", RELEASE, params, Scope.of_endpoint(endpoint_id), todo_id)
+    _counted("release", ("released", "requeued"))
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+# --- A2A ---------------------------------------------------------------------------------------
+
+
+def interrupt(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    state: str,
+    input_request: Any = None,
+    lease_token: str | None = None,
+) -> ReportResult:
+    """Pause the holder's claim awaiting input (or authorization); it is never reaped meanwhile."""
+    if state not in INTERRUPT_STATES:
+        raise InvalidInput("state", f"must be one of {', '.join(INTERRUPT_STATES)}")
+    params = {
+        **_holder(endpoint_id, owner, lease_token),
+        "to_state": state,
+        "input_request": _jsonb("input_request", input_request),
+    }
+    row = _single("interrupt", INTERRUPT, params, Scope.of_endpoint(endpoint_id), todo_id)
+    _counted("interrupt")
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def resume(
+    human_id: int,
+    todo_id: str,
+    *,
+    response: Any = None,
+    lease_ttl_seconds: int | None = None,
+) -> ReportResult:
+    """The owning human answers an interrupted todo; the holder's lease restarts."""
+    params = {"response": _jsonb("response", response), "ttl_seconds": _ttl(lease_ttl_seconds)}
+    row = _single("resume", RESUME, params, Scope.of_human(human_id), todo_id)
+    _counted("resume")
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def reject(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    result: Any = None,
+    summary: str | None = None,
+    lease_token: str | None = None,
+) -> ReportResult:
+    """The holder refuses the task for good; its attempt closes failed/dead_lettered."""
+    text, truncated = rules.summary(summary)
+    params = {
+        **_holder(endpoint_id, owner, lease_token),
+        "result": _jsonb("result", result),
+        "summary": text,
+        "summary_truncated": truncated,
+    }
+    row = _single("reject", REJECT, params, Scope.of_endpoint(endpoint_id), todo_id)
+    _counted("reject", ("failed", "dead_lettered"))
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+# --- humans ------------------------------------------------------------------------------------
+
+
+def retry(human_id: int, todo_id: str) -> ReportResult:
+    """Send a failed, canceled or rejected todo back to pending with a fresh budget."""
+    row = _single("retry", RETRY, {}, Scope.of_human(human_id), todo_id)
+    _counted("retry")
+    return ReportResult(TodoView.from_row(row), None)
+
+
+def cancel(scope: Scope, todo_id: str, *, reason: str | None = None) -> ReportResult:
+    """Cancel an unfinished todo (a human from the Board, or the endpoint over A2A)."""
+    text, truncated = rules.summary(reason)
+    params = {"summary": text, "summary_truncated": truncated}
+    row = _single("cancel", CANCEL[scope.is_endpoint], params, scope, todo_id)
+    closes = ("canceled", "canceled") if row["attempt_seq"] is not None else None
+    _counted("cancel", closes)
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def revoke_endpoint(human_id: int, endpoint_id: UUID) -> RevokeResult:
+    """Revoke an endpoint its human owns; dead-letter its unfinished todos.
+
+    Revoking an endpoint already revoked, or one the human does not own, changes nothing and
+    returns ``endpoint_revoked=False``.
+    """
+    row = fetch_one(REVOKE_ENDPOINT, {"endpoint_id": endpoint_id, "scope_human_id": human_id})
+    assert row is not None  # the statement always returns one row
+    dead = tuple(row["dead_lettered"])
+    if row["revoked"]:
+        _counted("revoke_endpoint")
+        if dead:
+            transaction.on_commit(
+                lambda: metrics.attempt_closed("revoked", "dead_lettered", len(dead))
+            )
+    return RevokeResult(bool(row["revoked"]), dead)
+
+
+def operator_claim(
+    human_id: int,
+    todo_id: str,
+    *,
+    lease_ttl_seconds: int | None = None,
+    claimant: str | None = None,
+) -> ClaimResult:
+    """The owning human claims a todo from the Board (claimer_kind 'owner', never fenced)."""
+    params, _ = _claim_params(
+        owner=f"human:{human_id}",
+        lease_ttl_seconds=lease_ttl_seconds,
+        claimant=claimant,
+        session=None,
+        require_fence=False,
+        claimer_kind="owner",
+        claimer_endpoint_id=None,
+    )
+    row = _single("operator_claim", OPERATOR_CLAIM, params, Scope.of_human(human_id), todo_id)
+    return _claimed(row, None, "operator_claim")
+
+
+def operator_extend(
+    human_id: int, todo_id: str, *, lease_ttl_seconds: int | None = None
+) -> ReportResult:
+    """Extend the lease of a claimed todo, whoever holds it."""
+    params = {"ttl_seconds": _ttl(lease_ttl_seconds)}
+    row = _single("operator_extend", OPERATOR_EXTEND, params, Scope.of_human(human_id), todo_id)
+    _counted("operator_extend")
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def operator_complete(
+    human_id: int,
+    todo_id: str,
+    *,
+    result: Any = None,
+    summary: str | None = None,
+    artifact: str | None = None,
+) -> ReportResult:
+    """Complete a claimed todo, whoever holds it."""
+    params = _report_params(result, summary, artifact)
+    row = _single("operator_complete", OPERATOR_COMPLETE, params, Scope.of_human(human_id), todo_id)
+    _counted("operator_complete", ("completed", "done"))
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def operator_fail(
+    human_id: int,
+    todo_id: str,
+    *,
+    result: Any = None,
+    summary: str | None = None,
+    artifact: str | None = None,
+    retryable: bool = True,
+    retry_after_seconds: int | None = None,
+) -> FailResult:
+    """Fail a claimed todo, whoever holds it."""
+    params = {
+        **_report_params(result, summary, artifact),
+        **_fail_params(retryable, retry_after_seconds),
+    }
+    row = _single("operator_fail", OPERATOR_FAIL, params, Scope.of_human(human_id), todo_id)
+    return _failed(row, "operator_fail")
+
+
+def operator_release(human_id: int, todo_id: str, *, summary: str | None = None) -> ReportResult:
+    """Put a claimed todo back on its queue, whoever holds it."""
+    text, truncated = rules.summary(summary)
+    params = {"summary": text, "summary_truncated": truncated}
+    row = _single("operator_release", OPERATOR_RELEASE, params, Scope.of_human(human_id), todo_id)
+    _counted("operator_release", ("released", "requeued"))
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def operator_retry(human_id: int, todo_id: str) -> ReportResult:
+    return retry(human_id, todo_id)
+
+
+def operator_cancel(human_id: int, todo_id: str, *, reason: str | None = None) -> ReportResult:
+    return cancel(Scope.of_human(human_id), todo_id, reason=reason)
+
+
+# --- sweeps ------------------------------------------------------------------------------------
+
+
+def reap(limit: int = SWEEP_BATCH) -> SweepResult:
+    """Reap up to ``limit`` lapsed leases: requeue them, or dead-letter those out of budget."""
+    rows = _run(REAP, {"limit": limit}, None)
+    requeued = tuple(r["id"] for r in rows if r["state"] == "pending")
+    dead = tuple(r["id"] for r in rows if r["state"] == "failed")
+
+    def count() -> None:
+        if requeued:
+            metrics.transition("reap", "requeued", len(requeued))
+            metrics.attempt_closed("reaped", "requeued", len(requeued))
+        if dead:
+            metrics.transition("reap", "dead_lettered", len(dead))
+            metrics.attempt_closed("reaped", "dead_lettered", len(dead))
+
+    transaction.on_commit(count)
+    return SweepResult(requeued=requeued, dead_lettered=dead)
+
+
+def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
+    """Move up to ``limit`` failed todos whose retry is due back to pending; return their ids."""
+    ids = tuple(r["id"] for r in fetch_all(REQUEUE_DUE_RETRIES, {"limit": limit}))
+    if ids:
+        _counted("requeue_due_retries", n=len(ids))
+    return ids

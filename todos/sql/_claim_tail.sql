@@ -1,0 +1,65 @@
+-- claim_tail: everything a claim does once `cand` has locked its row (cand_id, prior_state,
+-- prior_total). All arms run against one snapshot and commit together; their order is
+-- unspecified, which is why one-open-attempt is a deferred constraint. `closed` depends only on
+-- cand, never on upd, so nothing depends on that order either.
+closed AS (
+    -- A takeover closes the dead attempt first.
+    UPDATE todo_attempts a
+       SET ended_at = now(), outcome = 'lease_expired', disposition = 'requeued'
+      FROM cand
+     WHERE a.todo_id = cand.cand_id AND a.ended_at IS NULL AND cand.prior_state = 'claimed'
+    RETURNING a.*
+),
+pruned AS (
+    -- The per-todo cap: once this claim takes attempts_total past it, closed attempts older than
+    -- the newest `attempts_cap` go. Rare: usually the guard on prior_total deletes nothing.
+    DELETE FROM todo_attempts a
+     USING cand
+     WHERE a.todo_id = cand.cand_id AND a.ended_at IS NOT NULL
+       AND cand.prior_total + 1 > %(attempts_cap)s
+       AND a.seq <= cand.prior_total + 1 - %(attempts_cap)s
+    RETURNING a.seq
+),
+upd AS (
+    UPDATE todos t
+       SET state = 'claimed', owner = %(owner)s,
+           lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
+           attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
+           attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
+           claimed_at = now(), next_retry_at = NULL, finished_at = NULL, updated_at = now()
+      FROM cand
+     WHERE t.id = cand.cand_id
+    RETURNING t.*, cand.prior_state
+),
+opened AS (
+    -- seq is attempts_total after the increment: no sequence object, no max(seq) scan, never
+    -- reset (a human retry resets attempt, not attempts_total).
+    INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id,
+                               claimer_session, owner, claimant, claimed_at, lease_expires_at,
+                               lease_token_hash)
+    SELECT upd.id, upd.attempts_total, upd.attempt, %(claimer_kind)s, %(claimer_endpoint_id)s,
+           %(claimer_session)s, %(owner)s, %(claimant)s, now(), upd.lease_expires_at,
+           %(token_hash)s::bytea
+      FROM upd
+    RETURNING seq
+),
+prior AS (
+    -- The newest closed attempts as they stand once this statement commits: the one the takeover
+    -- closed (seen only through `closed`, the snapshot still has it open), then those closed
+    -- before, less any the cap just pruned. Read here, under the row lock, so the claim needs
+    -- no second round trip.
+    SELECT p.* FROM (
+        SELECT c.* FROM closed c
+        UNION ALL
+        SELECT a.* FROM todo_attempts a, cand
+         WHERE a.todo_id = cand.cand_id AND a.ended_at IS NOT NULL
+           AND a.seq > cand.prior_total + 1 - %(attempts_cap)s
+    ) p
+    ORDER BY p.seq DESC
+    LIMIT 5
+)
+SELECT upd.*,
+       (SELECT seq FROM opened) AS attempt_seq,
+       (SELECT COALESCE(jsonb_agg(to_jsonb(p) - 'lease_token_hash' ORDER BY p.seq DESC), '[]')
+          FROM prior p) AS prior_attempts
+  FROM upd

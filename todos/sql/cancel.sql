@@ -1,0 +1,23 @@
+-- cancel: any todo not yet finished (pending, in flight, or failed awaiting a retry) → canceled;
+--   an open attempt closes canceled/canceled. By a human (Board) or the endpoint (A2A).
+-- params: id, summary, summary_truncated, and the scope's parameters
+-- returns: the todo and attempt_seq; no row on a miss.
+-- Uses index: todos_pkey, todo_attempts_pkey.
+WITH upd AS (
+    UPDATE todos t
+       SET state = 'canceled', owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
+           finished_at = now(), updated_at = now()
+     WHERE t.id = %(id)s AND @{scope}
+       AND (t.state IN ('pending', 'claimed', 'input-required', 'auth-required')
+            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+    RETURNING t.*
+),
+closed AS (
+    UPDATE todo_attempts a
+       SET ended_at = now(), outcome = 'canceled', disposition = 'canceled',
+           summary = %(summary)s, summary_truncated = %(summary_truncated)s
+      FROM upd
+     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+    RETURNING a.seq
+)
+SELECT upd.*, (SELECT seq FROM closed) AS attempt_seq FROM upd

@@ -1,0 +1,16 @@
+-- claim: claim one todo by id under the same predicate as claim_next (agent: the endpoint's
+--   scope; operator: the human's scope, claimer_kind 'owner'). Waits for the row lock, then
+--   re-checks the predicate against the row as it stands.
+-- params: id, owner, ttl_seconds, claimer_kind, claimer_endpoint_id, claimer_session, claimant,
+--   token_hash, attempts_cap, and the scope's parameters
+-- returns: as claim_next; no row when the todo is out of scope or not claimable.
+-- Uses index: todos_pkey.
+WITH cand AS (
+    SELECT t.id AS cand_id, t.state AS prior_state, t.attempts_total AS prior_total
+      FROM todos t
+     WHERE t.id = %(id)s AND @{scope}
+       AND (t.assignee IS NULL OR t.assignee = %(owner)s)
+       AND @{claimable}
+       FOR UPDATE
+),
+@{claim_tail}

@@ -1,0 +1,20 @@
+-- complete: claimed → completed; the open attempt closes completed/done with the report.
+-- params: id, result (jsonb), summary, summary_truncated, artifact, and the guard's parameters
+-- returns: the todo and attempt_seq; no row on a miss.
+-- Uses index: todos_pkey, todo_attempts_pkey.
+WITH upd AS (
+    UPDATE todos t
+       SET state = 'completed', result = %(result)s, owner = NULL, lease_expires_at = NULL,
+           finished_at = now(), updated_at = now()
+     WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
+    RETURNING t.*
+),
+closed AS (
+    UPDATE todo_attempts a
+       SET ended_at = now(), outcome = 'completed', disposition = 'done',
+           summary = %(summary)s, summary_truncated = %(summary_truncated)s,
+           artifact = %(artifact)s
+      FROM upd
+     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+)
+SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

@@ -1,0 +1,35 @@
+-- fail: claimed → failed. With budget left and retryable, a retry is scheduled after the backoff
+--   min(retry_base * 2^(attempt-1), retry_max) ±10 % jitter, or after retry_after_seconds when
+--   given; otherwise the todo is dead-lettered. The open attempt closes failed/retry_scheduled or
+--   failed/dead_lettered.
+-- params: id, result (jsonb), summary, summary_truncated, artifact, retryable,
+--   retry_after_seconds (null for the backoff), retry_base_seconds, retry_max_seconds, guard's
+-- returns: the todo (next_retry_at set when a retry is scheduled) and attempt_seq.
+-- Uses index: todos_pkey, todo_attempts_pkey.
+WITH upd AS (
+    UPDATE todos t
+       SET state = 'failed', result = %(result)s, owner = NULL, lease_expires_at = NULL,
+           next_retry_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN
+               now() + COALESCE(
+                   %(retry_after_seconds)s::float8,
+                   LEAST(%(retry_base_seconds)s * power(2, LEAST(GREATEST(t.attempt - 1, 0), 40)),
+                         %(retry_max_seconds)s) * (0.9 + random() * 0.2)
+               ) * interval '1 second'
+           END,
+           finished_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN NULL
+                              ELSE now() END,
+           updated_at = now()
+     WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
+    RETURNING t.*
+),
+closed AS (
+    UPDATE todo_attempts a
+       SET ended_at = now(), outcome = 'failed',
+           disposition = CASE WHEN upd.next_retry_at IS NULL THEN 'dead_lettered'
+                              ELSE 'retry_scheduled' END,
+           summary = %(summary)s, summary_truncated = %(summary_truncated)s,
+           artifact = %(artifact)s
+      FROM upd
+     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+)
+SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

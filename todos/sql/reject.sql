@@ -1,0 +1,20 @@
+-- reject (A2A): the holder refuses the task: claimed → rejected, final; the open attempt closes
+--   failed/dead_lettered with the holder's summary.
+-- params: id, result (jsonb), summary, summary_truncated, and the guard's parameters
+-- returns: the todo and attempt_seq; no row on a miss.
+-- Uses index: todos_pkey, todo_attempts_pkey.
+WITH upd AS (
+    UPDATE todos t
+       SET state = 'rejected', result = %(result)s, owner = NULL, lease_expires_at = NULL,
+           finished_at = now(), updated_at = now()
+     WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
+    RETURNING t.*
+),
+closed AS (
+    UPDATE todo_attempts a
+       SET ended_at = now(), outcome = 'failed', disposition = 'dead_lettered',
+           summary = %(summary)s, summary_truncated = %(summary_truncated)s
+      FROM upd
+     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+)
+SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

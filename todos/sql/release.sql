@@ -1,0 +1,19 @@
+-- release: claimed → pending, the budget not refunded; the open attempt closes
+--   released/requeued. Rings the doorbell: the todo is claimable again.
+-- params: id, summary, summary_truncated, and the guard's parameters
+-- returns: the todo and attempt_seq; no row on a miss.
+-- Uses index: todos_pkey, todo_attempts_pkey.
+WITH upd AS (
+    UPDATE todos t
+       SET state = 'pending', owner = NULL, lease_expires_at = NULL, updated_at = now()
+     WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
+    RETURNING t.*
+),
+closed AS (
+    UPDATE todo_attempts a
+       SET ended_at = now(), outcome = 'released', disposition = 'requeued',
+           summary = %(summary)s, summary_truncated = %(summary_truncated)s
+      FROM upd
+     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+)
+SELECT upd.*, upd.attempts_total AS attempt_seq, @{notify_ready} AS rung FROM upd

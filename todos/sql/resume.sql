@@ -1,0 +1,24 @@
+-- resume (A2A): the owning human answers an interrupted todo; it is claimed again by the same
+--   holder with a fresh lease, and the open attempt's lease follows. The answer is kept under
+--   input_request.response for the holder to read.
+-- params: id, response (jsonb or null), ttl_seconds, and the human scope's parameters
+-- returns: the todo and attempt_seq; no row on a miss.
+-- Uses index: todos_pkey, todo_attempts_pkey.
+WITH upd AS (
+    UPDATE todos t
+       SET state = 'claimed',
+           lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
+           input_request = CASE WHEN %(response)s::jsonb IS NULL THEN t.input_request
+                                ELSE COALESCE(t.input_request, '{}'::jsonb)
+                                     || jsonb_build_object('response', %(response)s::jsonb) END,
+           updated_at = now()
+     WHERE t.id = %(id)s AND t.state IN ('input-required', 'auth-required') AND @{scope}
+    RETURNING t.*
+),
+touched AS (
+    UPDATE todo_attempts a
+       SET lease_expires_at = upd.lease_expires_at
+      FROM upd
+     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+)
+SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

@@ -1,0 +1,15 @@
+-- retry: a human sends a failed, canceled or rejected todo back to pending with a fresh budget
+--   (attempt = 0; result and next_retry_at cleared; attempts_total kept, so attempt seqs never
+--   repeat). No attempt changes. Rings the doorbell.
+-- params: id, and the human scope's parameters
+-- returns: the todo; no row on a miss.
+-- Uses index: todos_pkey.
+WITH upd AS (
+    UPDATE todos t
+       SET state = 'pending', attempt = 0, result = NULL, next_retry_at = NULL,
+           finished_at = NULL, owner = NULL, lease_expires_at = NULL, input_request = NULL,
+           updated_at = now()
+     WHERE t.id = %(id)s AND t.state IN ('failed', 'canceled', 'rejected') AND @{scope}
+    RETURNING t.*
+)
+SELECT upd.*, NULL::int AS attempt_seq, @{notify_ready} AS rung FROM upd

@@ -1,0 +1,30 @@
+-- revoke_endpoint: the owning human revokes an endpoint; its pending and unfinished todos are
+--   dead-lettered and their open attempts close revoked/dead_lettered. Its keys stop working
+--   with it (key lookup refuses a revoked endpoint).
+-- params: endpoint_id, scope_human_id
+-- returns: revoked (bool), dead_lettered (text[] of todo ids).
+-- Uses index: endpoints_pkey, todos_board_state_idx (endpoint_id, state, …).
+WITH ep AS (
+    UPDATE endpoints e
+       SET revoked_at = now()
+     WHERE e.id = %(endpoint_id)s AND e.owner_id = %(scope_human_id)s AND e.revoked_at IS NULL
+    RETURNING e.id
+),
+upd AS (
+    UPDATE todos t
+       SET state = 'failed', next_retry_at = NULL, owner = NULL, lease_expires_at = NULL,
+           finished_at = now(), updated_at = now()
+      FROM ep
+     WHERE t.endpoint_id = ep.id
+       AND (t.state IN ('pending', 'claimed', 'input-required', 'auth-required')
+            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+    RETURNING t.id
+),
+closed AS (
+    UPDATE todo_attempts a
+       SET ended_at = now(), outcome = 'revoked', disposition = 'dead_lettered'
+      FROM upd
+     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+)
+SELECT EXISTS (SELECT 1 FROM ep) AS revoked,
+       COALESCE((SELECT array_agg(upd.id ORDER BY upd.id) FROM upd), '{}') AS dead_lettered

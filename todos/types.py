@@ -1,0 +1,147 @@
+"""Frozen values the lifecycle returns, each built from a statement's row by ``from_row``."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, fields
+from typing import Any, Self
+from uuid import UUID
+
+from attempts.models import DIED_OUTCOMES
+
+
+def _ts(value: Any) -> dt.datetime | None:
+    """A timestamp from a row (datetime) or from jsonb (ISO-8601 text)."""
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    return dt.datetime.fromisoformat(value)
+
+
+@dataclass(frozen=True, slots=True)
+class TodoView:
+    id: str
+    endpoint_id: UUID
+    queue: str
+    title: str
+    event_id: int | None
+    payload: Any
+    work_order: str
+    routing_trace: Any
+    assignee: str | None
+    state: str
+    owner: str | None
+    lease_expires_at: dt.datetime | None
+    attempt: int
+    max_attempts: int
+    claimed_at: dt.datetime | None
+    next_retry_at: dt.datetime | None
+    result: Any
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    finished_at: dt.datetime | None
+    last_ringed_at: dt.datetime | None
+    ring_attempts: int
+    input_request: Any
+    attempts_total: int
+    attempts_pruned: int
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Self:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+    @property
+    def dead_letter(self) -> bool:
+        return self.state == "failed" and self.next_retry_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptView:
+    todo_id: str
+    seq: int
+    attempt: int
+    claimer_kind: str
+    claimer_endpoint_id: UUID | None
+    claimer_session: str | None
+    owner: str
+    claimant: str | None
+    claimed_at: dt.datetime
+    last_heartbeat_at: dt.datetime | None
+    lease_expires_at: dt.datetime
+    ended_at: dt.datetime | None
+    outcome: str | None
+    disposition: str | None
+    summary: str | None
+    summary_truncated: bool
+    artifact: str | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Self:
+        values: dict[str, Any] = {f.name: row.get(f.name) for f in fields(cls)}
+        for name in ("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at"):
+            values[name] = _ts(values[name])
+        if isinstance(values["claimer_endpoint_id"], str):
+            values["claimer_endpoint_id"] = UUID(values["claimer_endpoint_id"])
+        values["summary_truncated"] = bool(values["summary_truncated"])
+        return cls(**values)
+
+    @property
+    def died(self) -> bool:
+        """The lease ended without its holder reporting (lapsed and taken over, or reaped)."""
+        return self.outcome in DIED_OUTCOMES
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    todo: TodoView
+    attempt_seq: int
+    attempts_total: int
+    prior_attempts: tuple[AttemptView, ...]
+    took_over: bool
+    lease_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReportResult:
+    """What complete, release, heartbeat and the other single-todo transitions return."""
+
+    todo: TodoView
+    attempt_seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FailResult:
+    todo: TodoView
+    attempt_seq: int | None
+
+    @property
+    def next_retry_at(self) -> dt.datetime | None:
+        return self.todo.next_retry_at
+
+    @property
+    def dead_letter(self) -> bool:
+        return self.todo.dead_letter
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptsPage:
+    attempts: tuple[AttemptView, ...]
+    total: int
+    pruned: int
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """Ids a sweep changed, by what became of them."""
+
+    requeued: tuple[str, ...] = ()
+    dead_lettered: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RevokeResult:
+    endpoint_revoked: bool
+    dead_lettered: tuple[str, ...]
