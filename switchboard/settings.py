@@ -127,7 +127,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Only for deployments that run collectstatic; the run command serves from the finders.
+STATIC_ROOT = env_str("STATIC_ROOT") or None
 # Serve static files from the finders directly: no collectstatic step before the run command.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
