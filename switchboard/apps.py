@@ -7,3 +7,16 @@ class SwitchboardConfig(AppConfig):
     name = "switchboard"
     verbose_name = "Switchboard"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
+        from switchboard import runtime_settings
+        from switchboard.models import Setting
+
+        # An admin edit takes effect in this process at once (others within the cache TTL).
+        def clear(**kwargs: object) -> None:
+            runtime_settings.clear_cache()
+
+        post_save.connect(clear, sender=Setting, dispatch_uid="runtime-settings-save")
+        post_delete.connect(clear, sender=Setting, dispatch_uid="runtime-settings-delete")

@@ -1,5 +1,7 @@
 -- requeue_due_retries: failed todos whose retry is due go back to pending and ring the doorbell.
---   No attempt changes: no lease ends here.
+--   No attempt changes: no lease ends here. The notification carries "retry": true, which tells
+--   every listening process to clear the todo from its doorbell gate so this ring goes out even
+--   inside the gate's minute (SPEC-0034 REQ-16), whichever process ran the sweep.
 -- params: limit
 -- returns: id per requeued todo.
 -- Uses index: todos_retry_due_idx (next_retry_at) WHERE state = 'failed' AND next_retry_at IS NOT NULL.
@@ -18,4 +20,8 @@ upd AS (
      WHERE t.id = due.id
     RETURNING t.id, t.endpoint_id, t.queue
 )
-SELECT upd.id, @{notify_ready} AS rung FROM upd
+SELECT upd.id,
+       pg_notify('todo_ready', json_build_object('endpoint_id', upd.endpoint_id,
+                                                 'queue', upd.queue, 'todo_id', upd.id,
+                                                 'retry', true)::text) AS rung
+  FROM upd

@@ -1,0 +1,58 @@
+"""Hybrid retention (SYSTEM.md §8): finished todos by age and by count per endpoint; stale events.
+
+A todo's attempts go with it by cascade: live history is never pruned here (the per-todo cap
+in the claim statement bounds it instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from switchboard import runtime_settings
+from switchboard.lib.sql import fetch_all, fetch_one, load
+
+_SQL = Path(__file__).parent / "sql"
+RETENTION_TODOS = load(_SQL, "retention_todos")
+RETENTION_TODOS_COUNT = load(_SQL, "retention_todos_count")
+RETENTION_EVENTS = load(_SQL, "retention_events")
+RETENTION_EVENTS_COUNT = load(_SQL, "retention_events_count")
+
+BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionResult:
+    todos: int
+    events: int
+    dry_run: bool
+
+
+def run(*, dry_run: bool = False, batch: int = BATCH) -> RetentionResult:
+    """Delete (or, with ``dry_run``, count) what retention removes, in batches of ``batch``.
+
+    Each batch is its own statement and transaction, so a large backlog never holds locks
+    for long; deletion stops when a batch comes back short.
+    """
+    current = runtime_settings.current()
+    days, max_terminal = current.retention_days, current.retention_max_terminal
+    if dry_run:
+        todos = fetch_one(RETENTION_TODOS_COUNT, {"days": days, "max_terminal": max_terminal})
+        events = fetch_one(RETENTION_EVENTS_COUNT, {"days": days})
+        return RetentionResult(
+            todos=todos["n"] if todos else 0, events=events["n"] if events else 0, dry_run=True
+        )
+    deleted_todos = _drain(
+        RETENTION_TODOS, {"days": days, "max_terminal": max_terminal, "batch": batch}, batch
+    )
+    deleted_events = _drain(RETENTION_EVENTS, {"days": days, "batch": batch}, batch)
+    return RetentionResult(todos=deleted_todos, events=deleted_events, dry_run=False)
+
+
+def _drain(sql: str, params: dict[str, int], batch: int) -> int:
+    total = 0
+    while True:
+        n = len(fetch_all(sql, params))
+        total += n
+        if n < batch:
+            return total

@@ -1,0 +1,40 @@
+-- retention_todos: delete up to `batch` finished todos past retention (hybrid, SYSTEM.md §8):
+--   finished more than `days` ago, or beyond the newest `max_terminal` finished todos of their
+--   endpoint. Their attempts (and later spans, activity, bindings) go by ON DELETE CASCADE.
+--   Rows are locked SKIP LOCKED, so two sweepers never delete the same row twice, and a row
+--   a transition holds is left for the next pass.
+-- params: days, max_terminal, batch
+-- returns: id, endpoint_id per deleted todo.
+-- Uses index: todos_finished_idx (endpoint_id, finished_at DESC) WHERE finished_at IS NOT NULL.
+WITH candidates AS (
+    SELECT x.id
+      FROM endpoints e
+     CROSS JOIN LATERAL (
+            SELECT t.id FROM todos t
+             WHERE t.endpoint_id = e.id AND t.finished_at IS NOT NULL
+             ORDER BY t.finished_at DESC
+            OFFSET %(max_terminal)s
+             LIMIT %(batch)s
+           ) x
+    UNION
+    SELECT x.id
+      FROM endpoints e
+     CROSS JOIN LATERAL (
+            SELECT t.id FROM todos t
+             WHERE t.endpoint_id = e.id AND t.finished_at IS NOT NULL
+               AND t.finished_at < now() - %(days)s * interval '1 day'
+             ORDER BY t.finished_at
+             LIMIT %(batch)s
+           ) x
+),
+victims AS (
+    SELECT t.id
+      FROM todos t JOIN candidates c ON c.id = t.id
+     WHERE t.finished_at IS NOT NULL
+     LIMIT %(batch)s
+       FOR UPDATE OF t SKIP LOCKED
+)
+DELETE FROM todos t
+ USING victims v
+ WHERE t.id = v.id AND t.finished_at IS NOT NULL
+RETURNING t.id, t.endpoint_id

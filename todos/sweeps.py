@@ -1,0 +1,168 @@
+"""The sweeps (SYSTEM.md §8) and the loop that runs them.
+
+Every sweep is a conditional statement on rows it locks SKIP LOCKED, so any number of sweepers
+may run at once without double-acting on a row. A pass also takes a transaction-scoped advisory
+lock per sweep, so of several sweepers one does each pass's work and the others skip it instead
+of racing for the same rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from todos import lifecycle, retention
+
+log = logging.getLogger(__name__)
+
+# pg_try_advisory_xact_lock keys, one per sweep (arbitrary, stable, project-wide unique).
+LOCK_REAP = 0x5B_0001
+LOCK_REQUEUE = 0x5B_0002
+LOCK_RETENTION = 0x5B_0003
+
+RETENTION_EVERY_SECONDS = 600.0
+
+
+@dataclass
+class PassReport:
+    reaped_requeued: list[str] = field(default_factory=list)
+    reaped_dead_lettered: list[str] = field(default_factory=list)
+    retries_requeued: list[str] = field(default_factory=list)
+    retention: retention.RetentionResult | None = None
+    skipped: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """Human-readable lines for what changed; empty when nothing did."""
+        out = []
+        if self.reaped_requeued:
+            out.append(f"reap: requeued {len(self.reaped_requeued)}: {_ids(self.reaped_requeued)}")
+        if self.reaped_dead_lettered:
+            out.append(
+                f"reap: dead-lettered {len(self.reaped_dead_lettered)}:"
+                f" {_ids(self.reaped_dead_lettered)}"
+            )
+        if self.retries_requeued:
+            out.append(
+                f"requeue_retries: requeued {len(self.retries_requeued)}:"
+                f" {_ids(self.retries_requeued)}"
+            )
+        if self.retention and (self.retention.todos or self.retention.events):
+            out.append(
+                f"retention: deleted {self.retention.todos} todos, {self.retention.events} events"
+            )
+        return out
+
+
+def _ids(ids: list[str], shown: int = 10) -> str:
+    more = f" (+{len(ids) - shown} more)" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
+
+
+def _locked(key: int, work: Callable[[], None]) -> bool:
+    """Run ``work`` in a transaction holding advisory lock ``key``; False if another holds it."""
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_try_advisory_xact_lock(%s)", [key])
+            row = cur.fetchone()
+        if not row or not row[0]:
+            return False
+        work()
+        return True
+
+
+def reap_all(report: PassReport) -> None:
+    """Reap every lapsed lease, batch by batch."""
+    while True:
+        result = lifecycle.reap()
+        report.reaped_requeued.extend(result.requeued)
+        report.reaped_dead_lettered.extend(result.dead_lettered)
+        if len(result.requeued) + len(result.dead_lettered) < lifecycle.SWEEP_BATCH:
+            return
+
+
+def requeue_all(report: PassReport) -> None:
+    """Requeue every failed todo whose retry is due, batch by batch."""
+    while True:
+        ids = lifecycle.requeue_due_retries()
+        report.retries_requeued.extend(ids)
+        if len(ids) < lifecycle.SWEEP_BATCH:
+            return
+
+
+def run_pass(*, with_retention: bool = False) -> PassReport:
+    report = PassReport()
+    if not _locked(LOCK_REAP, lambda: reap_all(report)):
+        report.skipped.append("reap")
+    if not _locked(LOCK_REQUEUE, lambda: requeue_all(report)):
+        report.skipped.append("requeue_retries")
+    if with_retention:
+
+        def retain() -> None:
+            report.retention = retention.run()
+
+        if not _locked(LOCK_RETENTION, retain):
+            report.skipped.append("retention")
+    return report
+
+
+class Sweeper:
+    """The sweeper loop: a pass every ``interval`` seconds until ``stop()`` is called.
+
+    Used by ``manage.py sweeper`` (its own process) and by ``manage.py serve`` (a thread in the
+    web process). A pass that fails (the database restarting, say) is logged and retried at the
+    next tick; the loop itself never dies of it.
+    """
+
+    def __init__(self, interval: float, emit: Callable[[str], None] | None = None) -> None:
+        self.interval = interval
+        self.emit = emit or log.info
+        self._stop = threading.Event()
+        self._last_retention = 0.0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self.tick()
+                self._stop.wait(self.interval)
+        finally:
+            connection.close()
+
+    def tick(self) -> PassReport | None:
+        now = time.monotonic()
+        with_retention = now - self._last_retention >= RETENTION_EVERY_SECONDS
+        try:
+            report = run_pass(with_retention=with_retention)
+        except Exception:
+            log.exception("sweep pass failed; retrying at the next tick")
+            connection.close()
+            return None
+        if with_retention:
+            self._last_retention = now
+        for line in report.lines():
+            self.emit(line)
+        return report
+
+
+_background: Sweeper | None = None
+
+
+def start_background_sweeper() -> Sweeper:
+    """Run the sweeper loop in a daemon thread of this process (the run command's default)."""
+    global _background
+    if _background is None:
+        _background = Sweeper(settings.SWITCHBOARD_SWEEP_INTERVAL_SECONDS)
+        threading.Thread(target=_background.run, name="sweeper", daemon=True).start()
+    return _background
