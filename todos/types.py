@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, fields
 from typing import Any, Self
 from uuid import UUID
@@ -15,6 +16,15 @@ def _ts(value: Any) -> dt.datetime | None:
     if value is None or isinstance(value, dt.datetime):
         return value
     return dt.datetime.fromisoformat(value)
+
+
+# Django's psycopg setup loads jsonb as its JSON text (JSONField decodes it itself), so values
+# read through connection.cursor() arrive as str and are decoded here.
+_JSON_COLUMNS = ("payload", "routing_trace", "result", "input_request")
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +57,10 @@ class TodoView:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
+        values = {f.name: row[f.name] for f in fields(cls)}
+        for name in _JSON_COLUMNS:
+            values[name] = _json(values[name])
+        return cls(**values)
 
     @property
     def dead_letter(self) -> bool:
