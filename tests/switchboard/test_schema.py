@@ -1,0 +1,373 @@
+"""The schema as PostgreSQL holds it: migrations in step with the models, CHECK lists equal to the
+TextChoices, reversible migrations, the queue table's storage parameters, the claim index (and
+the plan that proves a claim stays O(log n)), and the deferred one-open-attempt constraint."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError, connection, models, transaction
+from django.db.migrations.executor import MigrationExecutor
+
+from attempts.models import ClaimerKind, Disposition, Outcome
+from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.models import Verb
+from tests.base import Personas
+from todos import lifecycle
+from todos.models import EventDisposition, State
+
+# The apps whose migrations hold hand-written SQL, latest first (reverse dependency order).
+PROJECT_APPS = ("attempts", "todos", "switchboard")
+
+
+# --- migrations and models --------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_makemigrations_finds_no_model_change_missing_from_the_migrations() -> None:
+    out = io.StringIO()
+    try:
+        call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)
+    except SystemExit as exc:  # --check exits 1 when a migration would be written
+        pytest.fail(f"makemigrations --check found changes (exit {exc.code}):\n{out.getvalue()}")
+    assert "No changes detected" in out.getvalue()
+
+
+# --- CHECK lists equal the TextChoices --------------------------------------------------------
+
+
+def _check_values(table: str, column: str) -> list[str]:
+    """The literals of the one CHECK constraint on ``table`` that constrains ``column`` alone to a
+    list of values (``col = ANY (ARRAY[...])`` or ``col <@ ARRAY[...]``)."""
+    rows = fetch_all(
+        """
+        SELECT c.conname, pg_get_constraintdef(c.oid) AS definition
+          FROM pg_constraint c
+          JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+         WHERE c.conrelid = %(table)s::regclass AND c.contype = 'c'
+           AND cardinality(c.conkey) = 1 AND a.attname = %(column)s
+           AND pg_get_constraintdef(c.oid) LIKE '%%ARRAY[%%'
+        """,
+        {"table": table, "column": column},
+    )
+    assert len(rows) == 1, f"expected one value-list CHECK on {table}.{column}, found {rows}"
+    return re.findall(r"'((?:[^']|'')*)'::text", rows[0]["definition"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("table", "column", "choices"),
+    [
+        ("todos", "state", State),
+        ("events", "disposition", EventDisposition),
+        ("todo_attempts", "outcome", Outcome),
+        ("todo_attempts", "disposition", Disposition),
+        ("todo_attempts", "claimer_kind", ClaimerKind),
+        ("endpoints", "verbs", Verb),
+    ],
+    ids=lambda v: v if isinstance(v, str) else v.__name__,
+)
+def test_the_sql_check_list_equals_the_text_choices(
+    table: str, column: str, choices: type[models.TextChoices]
+) -> None:
+    values = _check_values(table, column)
+    assert len(values) == len(set(values))
+    assert sorted(values) == sorted(choices.values)
+
+
+@pytest.mark.django_db
+def test_the_endpoint_verbs_check_has_its_documented_name() -> None:
+    row = fetch_one(
+        "SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint"
+        " WHERE conrelid = 'endpoints'::regclass AND conname = 'endpoints_known_verbs'",
+        {},
+    )
+    assert row is not None
+    assert "verbs <@ ARRAY[" in row["definition"]
+
+
+# --- migrations reverse to zero and apply again -----------------------------------------------
+
+
+def _schema() -> dict[str, Any]:
+    """What the migrations built: tables, columns, constraints, indexes, storage parameters."""
+    return {
+        "columns": fetch_all(
+            """SELECT table_name, column_name, data_type, is_nullable, column_default
+                 FROM information_schema.columns WHERE table_schema = 'public'
+                ORDER BY table_name, column_name""",
+            {},
+        ),
+        "constraints": fetch_all(
+            """SELECT conrelid::regclass::text AS tbl, conname, contype, condeferrable,
+                      condeferred, pg_get_constraintdef(oid) AS definition
+                 FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+                ORDER BY 1, 2""",
+            {},
+        ),
+        "indexes": fetch_all(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1",
+            {},
+        ),
+        "reloptions": fetch_all(
+            """SELECT relname, reloptions FROM pg_class
+                WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' ORDER BY 1""",
+            {},
+        ),
+    }
+
+
+def _public_tables() -> set[str]:
+    rows = fetch_all("SELECT tablename FROM pg_tables WHERE schemaname = 'public'", {})
+    return {row["tablename"] for row in rows}
+
+
+def _migrate(targets: list[tuple[str, str | None]]) -> None:
+    executor = MigrationExecutor(connection)  # a fresh loader reads what is applied now
+    executor.migrate(targets)
+
+
+def _latest() -> list[tuple[str, str]]:
+    return MigrationExecutor(connection).loader.graph.leaf_nodes()
+
+
+@pytest.fixture
+def restore_migrations() -> Iterator[None]:
+    """Leave every app fully migrated, whatever the test did or where it failed."""
+    yield
+    _migrate(_latest())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_all_migrations_reverse_to_zero_and_apply_again_to_the_same_schema(
+    restore_migrations: None,
+) -> None:
+    before = _schema()
+    assert {"todos", "todo_attempts", "endpoints", "settings"} <= _public_tables()
+    others = sorted({app for app, _ in _latest()} - set(PROJECT_APPS))
+
+    for app in (*PROJECT_APPS, *others):
+        _migrate([(app, None)])
+
+    assert _public_tables() == {"django_migrations"}
+    applied = MigrationExecutor(connection).loader.applied_migrations
+    assert not applied, f"still applied: {sorted(applied)}"
+
+    _migrate(_latest())
+
+    assert _schema() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reapplying_todo_attempts_backfills_one_open_attempt_per_claimed_todo(
+    personas: Personas, restore_migrations: None
+) -> None:
+    claimed = lifecycle.create(personas.endpoint_a.id, queue="triage", title="in flight")
+    waiting = lifecycle.create(personas.endpoint_a.id, queue="triage", title="waiting")
+    lifecycle.claim(personas.endpoint_a.id, claimed.id, owner="agent-a")
+    attempts_migrations = [node for node in _latest() if node[0] == "attempts"]
+
+    _migrate([("attempts", None)])
+    assert "todo_attempts" not in _public_tables()
+    _migrate(attempts_migrations)
+
+    rows = fetch_all(
+        "SELECT todo_id, seq, claimer_kind, owner, claimant, ended_at FROM todo_attempts", {}
+    )
+    assert rows == [
+        {
+            "todo_id": claimed.id,
+            "seq": 1,
+            "claimer_kind": "endpoint",
+            "owner": "agent-a",
+            "claimant": "migrated",
+            "ended_at": None,
+        }
+    ]
+    totals = {
+        row["id"]: row["attempts_total"]
+        for row in fetch_all("SELECT id, attempts_total FROM todos", {})
+    }
+    assert totals == {claimed.id: 1, waiting.id: 0}
+
+
+# --- the queue table --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_todos_table_leaves_room_for_hot_updates() -> None:
+    row = fetch_one("SELECT reloptions FROM pg_class WHERE oid = 'todos'::regclass", {})
+    assert row is not None
+    options = dict(option.split("=", 1) for option in row["reloptions"] or [])
+    assert options["fillfactor"] == "80"
+    assert float(options["autovacuum_vacuum_scale_factor"]) <= 0.05
+
+
+@pytest.mark.django_db
+def test_the_claim_index_is_on_endpoint_then_created_at_over_claimable_rows_only() -> None:
+    row = fetch_one(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'todos'"
+        " AND indexname = 'todos_claimable_idx'",
+        {},
+    )
+    assert row is not None, "todos_claimable_idx is missing"
+    definition = row["indexdef"]
+    assert "USING btree (endpoint_id, created_at)" in definition
+    where = definition.split(" WHERE ", 1)[1]
+    for state in ("pending", "claimed", "failed"):
+        assert f"'{state}'" in where
+    for state in ("completed", "canceled", "rejected"):
+        assert f"'{state}'" not in where
+
+
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _nodes(child)
+
+
+def _reads_todos(plan: dict[str, Any]) -> bool:
+    return any(node.get("Relation Name") == "todos" for node in _nodes(plan))
+
+
+@pytest.fixture
+def backlog(personas: Personas) -> Personas:
+    """About 2,000 pending todos across 3 queues and 2 endpoints, oldest first, plus a few that
+    left the claim index through real transitions; then fresh statistics."""
+    endpoints = [personas.endpoint_a.id, personas.endpoint_b.id]
+    queues = ["triage", "build", "deploy"]
+    n = 2_000
+    with connection.cursor() as cur:
+        # One statement for the bulk: created_at spread over the last n seconds.
+        cur.execute(
+            """INSERT INTO todos (id, endpoint_id, queue, title, created_at, updated_at)
+               SELECT u.id, u.endpoint_id, u.queue, 'backlog ' || u.id,
+                      now() - u.age * interval '1 second', now()
+                 FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::int[])
+                      AS u(id, endpoint_id, queue, age)""",
+            [
+                [lifecycle.new_todo_id() for _ in range(n)],
+                [endpoints[i % 2] for i in range(n)],
+                [queues[i % 3] for i in range(n)],
+                [n - i for i in range(n)],
+            ],
+        )
+    for _ in range(10):
+        claim = lifecycle.claim_next(personas.endpoint_a.id, ["triage"], owner="agent-a")
+        assert claim is not None
+        lifecycle.complete(personas.endpoint_a.id, claim.todo.id, owner="agent-a")
+    for _ in range(10):
+        assert lifecycle.claim_next(personas.endpoint_b.id, ["build"], owner="agent-b")
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE todos")
+    return personas
+
+
+def _claim_next_plan(personas: Personas, *, analyze: bool = False) -> dict[str, Any]:
+    params = {
+        "endpoint_id": personas.endpoint_a.id,
+        "queues": ["triage", "build"],
+        "owner": "agent-a",
+        "ttl_seconds": 300,
+        "claimer_kind": "endpoint",
+        "claimer_endpoint_id": personas.endpoint_a.id,
+        "claimer_session": None,
+        "claimant": "worker-1",
+        "token_hash": None,
+        "attempts_cap": 50,
+    }
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+    with connection.cursor() as cur:
+        cur.execute(f"EXPLAIN ({options}) {lifecycle.CLAIM_NEXT}", params)
+        row = cur.fetchone()
+    assert row is not None
+    document = row[0]
+    plan: dict[str, Any] = document[0]["Plan"]
+    return plan
+
+
+def _candidate(plan: dict[str, Any]) -> dict[str, Any]:
+    found = [node for node in _nodes(plan) if node.get("Subplan Name") == "CTE cand"]
+    assert len(found) == 1, "claim_next's plan has no `cand` CTE"
+    return found[0]
+
+
+@pytest.mark.django_db
+def test_claim_next_reads_the_claim_index_in_order_without_sorting_the_backlog(
+    backlog: Personas,
+) -> None:
+    plan = _claim_next_plan(backlog)
+    cand = _candidate(plan)
+    cand_nodes = list(_nodes(cand))
+
+    scans = [node for node in cand_nodes if node.get("Relation Name") == "todos"]
+    assert [node["Node Type"] for node in scans] == ["Index Scan"], scans
+    assert scans[0]["Index Name"] == "todos_claimable_idx"
+    assert "endpoint_id" in scans[0]["Index Cond"]
+    assert not [node for node in cand_nodes if "Sort" in node["Node Type"]]
+    # Nowhere else in the statement may a sort run over todos rows either (the attempts CTE
+    # sorts at most attempts_cap rows of one todo, which is fine).
+    for node in _nodes(plan):
+        if "Sort" in node["Node Type"]:
+            assert not _reads_todos(node), node
+
+
+@pytest.mark.django_db
+def test_claim_next_touches_only_the_rows_ahead_of_the_one_it_takes(backlog: Personas) -> None:
+    # Executed (inside the test's transaction, rolled back after): the index scan stops at the
+    # first claimable row of the endpoint's queues instead of reading its thousand-row backlog.
+    cand = _candidate(_claim_next_plan(backlog, analyze=True))
+    (scan,) = [node for node in _nodes(cand) if node.get("Relation Name") == "todos"]
+
+    assert scan["Actual Rows"] == 1
+    assert scan.get("Rows Removed by Filter", 0) <= 5
+
+
+# --- the one-open-attempt constraint ----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_one_open_attempt_per_todo_is_a_deferred_exclusion_constraint() -> None:
+    row = fetch_one(
+        """SELECT contype, condeferrable, condeferred, pg_get_constraintdef(oid) AS definition
+             FROM pg_constraint
+            WHERE conrelid = 'todo_attempts'::regclass AND conname = 'todo_attempts_one_open'""",
+        {},
+    )
+    assert row is not None, "todo_attempts_one_open is missing"
+    assert row["contype"] == "x"
+    assert row["condeferrable"] is True
+    assert row["condeferred"] is True
+    assert "(todo_id WITH =)" in row["definition"]
+    assert "WHERE ((ended_at IS NULL))" in row["definition"]
+
+
+def _check_deferred_constraints() -> None:
+    with connection.cursor() as cur:
+        cur.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+@pytest.mark.django_db
+def test_a_second_open_attempt_is_refused_at_commit_not_at_insert(personas: Personas) -> None:
+    todo = lifecycle.create(personas.endpoint_a.id, queue="triage")
+    claim = lifecycle.claim(personas.endpoint_a.id, todo.id, owner="agent-a")
+    assert claim.attempt_seq == 1
+
+    savepoint = transaction.savepoint()
+    with connection.cursor() as cur:
+        # Accepted while deferred (an immediate constraint would raise here)...
+        cur.execute(
+            """INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, owner,
+                                          lease_expires_at)
+               VALUES (%s, 2, 1, 'endpoint', 'intruder', now())""",
+            [todo.id],
+        )
+    # ...and refused when checked, as at COMMIT.
+    with pytest.raises(IntegrityError, match="todo_attempts_one_open"):
+        _check_deferred_constraints()
+    transaction.savepoint_rollback(savepoint)
