@@ -15,8 +15,11 @@ class SwitchboardConfig(AppConfig):
         from switchboard.models import Setting
 
         # An admin edit takes effect in this process at once (others within the cache TTL).
+        # weak=False: ``clear`` is local, and a weak reference would die when ready() returns.
         def clear(**kwargs: object) -> None:
             runtime_settings.clear_cache()
 
-        post_save.connect(clear, sender=Setting, dispatch_uid="runtime-settings-save")
-        post_delete.connect(clear, sender=Setting, dispatch_uid="runtime-settings-delete")
+        post_save.connect(clear, sender=Setting, weak=False, dispatch_uid="runtime-settings-save")
+        post_delete.connect(
+            clear, sender=Setting, weak=False, dispatch_uid="runtime-settings-delete"
+        )

@@ -11,6 +11,7 @@ so a crash never leaves a server that can no longer stop itself.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -56,6 +57,15 @@ def database_url(pgdata: Path, database: str = "switchboard") -> str:
         raise RuntimeError(
             f"could not start the embedded PostgreSQL in {pgdata} (see {pgdata / 'log'}): {exc}"
         ) from exc
+
+    # Exit hooks run in reverse order of registration, so this runs before the library's own
+    # cleanup: a process that dies by kill -9 while we are attached must not leave its pid in
+    # the handle list, or the library would see another owner and never stop the server.
+    def prune_before_cleanup() -> None:
+        with PostgresServer._lock:
+            _prune_dead_handles(pgdata)
+
+    atexit.register(prune_before_cleanup)
     _ensure_database(server.get_uri(), database)
     return server.get_uri(database)
 

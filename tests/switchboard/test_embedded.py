@@ -201,12 +201,6 @@ def test_a_crashed_process_left_in_the_handle_list_is_pruned_and_does_not_keep_t
     assert _server_stops(pgdata), "a dead pid in .handle_pids.json kept the server alive"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="embedded.py prunes dead handles only when a process attaches, not when one exits: "
-    "a holder that crashes while another is attached leaves its pid behind, and the library's "
-    "exit hook then sees [dead, me] != [me] and leaves the server running",
-)
 def test_a_process_that_crashes_while_another_is_attached_does_not_keep_the_server_alive(
     pgdata: Path, start_holder: Callable[[], Holder]
 ) -> None:

@@ -135,12 +135,6 @@ def test_put_clears_the_cache() -> None:
     assert runtime_settings.current().retention_days == 7
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="switchboard/apps.py connects a local function to post_save/post_delete with the "
-    "default weak=True; it is garbage-collected when ready() returns, so an admin edit never "
-    "clears the cache",
-)
 def test_an_admin_style_save_clears_the_cache() -> None:
     assert runtime_settings.current().waterfall_max_spans == DEFAULTS["waterfall_max_spans"]
 
