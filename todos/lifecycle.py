@@ -139,9 +139,22 @@ def _jsonb(field: str, value: Any) -> Jsonb | None:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(field, f"is not JSON ({exc})") from None
-    if "\\u0000" in text:
+    # The substring is only a hint: the text "\\u0000" (an escaped backslash, then u0000) holds
+    # no NUL and jsonb stores it, so a hit is confirmed on the decoded values before refusing.
+    if "\\u0000" in text and _has_nul(value):
         raise InvalidInput(field, "must not contain NUL characters")
     return Jsonb(value)
+
+
+def _has_nul(value: Any) -> bool:
+    """Whether a NUL sits in any string (key or value) of a JSON-able ``value``."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def _name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
@@ -193,7 +206,8 @@ def _run(sql: str, params: Mapping[str, Any], todo_id: str | None) -> list[dict[
     try:
         return fetch_all(sql, params)
     except IntegrityError as exc:
-        raise _invariant_error(exc, todo_id) from exc
+        _reraise(exc, todo_id)
+        raise
 
 
 def _invariant_error(exc: IntegrityError, todo_id: str | None) -> Exception:
@@ -206,6 +220,17 @@ def _invariant_error(exc: IntegrityError, todo_id: str | None) -> Exception:
     return AttemptInvariantViolated(match.group(1) if match else todo_id)
 
 
+def _reraise(exc: IntegrityError, todo_id: str | None) -> None:
+    """Raise ``AttemptInvariantViolated`` for the one-open-attempt constraint; else return.
+
+    Any other IntegrityError must go on unchanged (the caller re-raises it): ``raise exc from
+    exc`` would make it its own ``__cause__`` and lose the psycopg error and its diagnostics.
+    """
+    mapped = _invariant_error(exc, todo_id)
+    if mapped is not exc:
+        raise mapped from exc
+
+
 def check_commit[T](func: Callable[[], T]) -> T:
     """Run ``func`` in a transaction; a second open attempt found at commit raises
     ``AttemptInvariantViolated`` naming the todo instead of a bare ``IntegrityError``."""
@@ -213,7 +238,8 @@ def check_commit[T](func: Callable[[], T]) -> T:
         with transaction.atomic():
             return func()
     except IntegrityError as exc:
-        raise _invariant_error(exc, None) from exc
+        _reraise(exc, None)
+        raise
 
 
 def _miss(scope: Scope, todo_id: str, transition: str) -> Exception:
@@ -585,11 +611,14 @@ def revoke_endpoint(human_id: int, endpoint_id: UUID) -> RevokeResult:
     row = fetch_one(REVOKE_ENDPOINT, {"endpoint_id": endpoint_id, "scope_human_id": human_id})
     assert row is not None  # the statement always returns one row
     dead = tuple(row["dead_lettered"])
+    # Count the attempts the statement closed, not the todos it dead-lettered: a pending todo
+    # is dead-lettered too but has no open attempt, and counting it overstated the metric.
+    closed = int(row["attempts_closed"])
     if row["revoked"]:
         _counted("revoke_endpoint")
-        if dead:
+        if closed:
             transaction.on_commit(
-                lambda: metrics.attempt_closed("revoked", "dead_lettered", len(dead))
+                lambda: metrics.attempt_closed("revoked", "dead_lettered", closed)
             )
     return RevokeResult(bool(row["revoked"]), dead)
 

@@ -2,7 +2,8 @@
 --   dead-lettered and their open attempts close revoked/dead_lettered. Its keys stop working
 --   with it (key lookup refuses a revoked endpoint).
 -- params: endpoint_id, scope_human_id
--- returns: revoked (bool), dead_lettered (text[] of todo ids).
+-- returns: revoked (bool), dead_lettered (text[] of todo ids), attempts_closed (open attempts
+--   closed; fewer than dead_lettered, since a pending todo is dead-lettered but has no attempt).
 -- Uses index: endpoints_pkey, todos_board_state_idx (endpoint_id, state, …).
 WITH ep AS (
     UPDATE endpoints e
@@ -25,6 +26,8 @@ closed AS (
        SET ended_at = now(), outcome = 'revoked', disposition = 'dead_lettered'
       FROM upd
      WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+    RETURNING a.todo_id
 )
 SELECT EXISTS (SELECT 1 FROM ep) AS revoked,
-       COALESCE((SELECT array_agg(upd.id ORDER BY upd.id) FROM upd), '{}') AS dead_lettered
+       COALESCE((SELECT array_agg(upd.id ORDER BY upd.id) FROM upd), '{}') AS dead_lettered,
+       (SELECT count(*) FROM closed) AS attempts_closed
