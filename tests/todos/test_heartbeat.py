@@ -1,0 +1,177 @@
+"""heartbeat: the holder extends its lease; the attempt row is written at most once a minute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from switchboard.lib.sql import fetch_all
+from tests.base import Personas
+from tests.todos.helpers import (
+    OWNER,
+    claimed,
+    db_now,
+    expire_lease,
+    new_todo,
+    only_attempt,
+    seconds_until,
+    snapshot,
+    todo_row,
+)
+from todos import lifecycle
+from todos.errors import InvalidInput, LeaseConflict, TodoNotFound
+
+
+def _set_last_heartbeat(todo_id: str, seconds_ago: int) -> None:
+    fetch_all(
+        "UPDATE todo_attempts SET last_heartbeat_at = now() - %(s)s * interval '1 second'"
+        " WHERE todo_id = %(id)s AND ended_at IS NULL",
+        {"id": todo_id, "s": seconds_ago},
+    )
+
+
+def test_heartbeat_extends_the_todo_lease_and_stamps_the_attempt(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, lease_ttl_seconds=60).todo.id
+
+    result = lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=600)
+
+    assert seconds_until(todo_id, "lease_expires_at") == 600
+    row = todo_row(todo_id)
+    assert (row["state"], row["owner"]) == ("claimed", OWNER)
+    attempt = only_attempt(todo_id)
+    # The first heartbeat always writes the attempt (last_heartbeat_at was null).
+    assert attempt["last_heartbeat_at"] == db_now()
+    assert attempt["lease_expires_at"] == row["lease_expires_at"]
+    assert attempt["ended_at"] is None
+    assert result.attempt_seq == 1
+    assert result.todo.lease_expires_at == row["lease_expires_at"]
+
+
+def test_heartbeat_without_a_ttl_uses_the_default_lease(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, lease_ttl_seconds=60).todo.id
+
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER)
+
+    assert seconds_until(todo_id, "lease_expires_at") == 300
+
+
+def test_heartbeat_leaves_the_attempt_alone_within_a_minute_of_the_last_write(
+    personas: Personas,
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=600)
+    _set_last_heartbeat(todo_id, 30)
+    before = only_attempt(todo_id)
+
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=900)
+
+    assert seconds_until(todo_id, "lease_expires_at") == 900
+    assert only_attempt(todo_id) == before
+
+
+def test_heartbeat_moves_the_attempt_once_its_last_write_is_over_a_minute_old(
+    personas: Personas,
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=600)
+    _set_last_heartbeat(todo_id, 120)
+    stale = only_attempt(todo_id)["last_heartbeat_at"]
+
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=1200)
+
+    attempt = only_attempt(todo_id)
+    assert attempt["last_heartbeat_at"] == db_now() != stale
+    assert attempt["lease_expires_at"] == todo_row(todo_id)["lease_expires_at"]
+    assert seconds_until(todo_id, "lease_expires_at") == 1200
+
+
+def test_heartbeat_by_another_owner_is_a_conflict_and_changes_nothing(
+    personas: Personas,
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    before = snapshot(todo_id)
+
+    with pytest.raises(LeaseConflict) as excinfo:
+        lifecycle.heartbeat(ep, todo_id, owner="someone-else", lease_ttl_seconds=600)
+
+    assert excinfo.value.transition == "heartbeat"
+    assert snapshot(todo_id) == before
+
+
+def test_heartbeat_from_a_foreign_endpoint_is_not_found(personas: Personas) -> None:
+    todo_id = claimed(personas.endpoint_a.id).todo.id
+    before = snapshot(todo_id)
+
+    with pytest.raises(TodoNotFound):
+        lifecycle.heartbeat(personas.endpoint_b.id, todo_id, owner=OWNER)
+
+    assert snapshot(todo_id) == before
+
+
+def test_heartbeat_on_a_pending_todo_is_a_conflict(personas: Personas) -> None:
+    todo = new_todo(personas.endpoint_a.id)
+    before = snapshot(todo.id)
+
+    with pytest.raises(LeaseConflict):
+        lifecycle.heartbeat(personas.endpoint_a.id, todo.id, owner=OWNER)
+
+    assert snapshot(todo.id) == before
+
+
+def test_heartbeat_after_the_todo_completed_is_a_conflict(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    lifecycle.complete(ep, todo_id, owner=OWNER)
+    before = snapshot(todo_id)
+
+    with pytest.raises(LeaseConflict):
+        lifecycle.heartbeat(ep, todo_id, owner=OWNER)
+
+    assert snapshot(todo_id) == before
+
+
+def test_heartbeat_by_the_holder_of_a_taken_over_lease_is_a_conflict(
+    personas: Personas,
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, owner="worker-slow").todo.id
+    expire_lease(todo_id)
+    lifecycle.claim(ep, todo_id, owner="worker-new")
+    before = snapshot(todo_id)
+
+    with pytest.raises(LeaseConflict):
+        lifecycle.heartbeat(ep, todo_id, owner="worker-slow")
+
+    assert snapshot(todo_id) == before
+
+
+def test_heartbeat_renews_a_lapsed_lease_nobody_has_taken(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    expire_lease(todo_id)
+
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=60)
+
+    assert seconds_until(todo_id, "lease_expires_at") == 60
+    assert only_attempt(todo_id)["ended_at"] is None
+
+
+@pytest.mark.parametrize("ttl", [9, 86401, True, "60"])
+def test_heartbeat_with_a_bad_ttl_is_invalid_and_changes_nothing(
+    personas: Personas, ttl: Any
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    before = snapshot(todo_id)
+
+    with pytest.raises(InvalidInput) as excinfo:
+        lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=ttl)
+
+    assert excinfo.value.field == "lease_ttl_seconds"
+    assert snapshot(todo_id) == before
