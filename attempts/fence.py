@@ -9,19 +9,24 @@ as "not the holder".
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
+import re
 import secrets
 
 from todos.errors import InvalidInput
 
 TOKEN_BYTES = 16
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{22}")
 
 
 def mint() -> tuple[str, bytes]:
     """Return a new token (base64url, unpadded) and the digest to store."""
     raw = secrets.token_bytes(TOKEN_BYTES)
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode(), hashlib.sha256(raw).digest()
+    return _encode(raw), hashlib.sha256(raw).digest()
+
+
+def _encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def digest(token: str | None) -> bytes | None:
@@ -32,12 +37,14 @@ def digest(token: str | None) -> bytes | None:
     """
     if token is None:
         return None
-    if not isinstance(token, str) or len(token) > 64:
+    # Exactly the spelling mint() produces: 22 base64url characters that re-encode to themselves
+    # (the decoder would otherwise skip stray characters and ignore the last character's unused
+    # bits, so several spellings would name one token).
+    if isinstance(token, str) and len(token) == 24 and token.endswith("=="):
+        token = token[:-2]  # the same token with its base64 padding put back
+    if not isinstance(token, str) or not _TOKEN_RE.fullmatch(token):
         raise InvalidInput("lease_token", "is not a lease token")
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-    except (binascii.Error, ValueError):
-        raise InvalidInput("lease_token", "is not a lease token") from None
-    if len(raw) != TOKEN_BYTES:
+    raw = base64.urlsafe_b64decode(token + "==")
+    if _encode(raw) != token:
         raise InvalidInput("lease_token", "is not a lease token")
     return hashlib.sha256(raw).digest()

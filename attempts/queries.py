@@ -37,3 +37,14 @@ def attempts_for_todo(scope: Scope, todo_id: str, limit: int = 20) -> AttemptsPa
         total=counts[0],
         pruned=counts[1],
     )
+
+
+def recent_closed_attempts(todo_id: str, n: int) -> tuple[AttemptView, ...]:
+    """The ``n`` most recently closed attempts of a todo, newest first (no scope check: callers
+    have already matched the todo in scope)."""
+    rows = (
+        TodoAttempt.objects.filter(todo_id=todo_id, ended_at__isnull=False)
+        .order_by("-seq")
+        .values(*_ATTEMPT_FIELDS)[:n]
+    )
+    return tuple(AttemptView.from_row(row) for row in rows)

@@ -47,6 +47,7 @@ from django.db import IntegrityError, transaction
 from psycopg.types.json import Jsonb
 
 from attempts import fence, rules
+from attempts.queries import recent_closed_attempts
 from switchboard import runtime_settings
 from switchboard.lib import metrics
 from switchboard.lib.sql import fetch_all, fetch_one, load
@@ -69,7 +70,8 @@ from todos.types import (
 )
 
 _SQL = Path(__file__).parent / "sql"
-_OPERATOR_GUARD = HUMAN_SCOPE_SQL
+# The owning human, on the todo's current attempt (see _current_attempt.sql); never fenced.
+_OPERATOR_GUARD = HUMAN_SCOPE_SQL + " AND @{current_attempt}"
 
 
 def _statement(name: str, **fragments: str) -> str:
@@ -116,6 +118,7 @@ QUEUE_MAX_BYTES = 128
 OWNER_MAX_BYTES = 256
 TITLE_MAX_BYTES = 1024
 SWEEP_BATCH = 500
+PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries (seed 000)
 INTERRUPT_STATES = ("input-required", "auth-required")
 
 
@@ -275,14 +278,20 @@ def _single(
 
 def _claim_result(row: dict[str, Any], lease_token: str | None) -> ClaimResult:
     took_over = row["prior_state"] == "claimed"
-    prior = row["prior_attempts"]
-    if isinstance(prior, str):
-        prior = json.loads(prior)
+    if row.get("prior_stale"):
+        # The statement waited on the row and its snapshot missed the latest ending; read the
+        # history as committed instead (rare: see _claim_tail.sql).
+        prior_views = recent_closed_attempts(row["id"], PRIOR_ATTEMPTS)
+    else:
+        prior = row["prior_attempts"]
+        if isinstance(prior, str):
+            prior = json.loads(prior)
+        prior_views = tuple(AttemptView.from_row(a) for a in prior)
     return ClaimResult(
         todo=TodoView.from_row(row),
         attempt_seq=row["attempt_seq"],
         attempts_total=row["attempts_total"],
-        prior_attempts=tuple(AttemptView.from_row(a) for a in prior),
+        prior_attempts=prior_views,
         took_over=took_over,
         lease_token=lease_token,
     )

@@ -217,7 +217,7 @@ def test_the_claim_index_is_on_endpoint_then_created_at_over_claimable_rows_only
     )
     assert row is not None, "todos_claimable_idx is missing"
     definition = row["indexdef"]
-    assert "USING btree (endpoint_id, created_at)" in definition
+    assert "USING btree (endpoint_id, created_at, id)" in definition
     where = definition.split(" WHERE ", 1)[1]
     for state in ("pending", "claimed", "failed"):
         assert f"'{state}'" in where

@@ -116,13 +116,13 @@ CREATE TABLE todos (
     autovacuum_vacuum_cost_delay = 1
 );
 
--- Serves: claim_next and claim, "the oldest claimable todo of this endpoint", ORDER BY created_at
+-- Serves: claim_next and claim, "the oldest claimable todo of this endpoint", ORDER BY created_at, id
 -- ... FOR UPDATE SKIP LOCKED LIMIT 1. Partial over the rows a claim may take (pending; claimed,
 -- whose lease may have lapsed; failed with a retry scheduled), so finished rows never enter it.
 -- Led by endpoint_id then created_at, the scan returns rows already in claim order and filters
 -- queue = ANY(...) as it goes; an index with queue before created_at cannot give that order for
 -- several queues and makes every claim sort the whole backlog.
-CREATE INDEX todos_claimable_idx ON todos (endpoint_id, created_at)
+CREATE INDEX todos_claimable_idx ON todos (endpoint_id, created_at, id)
     WHERE state IN ('pending','claimed') OR (state = 'failed' AND next_retry_at IS NOT NULL);
 -- Serves: the reaper, "claimed todos whose lease lapsed". Keyed on claimed_at, not
 -- lease_expires_at, so a heartbeat (which moves only the lease) changes no indexed column and

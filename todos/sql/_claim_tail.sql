@@ -7,7 +7,8 @@ closed AS (
     UPDATE todo_attempts a
        SET ended_at = now(), outcome = 'lease_expired', disposition = 'requeued'
       FROM cand
-     WHERE a.todo_id = cand.cand_id AND a.ended_at IS NULL AND cand.prior_state = 'claimed'
+     WHERE a.todo_id = cand.cand_id AND a.seq = cand.prior_total AND a.ended_at IS NULL
+       AND cand.prior_state = 'claimed'
     RETURNING a.*
 ),
 pruned AS (
@@ -61,5 +62,12 @@ prior AS (
 SELECT upd.*,
        (SELECT seq FROM opened) AS attempt_seq,
        (SELECT COALESCE(jsonb_agg(to_jsonb(p) - 'lease_token_hash' ORDER BY p.seq DESC), '[]')
-          FROM prior p) AS prior_attempts
+          FROM prior p) AS prior_attempts,
+       -- True when this statement's snapshot predates the attempt that last touched the todo (it
+       -- waited on the row, see _current_attempt.sql): `prior` may then miss that attempt's
+       -- ending, and the caller re-reads the history after commit instead.
+       (upd.prior_state <> 'claimed' AND upd.attempts_total > 1
+        AND NOT EXISTS (SELECT 1 FROM todo_attempts a
+                         WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total - 1
+                           AND a.ended_at IS NOT NULL)) AS prior_stale
   FROM upd

@@ -8,7 +8,8 @@ WITH upd AS (
        SET state = 'canceled', owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
            finished_at = now(), updated_at = now()
      WHERE t.id = %(id)s AND @{scope}
-       AND (t.state IN ('pending', 'claimed', 'input-required', 'auth-required')
+       AND (t.state = 'pending'
+            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND @{current_attempt})
             OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
     RETURNING t.*
 ),
@@ -17,7 +18,7 @@ closed AS (
        SET ended_at = now(), outcome = 'canceled', disposition = 'canceled',
            summary = %(summary)s, summary_truncated = %(summary_truncated)s
       FROM upd
-     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+     WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
     RETURNING a.seq
 )
 SELECT upd.*, (SELECT seq FROM closed) AS attempt_seq FROM upd

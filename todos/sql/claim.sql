@@ -9,7 +9,7 @@ WITH cand AS (
     SELECT t.id AS cand_id, t.state AS prior_state, t.attempts_total AS prior_total
       FROM todos t
      WHERE t.id = %(id)s AND @{scope}
-       AND (t.assignee IS NULL OR t.assignee = %(owner)s)
+       AND (t.assignee IS NULL OR t.assignee = %(owner)s OR %(claimer_kind)s = 'owner')
        AND @{claimable}
        FOR UPDATE
 ),

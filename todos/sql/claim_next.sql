@@ -4,14 +4,14 @@
 --   claimer_session, claimant, token_hash, attempts_cap
 -- returns: the todo, prior_state, attempt_seq, prior_attempts (jsonb, newest first); no row
 --   when nothing is claimable.
--- Uses index: todos_claimable_idx (endpoint_id, created_at), read in order, no sort.
+-- Uses index: todos_claimable_idx (endpoint_id, created_at, id), read in order, no sort.
 WITH cand AS (
     SELECT t.id AS cand_id, t.state AS prior_state, t.attempts_total AS prior_total
       FROM todos t
      WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = ANY(%(queues)s)
        AND (t.assignee IS NULL OR t.assignee = %(owner)s)
        AND @{claimable}
-     ORDER BY t.created_at
+     ORDER BY t.created_at, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED
 ),

@@ -30,6 +30,6 @@ closed AS (
            summary = %(summary)s, summary_truncated = %(summary_truncated)s,
            artifact = %(artifact)s
       FROM upd
-     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+     WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
 )
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

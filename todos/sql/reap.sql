@@ -9,7 +9,7 @@
 WITH due AS (
     SELECT t.id
       FROM todos t
-     WHERE t.state = 'claimed' AND t.lease_expires_at < now()
+     WHERE t.state = 'claimed' AND t.lease_expires_at < now() AND @{current_attempt}
      ORDER BY t.claimed_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
@@ -21,14 +21,14 @@ upd AS (
            owner = NULL, lease_expires_at = NULL, updated_at = now()
       FROM due
      WHERE t.id = due.id
-    RETURNING t.id, t.endpoint_id, t.queue, t.state
+    RETURNING t.id, t.endpoint_id, t.queue, t.state, t.attempts_total
 ),
 closed AS (
     UPDATE todo_attempts a
        SET ended_at = now(), outcome = 'reaped',
            disposition = CASE WHEN upd.state = 'failed' THEN 'dead_lettered' ELSE 'requeued' END
       FROM upd
-     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+     WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
 )
 SELECT upd.id, upd.state
   FROM upd

@@ -13,12 +13,13 @@ WITH upd AS (
                                      || jsonb_build_object('response', %(response)s::jsonb) END,
            updated_at = now()
      WHERE t.id = %(id)s AND t.state IN ('input-required', 'auth-required') AND @{scope}
+       AND @{current_attempt}
     RETURNING t.*
 ),
 touched AS (
     UPDATE todo_attempts a
        SET lease_expires_at = upd.lease_expires_at
       FROM upd
-     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+     WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
 )
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

@@ -10,6 +10,9 @@ WITH upd AS (
            finished_at = NULL, owner = NULL, lease_expires_at = NULL, input_request = NULL,
            updated_at = now()
      WHERE t.id = %(id)s AND t.state IN ('failed', 'canceled', 'rejected') AND @{scope}
+       -- A revoked endpoint's todos stay where revocation left them: nothing could claim them.
+       AND NOT EXISTS (SELECT 1 FROM endpoints e
+                        WHERE e.id = t.endpoint_id AND e.revoked_at IS NOT NULL)
     RETURNING t.*
 )
 SELECT upd.*, NULL::int AS attempt_seq, @{notify_ready} AS rung FROM upd

@@ -17,15 +17,16 @@ upd AS (
            finished_at = now(), updated_at = now()
       FROM ep
      WHERE t.endpoint_id = ep.id
-       AND (t.state IN ('pending', 'claimed', 'input-required', 'auth-required')
+       AND (t.state = 'pending'
+            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND @{current_attempt})
             OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
-    RETURNING t.id
+    RETURNING t.id, t.attempts_total
 ),
 closed AS (
     UPDATE todo_attempts a
        SET ended_at = now(), outcome = 'revoked', disposition = 'dead_lettered'
       FROM upd
-     WHERE a.todo_id = upd.id AND a.ended_at IS NULL
+     WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
     RETURNING a.todo_id
 )
 SELECT EXISTS (SELECT 1 FROM ep) AS revoked,
