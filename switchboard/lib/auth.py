@@ -1,0 +1,132 @@
+"""The endpoint bearer resolver: the one way an agent-facing surface learns who is calling.
+
+MCP (``/mcp/{slug}``), the OTLP receiver (``/otlp/{slug}/v1/traces``) and A2A (``/a2a/{slug}``)
+all authenticate the same way (seed 001, "reuses the MCP resolver"): ``Authorization: Bearer
+sbk_…`` → the key's SHA-256 → a live key of a live endpoint → the endpoint, whose slug must be
+the one in the URL. The slug check is what stops a key for one endpoint being used on another:
+a key carries no audience of its own.
+
+Every way of failing (no header, a malformed one, an unknown key, a revoked key, a revoked
+endpoint, a key for another endpoint) raises the same ``BearerRejected``, so a response never
+tells a prober which of them it hit. Each surface renders the rejection in its own body format
+but sends the same status and ``WWW-Authenticate`` challenge (RFC 6750 §3).
+
+OAuth access tokens (SYSTEM.md §2, EndpointByOAuthToken) are not issued yet; when they are, they
+resolve here too, and nothing that calls this module changes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.http import HttpRequest
+from django.utils import timezone
+
+from switchboard.credentials import key_for_plaintext, touch_key
+from switchboard.models import Endpoint
+
+REALM = "switchboard"
+# A key's last_used_at is informational: writing it on every request would make the key row
+# the hottest row in the database. touch_key guards in SQL too; checking the value just read
+# here saves the round trip in the common case.
+TOUCH_INTERVAL = dt.timedelta(minutes=1)
+# Longer than any key (4 + 43 characters) or plausible OAuth token; anything longer is garbage
+# and is refused before it is hashed.
+MAX_AUTHORIZATION_BYTES = 4096
+
+
+class BearerRejected(Exception):
+    """The caller did not present a live credential for this endpoint. Always 401, always alike."""
+
+    status = 401
+    message = "missing or invalid bearer token for this endpoint"
+    www_authenticate = (
+        f'Bearer realm="{REALM}", error="invalid_token", '
+        'error_description="The access token is missing, revoked, or not valid for this endpoint"'
+    )
+
+    def __init__(self) -> None:
+        super().__init__(self.message)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": self.www_authenticate}
+
+
+def _header_from_scope(scope: Mapping[str, Any]) -> str | None:
+    """The one Authorization header of an ASGI scope; None when absent, repeated or not text."""
+    values = [
+        value
+        for name, value in _scope_headers(scope)
+        if name.lower() == b"authorization"  # ASGI lowercases names; be lenient anyway
+    ]
+    # Two Authorization headers are ambiguous; refuse rather than pick one.
+    if len(values) != 1 or len(values[0]) > MAX_AUTHORIZATION_BYTES:
+        return None
+    try:
+        return values[0].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
+def _scope_headers(scope: Mapping[str, Any]) -> Iterable[tuple[bytes, bytes]]:
+    headers = scope.get("headers") or ()
+    return [(bytes(name), bytes(value)) for name, value in headers]
+
+
+def _header_from_request(request: HttpRequest) -> str | None:
+    value = request.META.get("HTTP_AUTHORIZATION")
+    if not isinstance(value, str) or len(value) > MAX_AUTHORIZATION_BYTES:
+        return None
+    return value
+
+
+def bearer_token(request_or_scope: HttpRequest | Mapping[str, Any]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or None when there is none.
+
+    The scheme is case-insensitive (RFC 7235 §2.1); the token is everything after it, which must
+    be a single word: a key never holds whitespace, so a header that does is malformed.
+    """
+    if isinstance(request_or_scope, HttpRequest):
+        header = _header_from_request(request_or_scope)
+    else:
+        header = _header_from_scope(request_or_scope)
+    if header is None:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or any(c.isspace() for c in token):
+        return None
+    return token
+
+
+def resolve_endpoint_bearer(
+    request_or_scope: HttpRequest | Mapping[str, Any], slug: str
+) -> Endpoint:
+    """Return the live endpoint named ``slug`` whose key the request presents.
+
+    ``request_or_scope`` is a Django ``HttpRequest`` or an ASGI HTTP scope (its ``headers`` list of
+    byte pairs). Raises ``BearerRejected`` for every failure. Records the key's use at most once
+    a minute. Runs queries: call it from sync code, or through ``aresolve_endpoint_bearer``.
+    """
+    token = bearer_token(request_or_scope)
+    if token is None:
+        raise BearerRejected
+    key = key_for_plaintext(token)
+    # key_for_plaintext already refuses revoked keys and revoked endpoints; the slug check is
+    # the audience check. A foreign endpoint's key is indistinguishable from an unknown one.
+    if key is None or key.endpoint.slug != slug:
+        raise BearerRejected
+    if key.last_used_at is None or key.last_used_at < timezone.now() - TOUCH_INTERVAL:
+        touch_key(key)
+    return key.endpoint
+
+
+# The async form for ASGI surfaces (MCP, and OTLP/A2A when they are ASGI): the lookup runs in a
+# worker thread (Django's ORM is sync-only) and cleans up stale connections around it the way
+# Django's request cycle would, since these requests never pass through Django's handler.
+# thread_sensitive=False: under daphne every such call would otherwise queue on one thread.
+aresolve_endpoint_bearer = database_sync_to_async(resolve_endpoint_bearer, thread_sensitive=False)
