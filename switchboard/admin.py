@@ -1,0 +1,458 @@
+"""Admin for tenancy: humans, endpoints and their keys, runtime settings.
+
+Keys are minted only through ``credentials.mint_key`` and their plaintext appears once, on the
+page that minted them (``switchboard.lib.admin.show_once``); afterwards only the prefix is
+visible and ``key_hash`` never is. Endpoints are revoked through ``todos.lifecycle``, never
+deleted: todos hold them by a protecting foreign key and attempts name them by id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import quote
+from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count, Max, Q, QuerySet
+from django.db.models.functions import Now
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http.response import HttpResponseBase
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+
+from switchboard import runtime_settings
+from switchboard.credentials import mint_key
+from switchboard.lib.admin import Shown, show_once
+from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human, Setting, Verb
+from todos import lifecycle
+from todos.models import IN_FLIGHT_STATES, State
+
+# The request attribute that carries a key minted while adding an endpoint from save_model to
+# response_add (the only two hooks of the add view that see it), within one request.
+_MINTED_ON_ADD = "_switchboard_minted_key"
+
+
+# --- humans ------------------------------------------------------------------------------------
+
+
+@admin.register(Human)
+class HumanAdmin(UserAdmin):
+    list_display = (
+        "username",
+        "email",
+        "is_staff",
+        "is_superuser",
+        "is_active",
+        "endpoint_count",
+        "last_login",
+        "date_joined",
+    )
+    date_hierarchy = "date_joined"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Human]:
+        return super().get_queryset(request).annotate(_endpoints=Count("endpoints"))
+
+    @admin.display(description="endpoints", ordering="_endpoints")
+    def endpoint_count(self, obj: Human) -> int:
+        return obj._endpoints  # type: ignore[attr-defined]
+
+
+# --- endpoints and keys ------------------------------------------------------------------------
+
+
+class RevokedListFilter(admin.SimpleListFilter):
+    """Live or revoked, for anything with a ``revoked_at`` column."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "live"), ("revoked", "revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "live":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+class EndpointForm(forms.ModelForm):
+    # The model's ArrayField would be a comma-separated text box; the verbs are a closed set.
+    verbs = forms.MultipleChoiceField(
+        choices=Verb.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        initial=list(DRAIN_VERBS),
+        help_text="The MCP tools this endpoint may call (get_todo is implied by list_todos).",
+    )
+
+    class Meta:
+        model = Endpoint
+        fields = ("owner", "slug", "name", "verbs", "push_url")
+
+    def clean_verbs(self) -> list[str]:
+        chosen = set(self.cleaned_data["verbs"])
+        # Store in the enumeration's order, so equal scopes are equal arrays.
+        return [verb for verb in Verb.values if verb in chosen]
+
+
+class EndpointKeyInline(admin.TabularInline):
+    model = EndpointKey
+    fields = ("prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = True  # the key's own page is where it is revoked
+    ordering = ("-created_at",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # keys come only from minting
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(admin.ModelAdmin):
+    form = EndpointForm
+    change_form_template = "admin/switchboard/endpoint/change_form.html"
+    list_display = (
+        "slug",
+        "name",
+        "owner",
+        "verbs_display",
+        "created_at",
+        "revoked_at",
+        "live_keys",
+        "last_key_use",
+    )
+    list_select_related = ("owner",)
+    list_filter = (RevokedListFilter, "owner")
+    search_fields = ("slug", "name", "owner__username")
+    date_hierarchy = "created_at"
+    autocomplete_fields = ("owner",)
+    readonly_fields = ("id", "created_at", "revoked_at")
+    inlines = (EndpointKeyInline,)
+    actions = ("mint_keys", "revoke_endpoints")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Endpoint]:
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _live_keys=Count("keys", filter=Q(keys__revoked_at__isnull=True)),
+                _last_key_use=Max("keys__last_used_at"),
+            )
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Endpoint | None = None) -> Any:
+        if obj is None:
+            return self.readonly_fields
+        # The slug is in every URL an agent was configured with (/mcp/{slug}, /otlp/{slug}/…);
+        # renaming it would silently break them. Make a new endpoint instead.
+        return (*self.readonly_fields, "slug")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Revoke instead: todos protect their endpoint, attempts name it by id without a
+        # constraint, and a revoked endpoint keeps the history readable.
+        return False
+
+    @admin.display(description="verbs")
+    def verbs_display(self, obj: Endpoint) -> str:
+        if set(obj.verbs) == set(DRAIN_VERBS):
+            return "all drain verbs"
+        return ", ".join(obj.verbs) or "—"
+
+    @admin.display(description="live keys", ordering="_live_keys")
+    def live_keys(self, obj: Endpoint) -> int:
+        return obj._live_keys  # type: ignore[attr-defined]
+
+    @admin.display(description="last key use", ordering="_last_key_use")
+    def last_key_use(self, obj: Endpoint) -> Any:
+        return obj._last_key_use  # type: ignore[attr-defined]
+
+    # Minting ---------------------------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "<path:object_id>/mint-key/",
+                self.admin_site.admin_view(self.mint_key_view),
+                name="{}_{}_mint_key".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def save_model(self, request: HttpRequest, obj: Endpoint, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if not change:
+            # Inside the add view's transaction: the endpoint and its first key exist together.
+            _, plaintext = mint_key(obj)
+            setattr(request, _MINTED_ON_ADD, plaintext)
+
+    def response_add(
+        self, request: HttpRequest, obj: Endpoint, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        plaintext = getattr(request, _MINTED_ON_ADD, None)
+        if plaintext is None:
+            return super().response_add(request, obj, post_url_continue)
+        return self._show_keys(request, f"Endpoint “{obj.slug}” created", [(obj, plaintext)])
+
+    def mint_key_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """Mint one more key for an endpoint (rotation: revoke the old one once agents moved)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        endpoint = self.get_object(request, object_id)
+        if endpoint is None:
+            raise Http404("no such endpoint")
+        if not self.has_change_permission(request, endpoint):
+            raise PermissionDenied
+        if endpoint.is_revoked:
+            self.message_user(
+                request,
+                f"{endpoint.slug} is revoked; a key for it would never work.",
+                messages.ERROR,
+            )
+            return redirect(reverse("admin:switchboard_endpoint_change", args=[quote(endpoint.pk)]))
+        with transaction.atomic():
+            key, plaintext = mint_key(endpoint)
+            self.log_change(request, endpoint, f"Minted key {key.prefix}…")
+        return self._show_keys(request, f"New key for “{endpoint.slug}”", [(endpoint, plaintext)])
+
+    @admin.action(description="Mint a new key for the selected endpoints", permissions=["change"])
+    def mint_keys(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> HttpResponse | None:
+        minted: list[tuple[Endpoint, str]] = []
+        with transaction.atomic():
+            for endpoint in queryset:
+                if endpoint.is_revoked:
+                    self.message_user(
+                        request, f"{endpoint.slug} is revoked; no key minted.", messages.WARNING
+                    )
+                    continue
+                key, plaintext = mint_key(endpoint)
+                self.log_change(request, endpoint, f"Minted key {key.prefix}…")
+                minted.append((endpoint, plaintext))
+        if not minted:
+            return None
+        return self._show_keys(request, "New keys", minted)
+
+    def _show_keys(
+        self, request: HttpRequest, title: str, minted: list[tuple[Endpoint, str]]
+    ) -> HttpResponse:
+        items = [
+            Shown(
+                label=f"Key for {endpoint.slug}",
+                secret=plaintext,
+                hint=(
+                    f"Send it as “Authorization: Bearer …” to "
+                    f"{request.build_absolute_uri(f'/mcp/{endpoint.slug}')}"
+                ),
+            )
+            for endpoint, plaintext in minted
+        ]
+        links = [
+            (
+                f"Go to {endpoint.slug}",
+                reverse("admin:switchboard_endpoint_change", args=[quote(endpoint.pk)]),
+            )
+            for endpoint, _ in minted
+        ]
+        links.append(("All endpoints", reverse("admin:switchboard_endpoint_changelist")))
+        return show_once(request, self, title=title, items=items, links=links)
+
+    # Revocation ------------------------------------------------------------------------------
+
+    @admin.action(
+        description="Revoke the selected endpoints (dead-letters their unfinished todos)",
+        permissions=["change"],
+    )
+    def revoke_endpoints(
+        self, request: HttpRequest, queryset: QuerySet[Endpoint]
+    ) -> TemplateResponse | None:
+        if request.POST.get("post") != "yes":
+            unfinished = Q(todos__state__in=[State.PENDING, *IN_FLIGHT_STATES]) | Q(
+                todos__state=State.FAILED, todos__next_retry_at__isnull=False
+            )
+            endpoints = queryset.filter(revoked_at__isnull=True).annotate(
+                unfinished=Count("todos", filter=unfinished, distinct=True)
+            )
+            if not endpoints:
+                self.message_user(request, "The selected endpoints are already revoked.")
+                return None
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Revoke endpoints",
+                "opts": self.opts,
+                "endpoints": endpoints,
+                "action_checkbox_name": ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(
+                request, "admin/switchboard/endpoint/revoke_confirmation.html", context
+            )
+        for endpoint in queryset:
+            # Each revocation is its own statement and transaction (lifecycle.revoke_endpoint),
+            # acting as the endpoint's owner: the transition is scoped to the owning human.
+            result = lifecycle.revoke_endpoint(endpoint.owner_id, endpoint.id)
+            if result.endpoint_revoked:
+                n = len(result.dead_lettered)
+                self.log_change(request, endpoint, f"Revoked; dead-lettered {n} todos.")
+                self.message_user(
+                    request,
+                    f"Revoked {endpoint.slug}; dead-lettered {n} unfinished todo"
+                    f"{'' if n == 1 else 's'}.",
+                    messages.SUCCESS,
+                )
+            else:
+                self.message_user(
+                    request, f"{endpoint.slug} was already revoked; nothing changed.", messages.INFO
+                )
+        return None
+
+
+@admin.register(EndpointKey)
+class EndpointKeyAdmin(admin.ModelAdmin):
+    # key_hash is left out of every list, form and search: a hash of a high-entropy key is not
+    # reversible, but it is the lookup handle and has no business on a page.
+    fields = ("endpoint", "prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = fields
+    list_display = ("prefix", "endpoint", "owner", "created_at", "last_used_at", "revoked_at")
+    list_select_related = ("endpoint__owner",)
+    list_filter = (RevokedListFilter, "endpoint")
+    search_fields = ("prefix", "endpoint__slug")
+    date_hierarchy = "created_at"
+    actions = ("revoke_keys",)
+
+    @admin.display(description="owner", ordering="endpoint__owner__username")
+    def owner(self, obj: EndpointKey) -> Human:
+        return obj.endpoint.owner
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # keys come only from minting, on the endpoint's page
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # nothing about a key is editable; it is only ever revoked
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # revoked keys stay, so "which key was used when" remains answerable
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("switchboard.change_endpointkey")
+
+    @admin.action(description="Revoke the selected keys", permissions=["revoke"])
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[EndpointKey]) -> None:
+        # A key is not lifecycle state: revoking it is a plain column update, done in the
+        # database's clock like every other timestamp.
+        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=Now())
+        self.message_user(request, f"Revoked {n} key{'' if n == 1 else 's'}.", messages.SUCCESS)
+
+
+# --- runtime settings --------------------------------------------------------------------------
+
+
+def _setting_choices() -> list[tuple[str, str]]:
+    return [(name, name) for name in sorted(runtime_settings.FIELDS)]
+
+
+def _settings_help() -> str:
+    rows = format_html_join(
+        "",
+        "<li><code>{}</code> ({}; {} to {}): {}</li>",
+        (
+            (
+                name,
+                f"default {spec.default}",
+                spec.metadata["min"],
+                spec.metadata["max"],
+                spec.metadata["help"],
+            )
+            for name, spec in sorted(runtime_settings.FIELDS.items())
+        ),
+    )
+    return format_html("<ul>{}</ul>", rows)
+
+
+class SettingForm(forms.ModelForm):
+    class Meta:
+        model = Setting
+        fields = ("key", "value")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        key = cleaned.get("key", self.instance.key)
+        if key and "value" in cleaned:
+            try:
+                cleaned["value"] = runtime_settings.validate(key, cleaned["value"])
+            except runtime_settings.InvalidSetting as exc:
+                self.add_error("value", str(exc))
+        return cleaned
+
+
+@admin.register(Setting)
+class SettingAdmin(admin.ModelAdmin):
+    form = SettingForm
+    list_display = ("key", "value", "default", "allowed", "help", "updated_at")
+    search_fields = ("key",)
+    readonly_fields = ("default", "allowed", "help", "updated_at")
+
+    def get_fields(self, request: HttpRequest, obj: Setting | None = None) -> Any:
+        if obj is None:
+            return ("key", "value")
+        return ("key", "value", "default", "allowed", "help", "updated_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Setting | None = None) -> Any:
+        # The key is the primary key: editing it would make a new row, not rename this one.
+        return (*self.readonly_fields, "key") if obj is not None else self.readonly_fields
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "key":
+            return forms.ChoiceField(
+                choices=_setting_choices(), label="Setting", help_text=_settings_help()
+            )
+        if db_field.name == "value":
+            # Every setting is an integer today; JSON keeps the column open to other types.
+            return forms.JSONField(
+                widget=forms.TextInput, help_text="A JSON value, e.g. 60.", label="Value"
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def _spec(self, obj: Setting) -> Any:
+        return runtime_settings.FIELDS.get(obj.key)
+
+    @admin.display(description="default")
+    def default(self, obj: Setting) -> Any:
+        spec = self._spec(obj)
+        return "(unknown setting: ignored)" if spec is None else spec.default
+
+    @admin.display(description="allowed")
+    def allowed(self, obj: Setting) -> str:
+        spec = self._spec(obj)
+        return "—" if spec is None else f"{spec.metadata['min']} to {spec.metadata['max']}"
+
+    @admin.display(description="help")
+    def help(self, obj: Setting) -> str:
+        spec = self._spec(obj)
+        return "" if spec is None else spec.metadata["help"]
+
+    # The model's post_save/post_delete signals clear this process's cache at once; clearing
+    # again after commit stops a read made in the meantime (which saw the old row) from being
+    # cached for a whole TTL.
+    def save_model(self, request: HttpRequest, obj: Setting, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        transaction.on_commit(runtime_settings.clear_cache)
+
+    def delete_model(self, request: HttpRequest, obj: Setting) -> None:
+        super().delete_model(request, obj)
+        transaction.on_commit(runtime_settings.clear_cache)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Setting]) -> None:
+        super().delete_queryset(request, queryset)
+        transaction.on_commit(runtime_settings.clear_cache)

@@ -1,0 +1,206 @@
+"""Demo data for a first run: an operator, an agent endpoint, a webhook source and a dozen todos.
+
+Every todo reaches its state through ``todos.lifecycle``, as an agent or the sweeper would
+bring it there, so the Board shows real attempt histories. The one shortcut is the one the
+tests take: a lease is expired by moving ``lease_expires_at`` into the past, because a demo
+cannot wait out a lease and moving Python's clock does not move PostgreSQL's ``now()``.
+
+Seeding is one transaction under an advisory lock: two processes started together (two ``serve``
+replicas on one database) seed once, and a failure leaves nothing behind, so ``--if-empty`` never
+mistakes a half-seeded database for a seeded one.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from django.db import connection, transaction
+
+from switchboard.credentials import mint_key
+from switchboard.models import DRAIN_VERBS, Endpoint, Human
+from switchboard.scope import Scope
+from todos import lifecycle
+from todos.models import Rule, Source
+
+USERNAME = "demo"
+ENDPOINT_SLUG = "demo-agent"
+SOURCE_SLUG = "demo-ci"
+CI_QUEUE = "ci-failures"
+TRIAGE_QUEUE = "triage"
+# The lease holder the demo agent claims as; each run of it names itself in ``claimant``.
+BOT = "demo-bot"
+# Long enough that the sweeper of a demo server does not reap the claimed todo while someone
+# is still looking at it; real agents hold short leases and heartbeat.
+DEMO_LEASE_SECONDS = 4 * 3600
+# Keeps the "retry scheduled" todo in that state for the demo's first hour instead of the
+# default backoff's thirty seconds.
+DEMO_RETRY_AFTER_SECONDS = 3600
+_LOCK_KEY = "switchboard.seed_demo"
+
+
+class AlreadySeeded(Exception):
+    """The demo operator exists already; seeding again would collide with it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seeded:
+    """What seeding created, including the credentials shown once to whoever ran it."""
+
+    username: str
+    password: str
+    key: str
+    webhook_secret: str
+    todo_ids: dict[str, str]
+
+
+def seed(password: str | None = None, *, if_empty: bool = False) -> Seeded | None:
+    """Create the demo data; return None when ``if_empty`` and an operator exists already.
+
+    ``password`` is the demo operator's; None generates one (returned, to be shown once).
+    """
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            # Held to commit: a second seeder waits here, then finds the first one's operator.
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [_LOCK_KEY])
+        if if_empty and Human.objects.exists():
+            return None
+        if Human.objects.filter(username=USERNAME).exists():
+            raise AlreadySeeded(f"an operator named {USERNAME!r} exists already")
+        return _seed(password or secrets.token_urlsafe(12))
+
+
+def _seed(password: str) -> Seeded:
+    # A superuser, so the admin login the summary offers shows every model.
+    human = Human.objects.create_user(
+        USERNAME,
+        email="demo@example.test",
+        password=password,
+        is_staff=True,
+        is_superuser=True,
+    )
+    endpoint = Endpoint.objects.create(
+        owner=human, slug=ENDPOINT_SLUG, name="Demo agent", verbs=list(DRAIN_VERBS)
+    )
+    _, key = mint_key(endpoint)
+    webhook_secret = secrets.token_urlsafe(32)
+    source = Source.objects.create(
+        owner=human, slug=SOURCE_SLUG, name="Demo CI", secret=webhook_secret, verify=True
+    )
+    Rule.objects.create(
+        source=source,
+        position=0,
+        name="CI failures to the demo agent",
+        endpoint=endpoint,
+        queue=CI_QUEUE,
+        match={},
+        max_attempts=3,
+    )
+    todo_ids = _todos(endpoint.id, human.id)
+    return Seeded(USERNAME, password, key, webhook_secret, todo_ids)
+
+
+def _todos(endpoint_id: UUID, human_id: int) -> dict[str, str]:
+    """A dozen todos in assorted states, by label. Each claim_next below finds exactly the todo
+    just created claimable on its queue, so which todo it takes does not depend on timing."""
+    ids: dict[str, str] = {}
+
+    def new(label: str, queue: str, title: str, **kwargs: Any) -> str:
+        todo = lifecycle.create(endpoint_id, queue=queue, title=title, **kwargs)
+        ids[label] = todo.id
+        return todo.id
+
+    def take(queue: str, run: str, **kwargs: Any) -> str:
+        claim = lifecycle.claim_next(
+            endpoint_id, [queue], owner=BOT, claimant=f"{BOT}/{run}", **kwargs
+        )
+        assert claim is not None, f"the demo todo on {queue} was not claimable"
+        return claim.todo.id
+
+    # Completed, with a summary and an artifact a later reader can follow.
+    new(
+        "completed",
+        CI_QUEUE,
+        "Fix flaky test_checkout_total in the payments suite",
+        payload={"repo": "example/shop", "run_id": 8812, "job": "test (3.12)"},
+        work_order="Find why the test fails one run in ten and fix the cause, not the symptom.",
+    )
+    lifecycle.complete(
+        endpoint_id,
+        take(CI_QUEUE, "run-2"),
+        owner=BOT,
+        result={"pull_request": 101, "root_cause": "rounding in a fixture"},
+        summary="The fixture rounded prices before summing; fixed it and added a regression test.",
+        artifact="https://github.com/example/shop/pull/101",
+    )
+
+    # Failed once, retry scheduled (budget left).
+    new(
+        "retry_scheduled",
+        CI_QUEUE,
+        "Build fails on main: image push denied",
+        payload={"repo": "example/shop", "run_id": 8815, "job": "docker"},
+        max_attempts=3,
+    )
+    lifecycle.fail(
+        endpoint_id,
+        take(CI_QUEUE, "run-3"),
+        owner=BOT,
+        summary="Registry answered 403 on push; the CI token may have expired. Trying again.",
+        retry_after_seconds=DEMO_RETRY_AFTER_SECONDS,
+    )
+
+    # Failed with its budget spent: dead-lettered.
+    new(
+        "dead_letter",
+        TRIAGE_QUEUE,
+        "Triage issue #311: login redirects in a loop",
+        payload={"issue": 311, "labels": ["bug", "auth"]},
+        max_attempts=1,
+    )
+    lifecycle.fail(
+        endpoint_id,
+        take(TRIAGE_QUEUE, "run-4"),
+        owner=BOT,
+        summary="Cannot reproduce without production SSO settings; needs a human.",
+    )
+
+    # Canceled by its operator before anyone took it.
+    canceled = new("canceled", TRIAGE_QUEUE, "Triage issue #310: login loop (duplicate)")
+    lifecycle.cancel(Scope.of_human(human_id), canceled, reason="Duplicate of #311.")
+
+    # An attempt that died: the agent vanished, its lease lapsed and the reaper requeued the
+    # todo (reaped/requeued). The UPDATE is the shortcut the module docstring describes; reap
+    # is the real sweep, and in a freshly seeded database this lease is the only lapsed one.
+    new("died", TRIAGE_QUEUE, "Triage issue #315: search is slow for long queries")
+    died = take(TRIAGE_QUEUE, "run-0")
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE todos SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+            [died],
+        )
+    lifecycle.reap()
+
+    # Claimed by the agent right now.
+    new(
+        "claimed",
+        CI_QUEUE,
+        "Lint errors in the checkout service",
+        payload={"repo": "example/shop", "run_id": 8820, "job": "lint"},
+    )
+    take(CI_QUEUE, "run-1", lease_ttl_seconds=DEMO_LEASE_SECONDS)
+
+    # Waiting on both queues.
+    pending = [
+        (CI_QUEUE, "Test timeout in integration/orders", {"run_id": 8823, "job": "integration"}),
+        (CI_QUEUE, "Type check fails after the Django upgrade", {"run_id": 8824, "job": "mypy"}),
+        (CI_QUEUE, "Coverage dropped below 85%", {"run_id": 8825, "job": "coverage"}),
+        (CI_QUEUE, "Docs build warns about a broken link", {"run_id": 8826, "job": "docs"}),
+        (TRIAGE_QUEUE, "Triage issue #318: dark mode contrast", {"issue": 318}),
+        (TRIAGE_QUEUE, "Triage issue #320: CSV export drops accents", {"issue": 320}),
+    ]
+    for n, (queue, title, payload) in enumerate(pending, start=1):
+        new(f"pending_{n}", queue, title, payload=payload)
+    return ids

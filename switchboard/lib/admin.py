@@ -1,0 +1,62 @@
+"""Shared pieces of the django-admin pages: the show-once page for secrets, JSON rendering.
+
+A credential's plaintext (an endpoint key, a webhook secret) exists only in the response that
+creates it. It is rendered into that response's body, never put in a message, a log entry or a
+redirect: Django's message storage is a signed (not encrypted) cookie or the session, and either
+would keep the plaintext around after the page that showed it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.admin import ModelAdmin
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils.cache import add_never_cache_headers
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """One secret on the show-once page: what it is for, the plaintext, and how to use it."""
+
+    label: str
+    secret: str
+    hint: str = ""
+
+
+def show_once(
+    request: HttpRequest,
+    model_admin: ModelAdmin[Any],
+    *,
+    title: str,
+    items: Sequence[Shown],
+    links: Sequence[tuple[str, str]],
+) -> TemplateResponse:
+    """Render the secrets in ``items`` on a page that is never cached; ``links`` lead on."""
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": title,
+        "opts": model_admin.opts,
+        "items": items,
+        "links": links,
+    }
+    response = TemplateResponse(request, "admin/shown_once.html", context)
+    # The page holds plaintext: no browser or proxy cache may keep it, and no Referer may carry
+    # its URL onward (the URL holds nothing, but the policy costs nothing either).
+    add_never_cache_headers(response)
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def pretty_json(value: Any) -> SafeString:
+    """``value`` as indented JSON in a ``<pre>``, escaped (payloads are untrusted input)."""
+    if value is None:
+        return format_html("<span>{}</span>", "—")
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)

@@ -1,0 +1,55 @@
+"""Seed demo data (switchboard.demo) and print how to get in: URL, login, key, webhook secret.
+
+``serve`` runs ``seed_demo --if-empty`` on every start, so a fresh database has something to
+look at and an existing one is left alone. The credentials are printed this once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from switchboard import demo
+
+PASSWORD_ENV = "SWITCHBOARD_DEMO_PASSWORD"  # noqa: S105 (the variable's name)
+
+
+class Command(BaseCommand):
+    help = "Create a demo operator, agent endpoint, webhook source and a dozen todos."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--if-empty",
+            action="store_true",
+            help="Do nothing when any operator exists (what serve runs on start).",
+        )
+        # Only for the printed URLs; a caller that knows where it listens may say so.
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", default=os.environ.get("PORT", "8000"))
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        chosen = os.environ.get(PASSWORD_ENV) or None
+        try:
+            seeded = demo.seed(chosen, if_empty=options["if_empty"])
+        except demo.AlreadySeeded as exc:
+            raise CommandError(f"{exc}; nothing seeded (use --if-empty to skip quietly)") from None
+        if seeded is None:
+            if options["verbosity"] >= 2:
+                self.stdout.write("seed_demo: operators exist; nothing seeded.")
+            return
+        base = f"http://{options['host']}:{options['port']}"
+        password = f"(as set in {PASSWORD_ENV})" if chosen else seeded.password
+        lines = [
+            "Switchboard demo data created. The secrets below are shown once.",
+            f"  URL             {base}/",
+            f"  Admin login     {base}/admin/  user {seeded.username}",
+            f"  Password        {password}",
+            f"  Agent key       {seeded.key}  (endpoint {demo.ENDPOINT_SLUG}: {base}/mcp/"
+            f"{demo.ENDPOINT_SLUG})",
+            f"  Webhook secret  {seeded.webhook_secret}  (POST {base}/hooks/{demo.SOURCE_SLUG})",
+            f"  Todos           {len(seeded.todo_ids)} on queues {demo.CI_QUEUE}, "
+            f"{demo.TRIAGE_QUEUE}",
+        ]
+        self.stdout.write("\n".join(lines))

@@ -1,0 +1,267 @@
+"""Management commands: create_operator, create_endpoint, seed_demo."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from attempts.models import TodoAttempt
+from switchboard import demo
+from switchboard.credentials import key_for_plaintext
+from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human
+from tests.base import Personas
+from todos.models import Rule, Source, Todo
+
+pytestmark = pytest.mark.django_db
+
+GOOD_PASSWORD = "violet-harbour-lantern-42"
+
+
+def run(name: str, *args: str, **options: Any) -> tuple[str, str]:
+    """Run a command; return its stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    call_command(name, *args, stdout=out, stderr=err, **options)
+    return out.getvalue(), err.getvalue()
+
+
+# --- create_operator ------------------------------------------------------------------------------
+
+
+def test_create_operator_reads_the_password_from_stdin() -> None:
+    out, _ = run(
+        "create_operator",
+        "carol",
+        "--staff",
+        "--password-stdin",
+        stdin=io.StringIO(GOOD_PASSWORD + "\n"),
+    )
+
+    carol = Human.objects.get(username="carol")
+    assert carol.check_password(GOOD_PASSWORD)
+    assert (carol.is_staff, carol.is_superuser) == (True, False)
+    assert out == "Created staff carol.\n"
+
+
+def test_create_operator_makes_a_plain_operator_without_staff() -> None:
+    run("create_operator", "dave", "--password-stdin", stdin=io.StringIO(GOOD_PASSWORD))
+
+    assert Human.objects.get(username="dave").is_staff is False
+
+
+def test_create_operator_superuser_implies_staff() -> None:
+    run(
+        "create_operator",
+        "erin",
+        "--superuser",
+        "--password-stdin",
+        stdin=io.StringIO(GOOD_PASSWORD),
+    )
+
+    erin = Human.objects.get(username="erin")
+    assert (erin.is_staff, erin.is_superuser) == (True, True)
+
+
+def test_create_operator_refuses_an_existing_username(personas: Personas) -> None:
+    with pytest.raises(CommandError, match="an operator named 'alice' already exists"):
+        run("create_operator", "alice", "--password-stdin", stdin=io.StringIO(GOOD_PASSWORD))
+
+
+def test_create_operator_refuses_an_empty_password() -> None:
+    with pytest.raises(CommandError, match="the password is empty"):
+        run("create_operator", "frank", "--password-stdin", stdin=io.StringIO("\n"))
+    assert not Human.objects.filter(username="frank").exists()
+
+
+def test_create_operator_runs_the_password_validators() -> None:
+    with pytest.raises(CommandError, match=r"password refused: .*too common"):
+        run("create_operator", "grace", "--password-stdin", stdin=io.StringIO("password123\n"))
+    assert not Human.objects.filter(username="grace").exists()
+
+
+def test_create_operator_refuses_two_different_passwords_at_the_prompt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = iter([GOOD_PASSWORD, GOOD_PASSWORD + "!"])
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(answers))
+
+    with pytest.raises(CommandError, match="the two passwords differ"):
+        run("create_operator", "heidi")
+    assert not Human.objects.filter(username="heidi").exists()
+
+
+def test_create_operator_accepts_the_same_password_twice_at_the_prompt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": GOOD_PASSWORD)
+
+    run("create_operator", "ivan")
+
+    assert Human.objects.get(username="ivan").check_password(GOOD_PASSWORD)
+
+
+def test_create_operator_refuses_a_malformed_username() -> None:
+    with pytest.raises(CommandError, match="username 'bad name!'"):
+        run("create_operator", "bad name!", "--password-stdin", stdin=io.StringIO(GOOD_PASSWORD))
+
+
+# --- create_endpoint ------------------------------------------------------------------------------
+
+
+def test_create_endpoint_prints_one_working_key_and_nothing_else(personas: Personas) -> None:
+    out, err = run("create_endpoint", "--owner", "alice", "--slug", "night-shift")
+
+    lines = out.splitlines()
+    assert len(lines) == 1
+    assert out == lines[0] + "\n"
+    key = key_for_plaintext(lines[0])
+    assert key is not None
+    endpoint = Endpoint.objects.get(slug="night-shift")
+    assert key.endpoint_id == endpoint.pk
+    assert (endpoint.owner, endpoint.name, tuple(endpoint.verbs)) == (
+        personas.alice,
+        "night-shift",
+        DRAIN_VERBS,
+    )
+    assert "night-shift" in err and key.prefix in err
+    assert lines[0] not in err
+
+
+def test_create_endpoint_takes_a_name_and_verbs(personas: Personas) -> None:
+    run(
+        "create_endpoint",
+        "--owner=bob",
+        "--slug=reader",
+        "--name=Read only",
+        "--verbs",
+        " get_todo, list_todos ,list_todos",
+    )
+
+    endpoint = Endpoint.objects.get(slug="reader")
+    assert (endpoint.name, endpoint.verbs) == ("Read only", ["list_todos", "get_todo"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--owner=nobody", "--slug=x1"], "no operator named 'nobody'"),
+        (["--owner=alice", "--slug=Bad Slug"], "slug: "),
+        (["--owner=alice", "--slug=agent-b"], "slug: Endpoint with this Slug already exists"),
+        (["--owner=alice", "--slug=x2", "--verbs=claim_next,drop_tables"], "unknown verbs: "),
+    ],
+)
+def test_create_endpoint_refuses_bad_input(
+    personas: Personas, args: list[str], message: str
+) -> None:
+    before = (Endpoint.objects.count(), EndpointKey.objects.count())
+
+    with pytest.raises(CommandError, match=message):
+        run("create_endpoint", *args)
+
+    assert (Endpoint.objects.count(), EndpointKey.objects.count()) == before
+
+
+# --- seed_demo ------------------------------------------------------------------------------------
+
+
+def _seeded_states() -> dict[str, Any]:
+    todos = Todo.objects.filter(endpoint__slug=demo.ENDPOINT_SLUG)
+    return {
+        "states": Counter(todos.values_list("state", flat=True)),
+        "queues": set(todos.values_list("queue", flat=True)),
+        "dead": sum(t.dead_letter for t in todos),
+        "retrying": todos.filter(state="failed", next_retry_at__isnull=False).count(),
+        "outcomes": Counter(TodoAttempt.objects.values_list("outcome", "disposition")),
+    }
+
+
+def test_seed_demo_creates_todos_in_every_state_through_the_lifecycle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
+    monkeypatch.setenv("HOST", "demo.local")
+    monkeypatch.setenv("PORT", "9000")
+
+    out, _ = run("seed_demo", "--if-empty")
+
+    seeded = _seeded_states()
+    assert seeded["states"] == {
+        "pending": 7,
+        "claimed": 1,
+        "completed": 1,
+        "failed": 2,
+        "canceled": 1,
+    }
+    assert seeded["queues"] == {"ci-failures", "triage"}
+    assert (seeded["dead"], seeded["retrying"]) == (1, 1)
+    assert seeded["outcomes"] == {
+        ("completed", "done"): 1,
+        ("failed", "retry_scheduled"): 1,
+        ("failed", "dead_lettered"): 1,
+        ("reaped", "requeued"): 1,
+        (None, None): 1,  # the claim that is still open
+    }
+    completed = TodoAttempt.objects.get(outcome="completed")
+    assert completed.artifact and completed.artifact.startswith("https://")
+    assert completed.summary
+    assert TodoAttempt.objects.get(outcome=None).claimant == "demo-bot/run-1"
+
+    human = Human.objects.get(username="demo")
+    assert human.is_staff
+    key = Endpoint.objects.get(slug="demo-agent").keys.get()
+    source = Source.objects.get(slug="demo-ci")
+    assert source.verify and source.secret
+    rule = Rule.objects.get(source=source)
+    assert (rule.endpoint.slug, rule.queue) == ("demo-agent", "ci-failures")
+
+    assert "http://demo.local:9000/" in out
+    assert "http://demo.local:9000/admin/" in out
+    (password,) = [line.split()[-1] for line in out.splitlines() if "Password" in line]
+    assert human.check_password(password)
+    (key_line,) = [line for line in out.splitlines() if "Agent key" in line]
+    found = key_for_plaintext(key_line.split()[2])
+    assert found is not None and found.pk == key.pk
+    assert source.secret in out
+
+
+def test_seed_demo_if_empty_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
+    run("seed_demo", "--if-empty")
+    before = (_seeded_states(), Human.objects.count(), EndpointKey.objects.count())
+
+    out, err = run("seed_demo", "--if-empty")
+
+    assert (out, err) == ("", "")
+    assert (_seeded_states(), Human.objects.count(), EndpointKey.objects.count()) == before
+
+
+def test_seed_demo_if_empty_leaves_a_database_with_operators_alone(personas: Personas) -> None:
+    run("seed_demo", "--if-empty")
+
+    assert not Human.objects.filter(username="demo").exists()
+    assert not Todo.objects.exists()
+
+
+def test_seed_demo_without_if_empty_refuses_to_seed_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
+    run("seed_demo")
+
+    with pytest.raises(CommandError, match="an operator named 'demo' exists already"):
+        run("seed_demo")
+    assert Todo.objects.count() == 12
+
+
+def test_seed_demo_takes_the_password_from_the_environment_and_does_not_echo_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SWITCHBOARD_DEMO_PASSWORD", "demo-password-from-env")
+
+    out, _ = run("seed_demo", "--if-empty")
+
+    assert Human.objects.get(username="demo").check_password("demo-password-from-env")
+    assert "demo-password-from-env" not in out
+    assert "SWITCHBOARD_DEMO_PASSWORD" in out

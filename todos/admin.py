@@ -1,0 +1,517 @@
+"""Admin for todos, webhook sources, routing rules and events.
+
+Todos are read-only here: ``todos.lifecycle`` is their only writer, so the admin offers its
+operator transitions (retry, cancel) as actions and nothing else. Events are read-only too: they
+are what intake received. A source's secret is shown once, when it is generated.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http.response import HttpResponseBase
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from attempts import admin as attempts_admin
+from switchboard.lib.admin import Shown, pretty_json, show_once
+from switchboard.scope import Scope
+from todos import lifecycle
+from todos.errors import LifecycleError
+from todos.models import Event, Rule, Source, State, Todo
+
+# The request attribute carrying a source's new secret from save_model to response_add.
+_SECRET_ON_ADD = "_switchboard_source_secret"  # noqa: S105 (a name, not a secret)
+# Columns the todo list never shows: large, and loading them for a page of rows costs.
+_HEAVY_TODO_COLUMNS = ("payload", "result", "routing_trace", "input_request", "work_order")
+
+
+def new_webhook_secret() -> str:
+    """A fresh HMAC secret for a webhook source: 32 random bytes, URL-safe."""
+    return secrets.token_urlsafe(32)
+
+
+# --- todos -------------------------------------------------------------------------------------
+
+
+class DeadLetterListFilter(admin.SimpleListFilter):
+    """Failed with no retry scheduled: it runs again only if a human retries it."""
+
+    title = "dead letter"
+    parameter_name = "dead_letter"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "dead-lettered"), ("no", "not dead-lettered")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        dead = {"state": State.FAILED, "next_retry_at__isnull": True}
+        if self.value() == "yes":
+            return queryset.filter(**dead)
+        if self.value() == "no":
+            return queryset.exclude(**dead)
+        return queryset
+
+
+class LeanChangeList(ChangeList):
+    """The todo list without its large JSON columns (the detail page still loads them)."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        return super().get_queryset(request, exclude_parameters).defer(*_HEAVY_TODO_COLUMNS)
+
+
+@admin.register(Todo)
+class TodoAdmin(admin.ModelAdmin):
+    change_list_template = "admin/todos/todo/change_list.html"
+    list_display = (
+        "id",
+        "title",
+        "endpoint",
+        "queue",
+        "state",
+        "budget",
+        "attempts_total",
+        "created_at",
+        "dead_letter",
+    )
+    list_select_related = ("endpoint",)
+    list_filter = ("state", DeadLetterListFilter, "queue", "endpoint")
+    search_fields = ("=id", "title")
+    date_hierarchy = "created_at"
+    show_full_result_count = False  # a count of the whole table on every page view is a scan
+    actions = ("retry_todos", "cancel_todos")
+    fieldsets = (
+        (None, {"fields": ("id", "title", "endpoint", "queue", "state", "dead_letter")}),
+        (
+            "Lease and budget",
+            {
+                "fields": (
+                    "owner",
+                    "assignee",
+                    "claimed_at",
+                    "lease_expires_at",
+                    "attempt",
+                    "max_attempts",
+                    "attempts_total",
+                    "attempts_pruned",
+                    "next_retry_at",
+                )
+            },
+        ),
+        (
+            "Work",
+            {
+                "fields": (
+                    "event",
+                    "payload_json",
+                    "work_order",
+                    "result_json",
+                    "input_request_json",
+                    "routing_trace_json",
+                )
+            },
+        ),
+        (
+            "Times",
+            {
+                "fields": (
+                    "created_at",
+                    "updated_at",
+                    "finished_at",
+                    "last_ringed_at",
+                    "ring_attempts",
+                )
+            },
+        ),
+    )
+    readonly_fields = (
+        "id",
+        "title",
+        "endpoint",
+        "queue",
+        "state",
+        "dead_letter",
+        "owner",
+        "assignee",
+        "claimed_at",
+        "lease_expires_at",
+        "attempt",
+        "max_attempts",
+        "attempts_total",
+        "attempts_pruned",
+        "next_retry_at",
+        "event",
+        "payload_json",
+        "work_order",
+        "result_json",
+        "input_request_json",
+        "routing_trace_json",
+        "created_at",
+        "updated_at",
+        "finished_at",
+        "last_ringed_at",
+        "ring_attempts",
+    )
+    inlines = (attempts_admin.TodoAttemptInline,)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return LeanChangeList
+
+    def get_urls(self) -> list[URLPattern]:
+        # The attempts list lives under this admin's URLs: its model cannot be registered.
+        return [*attempts_admin.urls(self.admin_site), *super().get_urls()]
+
+    # Read-only: the lifecycle is the only writer -----------------------------------------------
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the retention sweep deletes todos, with their attempts and activity
+
+    def has_operate_permission(self, request: HttpRequest) -> bool:
+        # The actions run operator transitions, not field edits: they need the change
+        # permission the edit form is never offered under.
+        return request.user.has_perm("todos.change_todo")
+
+    # Columns -------------------------------------------------------------------------------------
+
+    @admin.display(description="attempt", ordering="attempt")
+    def budget(self, obj: Todo) -> str:
+        return f"{obj.attempt}/{obj.max_attempts}"
+
+    @admin.display(description="dead letter", boolean=True)
+    def dead_letter(self, obj: Todo) -> bool:
+        return obj.dead_letter
+
+    @admin.display(description="payload")
+    def payload_json(self, obj: Todo) -> SafeString:
+        return pretty_json(obj.payload)
+
+    @admin.display(description="result")
+    def result_json(self, obj: Todo) -> SafeString:
+        return pretty_json(obj.result)
+
+    @admin.display(description="input request")
+    def input_request_json(self, obj: Todo) -> SafeString:
+        return pretty_json(obj.input_request)
+
+    @admin.display(description="routing trace")
+    def routing_trace_json(self, obj: Todo) -> SafeString:
+        return pretty_json(obj.routing_trace)
+
+    # Operator transitions ----------------------------------------------------------------------
+    # The admin acts as the endpoint's owner: the operator transitions are scoped to the human
+    # who owns the todo, and a superuser's reach is every owner's.
+
+    @admin.action(
+        description="Retry the selected todos (back to pending, fresh budget)",
+        permissions=["operate"],
+    )
+    def retry_todos(self, request: HttpRequest, queryset: QuerySet[Todo]) -> None:
+        done = 0
+        for todo_id, owner_id in queryset.values_list("id", "endpoint__owner_id"):
+            try:
+                lifecycle.retry(human_id=owner_id, todo_id=todo_id)
+            except LifecycleError as exc:
+                self.message_user(request, f"Not retried: {exc}", messages.WARNING)
+            else:
+                done += 1
+        if done:
+            self.message_user(request, f"Retried {_todos(done)}.", messages.SUCCESS)
+
+    @admin.action(description="Cancel the selected todos", permissions=["operate"])
+    def cancel_todos(self, request: HttpRequest, queryset: QuerySet[Todo]) -> None:
+        done = 0
+        reason = f"Canceled in the admin by {request.user.get_username()}"
+        for todo_id, owner_id in queryset.values_list("id", "endpoint__owner_id"):
+            try:
+                lifecycle.cancel(Scope.of_human(owner_id), todo_id, reason=reason)
+            except LifecycleError as exc:
+                self.message_user(request, f"Not canceled: {exc}", messages.WARNING)
+            else:
+                done += 1
+        if done:
+            self.message_user(request, f"Canceled {_todos(done)}.", messages.SUCCESS)
+
+
+def _todos(n: int) -> str:
+    return f"{n} todo{'' if n == 1 else 's'}"
+
+
+# --- sources and rules -------------------------------------------------------------------------
+
+
+class RuleForm(forms.ModelForm):
+    class Meta:
+        model = Rule
+        fields = (
+            "source",
+            "position",
+            "name",
+            "enabled",
+            "endpoint",
+            "queue",
+            "max_attempts",
+            "match",
+            "title_template",
+            "work_order_template",
+        )
+        widgets = {"match": forms.Textarea(attrs={"rows": 8, "style": "font-family: monospace"})}
+
+    # The table's CHECKs would refuse these with an IntegrityError (a 500); say why instead.
+    def clean_queue(self) -> str:
+        queue: str = self.cleaned_data["queue"]
+        if not queue or len(queue.encode()) > lifecycle.QUEUE_MAX_BYTES:
+            raise forms.ValidationError(
+                f"A queue name is 1 to {lifecycle.QUEUE_MAX_BYTES} bytes long."
+            )
+        return queue
+
+    def clean_max_attempts(self) -> int:
+        value: int = self.cleaned_data["max_attempts"]
+        if not 1 <= value <= lifecycle.MAX_ATTEMPTS_LIMIT:
+            raise forms.ValidationError(f"Between 1 and {lifecycle.MAX_ATTEMPTS_LIMIT}.")
+        return value
+
+    def clean_match(self) -> Any:
+        match = self.cleaned_data["match"]
+        if match is None:
+            return {}
+        if not isinstance(match, dict):
+            raise forms.ValidationError("The match is a JSON object, e.g. {}.")
+        return match
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        source, endpoint = cleaned.get("source"), cleaned.get("endpoint")
+        if source is not None and endpoint is not None:
+            # Owner scope: a source may route only to its own owner's endpoints, or one
+            # operator's webhooks could put work on another's queues.
+            if endpoint.owner_id != source.owner_id:
+                self.add_error("endpoint", "Choose an endpoint the source's owner owns.")
+            elif endpoint.is_revoked:
+                self.add_error("endpoint", "This endpoint is revoked; todos for it are refused.")
+        return cleaned
+
+
+class RuleInline(admin.TabularInline):
+    model = Rule
+    form = RuleForm
+    fields = ("position", "name", "enabled", "endpoint", "queue", "max_attempts")
+    autocomplete_fields = ("endpoint",)
+    extra = 0
+    show_change_link = True  # match and templates are edited on the rule's own page
+    ordering = ("position", "id")
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    change_form_template = "admin/todos/source/change_form.html"
+    # ``secret`` is not editable and appears nowhere but the show-once page.
+    fields = ("owner", "slug", "name", "verify", "created_at")
+    readonly_fields = ("created_at",)
+    list_display = ("slug", "name", "owner", "verify", "rule_count", "created_at")
+    list_select_related = ("owner",)
+    list_filter = ("verify", "owner")
+    search_fields = ("slug", "name", "owner__username")
+    date_hierarchy = "created_at"
+    autocomplete_fields = ("owner",)
+    inlines = (RuleInline,)
+    actions = ("rotate_secrets",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Source]:
+        return super().get_queryset(request).annotate(_rules=Count("rules"))
+
+    @admin.display(description="rules", ordering="_rules")
+    def rule_count(self, obj: Source) -> int:
+        return obj._rules  # type: ignore[attr-defined]
+
+    def get_urls(self) -> list[URLPattern]:
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path(
+                "<path:object_id>/rotate-secret/",
+                self.admin_site.admin_view(self.rotate_secret_view),
+                name="{}_{}_rotate_secret".format(*info),
+            ),
+            *super().get_urls(),
+        ]
+
+    def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
+        if not change:
+            # Always generated, even when verify is off, so turning verification on later
+            # never meets an empty secret (the table's CHECK would refuse it).
+            obj.secret = new_webhook_secret()
+            setattr(request, _SECRET_ON_ADD, obj.secret)
+        super().save_model(request, obj, form, change)
+
+    def response_add(
+        self, request: HttpRequest, obj: Source, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        secret = getattr(request, _SECRET_ON_ADD, None)
+        if secret is None:
+            return super().response_add(request, obj, post_url_continue)
+        return self._show_secrets(request, f"Source “{obj.slug}” created", [(obj, secret)])
+
+    def rotate_secret_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """Replace a source's secret; the sender must be given the new one."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        source = self.get_object(request, object_id)
+        if source is None:
+            raise Http404("no such source")
+        if not self.has_change_permission(request, source):
+            raise PermissionDenied
+        with transaction.atomic():
+            secret = self._rotate(request, source)
+        return self._show_secrets(request, f"New secret for “{source.slug}”", [(source, secret)])
+
+    @admin.action(
+        description="Generate a new secret for the selected sources", permissions=["change"]
+    )
+    def rotate_secrets(self, request: HttpRequest, queryset: QuerySet[Source]) -> HttpResponse:
+        with transaction.atomic():
+            rotated = [(source, self._rotate(request, source)) for source in queryset]
+        return self._show_secrets(request, "New secrets", rotated)
+
+    def _rotate(self, request: HttpRequest, source: Source) -> str:
+        secret = new_webhook_secret()
+        Source.objects.filter(pk=source.pk).update(secret=secret)
+        self.log_change(request, source, "Generated a new secret.")
+        return secret
+
+    def _show_secrets(
+        self, request: HttpRequest, title: str, shown: list[tuple[Source, str]]
+    ) -> HttpResponse:
+        items = [
+            Shown(
+                label=f"Secret for {source.slug}",
+                secret=secret,
+                hint=(
+                    f"Sign each POST to {request.build_absolute_uri(f'/hooks/{source.slug}')} "
+                    "with HMAC-SHA256 of the raw body: X-Signature-256: sha256=<hex>."
+                ),
+            )
+            for source, secret in shown
+        ]
+        links = [
+            (f"Go to {source.slug}", reverse("admin:todos_source_change", args=[quote(source.pk)]))
+            for source, _ in shown
+        ]
+        links.append(("All sources", reverse("admin:todos_source_changelist")))
+        return show_once(request, self, title=title, items=items, links=links)
+
+
+@admin.register(Rule)
+class RuleAdmin(admin.ModelAdmin):
+    form = RuleForm
+    list_display = (
+        "__str__",
+        "source",
+        "position",
+        "endpoint",
+        "queue",
+        "max_attempts",
+        "enabled",
+        "created_at",
+    )
+    list_select_related = ("source", "endpoint")
+    list_filter = ("enabled", "source", "endpoint")
+    search_fields = ("name", "queue", "source__slug", "endpoint__slug")
+    ordering = ("source__slug", "position", "id")
+    autocomplete_fields = ("source", "endpoint")
+    readonly_fields = ("created_at",)
+
+
+# --- events ------------------------------------------------------------------------------------
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ("id", "source", "received_at", "delivery_id", "disposition", "todo_count")
+    list_select_related = ("source",)
+    list_filter = ("disposition", "source")
+    search_fields = ("=id", "=delivery_id")
+    date_hierarchy = "received_at"
+    show_full_result_count = False
+    fields = (
+        "id",
+        "source",
+        "received_at",
+        "delivery_id",
+        "disposition",
+        "headers_json",
+        "verification_json",
+        "payload_json",
+        "routing_trace_json",
+        "todo_links",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Event]:
+        return super().get_queryset(request).annotate(_todos=Count("todos"))
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return _EventChangeList
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # the retention sweep removes events no todo references
+
+    @admin.display(description="todos", ordering="_todos")
+    def todo_count(self, obj: Event) -> int:
+        return obj._todos  # type: ignore[attr-defined]
+
+    @admin.display(description="headers")
+    def headers_json(self, obj: Event) -> SafeString:
+        return pretty_json(obj.headers)
+
+    @admin.display(description="verification")
+    def verification_json(self, obj: Event) -> SafeString:
+        return pretty_json(obj.verification)
+
+    @admin.display(description="payload")
+    def payload_json(self, obj: Event) -> SafeString:
+        return pretty_json(obj.payload)
+
+    @admin.display(description="routing trace")
+    def routing_trace_json(self, obj: Event) -> SafeString:
+        return pretty_json(obj.routing_trace)
+
+    @admin.display(description="todos")
+    def todo_links(self, obj: Event) -> SafeString:
+        links = format_html_join(
+            ", ",
+            '<a href="{}">{}</a>',
+            (
+                (reverse("admin:todos_todo_change", args=[quote(todo_id)]), todo_id)
+                for todo_id in obj.todos.values_list("id", flat=True)
+            ),
+        )
+        return links or format_html("{}", "none")
+
+
+class _EventChangeList(ChangeList):
+    """The event list without payloads and headers (the detail page shows them)."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
+        qs = super().get_queryset(request, exclude_parameters)
+        return qs.defer("headers", "payload", "verification", "routing_trace")
