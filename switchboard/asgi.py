@@ -1,8 +1,16 @@
-"""The ASGI application: Django for HTTP; Channels routes WebSockets once the live issue lands."""
+"""The ASGI application: MCP at /mcp/{slug} beside Django; Channels routes WebSockets once the
+live issue lands.
+
+``/mcp`` goes to the MCP transport (an ASGI app around the official SDK), everything else to
+Django. The ``lifespan`` entry starts and stops the MCP session manager on servers that send
+lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
+request (``mcp_server.server.McpRuntime``).
+"""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -10,6 +18,19 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "switchboard.settings")
 
 django_application = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs the app registry ready)
+# These need the app registry ready (models are imported).
+from channels.routing import ProtocolTypeRouter  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_application})
+from mcp_server import server as mcp_server  # noqa: E402
+from mcp_server import transport as mcp_transport  # noqa: E402
+
+
+async def http(scope: Any, receive: Any, send: Any) -> None:
+    path = scope.get("path", "")
+    if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
+        await mcp_transport.application(scope, receive, send)
+    else:
+        await django_application(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": http, "lifespan": mcp_server.lifespan})

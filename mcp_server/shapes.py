@@ -1,0 +1,88 @@
+"""The JSON shapes tools and resources return (seed 000), built from lifecycle values or models.
+
+``todo_out`` omits ``result`` (seed 000: no read but get_todo returns it, so results never leak
+to clients that did not ask); attempt rows omit the claimer's session, owner and endpoint id,
+which identify callers, not work.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from todos.models import Todo
+from todos.types import AttemptView, ClaimResult, TodoView
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    """RFC 3339 in UTC with a ``Z``, microseconds kept (keyset cursors depend on them)."""
+    if value is None:
+        return None
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def todo_out(todo: TodoView | Todo, *, detail: bool = True, result: bool = False) -> dict[str, Any]:
+    """A todo for an agent. ``detail`` adds payload and work order; ``result`` the result."""
+    out: dict[str, Any] = {
+        "id": todo.id,
+        "queue": todo.queue,
+        "title": todo.title,
+        "state": todo.state,
+        "assignee": todo.assignee,
+        "owner": todo.owner,
+        "attempt": todo.attempt,
+        "max_attempts": todo.max_attempts,
+        "attempts_total": todo.attempts_total,
+        "lease_expires_at": iso(todo.lease_expires_at),
+        "claimed_at": iso(todo.claimed_at),
+        "next_retry_at": iso(todo.next_retry_at),
+        "dead_letter": todo.dead_letter,
+        "created_at": iso(todo.created_at),
+        "updated_at": iso(todo.updated_at),
+        "finished_at": iso(todo.finished_at),
+    }
+    if detail:
+        out["payload"] = todo.payload
+        out["work_order"] = todo.work_order
+    if result:
+        out["result"] = todo.result
+    return out
+
+
+def attempt_out(attempt: AttemptView) -> dict[str, Any]:
+    return {
+        "seq": attempt.seq,
+        "attempt": attempt.attempt,
+        "claimer_kind": attempt.claimer_kind,
+        "claimant": attempt.claimant,
+        "claimed_at": iso(attempt.claimed_at),
+        "last_heartbeat_at": iso(attempt.last_heartbeat_at),
+        "lease_expires_at": iso(attempt.lease_expires_at),
+        "ended_at": iso(attempt.ended_at),
+        "outcome": attempt.outcome,
+        "disposition": attempt.disposition,
+        "died": attempt.died,
+        "summary": attempt.summary,
+        "summary_truncated": attempt.summary_truncated,
+        "artifact": attempt.artifact,
+    }
+
+
+def claim_out(claimed: ClaimResult, traceparent: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "empty": False,
+        "todo": todo_out(claimed.todo),
+        "attempt_seq": claimed.attempt_seq,
+        "attempts_total": claimed.attempts_total,
+        "prior_attempts": [attempt_out(a) for a in claimed.prior_attempts],
+    }
+    if claimed.lease_token is not None:
+        out["lease_token"] = claimed.lease_token
+    if traceparent is not None:
+        out["traceparent"] = traceparent
+    return out
+
+
+def report_out(todo: TodoView, attempt_seq: int | None) -> dict[str, Any]:
+    """heartbeat, complete, fail, release: the todo (flat, seed 000's "todoOut plus") and seq."""
+    return {**todo_out(todo), "attempt_seq": attempt_seq}

@@ -1,0 +1,269 @@
+"""The MCP tools: one function per verb. Parse → one lifecycle call (or one scoped read) → shape.
+
+Each function runs in a worker thread (the ORM and the lifecycle are sync), takes the calling
+endpoint and arguments already checked against the tool's input schema, and returns the result
+shape or raises: a ``LifecycleError`` from the lifecycle (``not_found``, ``conflict``,
+``invalid``), or a ``ToolError`` for what only this layer knows (a malformed cursor or
+traceparent). ``mcp_server.server`` maps both to tool errors in one place.
+
+Owner scope: writes go through ``todos.lifecycle``, which scopes every statement to the
+endpoint; reads filter with ``Scope.of_endpoint``. A foreign id is ``not_found``, like an
+unknown one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+
+from attempts.queries import attempts_for_todo
+from mcp_server import shapes
+from mcp_server.schemas import (
+    ATTEMPTS_LIMIT_DEFAULT,
+    LIST_LIMIT_DEFAULT,
+    NOTE_MAX_BYTES,
+)
+from mcp_server.verbs import owner_of
+from switchboard.lib import traceparent as tp
+from switchboard.models import Endpoint
+from switchboard.scope import Scope
+from todos import lifecycle
+from todos.errors import TodoNotFound
+from todos.models import Todo
+
+Args = Mapping[str, Any]
+Out = dict[str, Any]
+
+
+class ToolError(Exception):
+    """A failure this layer detects; ``code`` is one of the tool error codes (SYSTEM.md §4)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: the endpoint the bearer resolved to, and what the request carried."""
+
+    endpoint: Endpoint
+    # The legacy era's Mcp-Session-Id (recorded as the attempt's claimer_session); None for
+    # modern requests, which have no sessions.
+    session: str | None = None
+    # params._meta.traceparent of the tools/call request, unparsed.
+    meta_traceparent: Any = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope.of_endpoint(self.endpoint.id)
+
+    @property
+    def owner(self) -> str:
+        return owner_of(self.endpoint)
+
+
+def _opt(args: Args, name: str, default: Any = None) -> Any:
+    """An optional argument; null counts as absent."""
+    value = args.get(name)
+    return default if value is None else value
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+def _encode_cursor(todo: Todo) -> str:
+    raw = json.dumps([shapes.iso(todo.created_at), todo.id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).rstrip(b"=").decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, todo_id = json.loads(raw)
+        created_at = dt.datetime.fromisoformat(created)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        raise ToolError("invalid", "cursor: not a cursor this server returned") from None
+    if not isinstance(todo_id, str) or created_at.tzinfo is None:
+        raise ToolError("invalid", "cursor: not a cursor this server returned")
+    return created_at, todo_id
+
+
+def list_todos(caller: Caller, args: Args) -> Out:
+    """A page of the endpoint's todos, newest first, by keyset on (created_at, id)."""
+    limit = _opt(args, "limit", LIST_LIMIT_DEFAULT)
+    # Uses index: todos_board_idx (endpoint_id, created_at DESC, id DESC), or
+    # todos_board_state_idx when a state is given; the queue filter rides on either.
+    todos = Todo.objects.filter(caller.scope.todos())
+    if (queue := _opt(args, "queue")) is not None:
+        todos = todos.filter(queue=queue)
+    if (state := _opt(args, "state")) is not None:
+        todos = todos.filter(state=state)
+    if (cursor := _opt(args, "cursor")) is not None:
+        created_at, todo_id = _decode_cursor(cursor)
+        todos = todos.filter(
+            Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=todo_id)
+        )
+    # Rows leave out payload and work_order (unbounded); one more row than asked says whether
+    # another page exists without a count.
+    page = list(
+        todos.defer("payload", "work_order", "routing_trace", "result", "input_request").order_by(
+            "-created_at", "-id"
+        )[: limit + 1]
+    )
+    more = len(page) > limit
+    page = page[:limit]
+    return {
+        "todos": [shapes.todo_out(t, detail=False) for t in page],
+        "next_cursor": _encode_cursor(page[-1]) if more else None,
+    }
+
+
+def todo_detail(caller: Caller, todo_id: str, attempts_limit: int) -> Out:
+    """get_todo's shape: shared with the switchboard://todos/{id} resource."""
+    todo = Todo.objects.filter(caller.scope.todos(), id=todo_id).first()
+    if todo is None:
+        raise TodoNotFound(todo_id)
+    page = attempts_for_todo(caller.scope, todo_id, attempts_limit)
+    return {
+        "todo": shapes.todo_out(todo, result=True),
+        "attempts": [shapes.attempt_out(a) for a in page.attempts],
+        "attempts_total": page.total,
+        "attempts_pruned": page.pruned,
+    }
+
+
+def get_todo(caller: Caller, args: Args) -> Out:
+    return todo_detail(caller, args["id"], _opt(args, "attempts_limit", ATTEMPTS_LIMIT_DEFAULT))
+
+
+# --- claims ------------------------------------------------------------------------------------
+
+
+def _traceparent(caller: Caller, args: Args) -> str | None:
+    """The claim's traceparent (argument first, then params._meta), validated; None if absent.
+
+    PROTOCOLS.md §5 says a receiver ignores an invalid traceparent; a claim refuses it instead
+    (the issue's rule), because an agent that sent one meant its spans to bind to this attempt
+    and would otherwise only find out when they never show up.
+
+    It is returned with the claim and not stored yet: todo_attempts has no trace column until
+    the OTLP issue adds one (seed 001).
+    """
+    for source, value in (
+        ("traceparent", args.get("traceparent")),
+        ("_meta.traceparent", caller.meta_traceparent),
+    ):
+        if value is None:
+            continue
+        parsed = tp.parse(value)
+        if parsed is None:
+            raise ToolError("invalid", f"{source}: not a valid W3C traceparent")
+        return str(parsed)
+    return None
+
+
+def _claim_options(caller: Caller, args: Args) -> dict[str, Any]:
+    return {
+        "owner": caller.owner,
+        "lease_ttl_seconds": _opt(args, "lease_ttl_seconds"),
+        "claimant": _opt(args, "claimant"),
+        "session": caller.session,
+        "require_fence": bool(_opt(args, "require_fence", False)),
+    }
+
+
+def claim_next(caller: Caller, args: Args) -> Out:
+    queue, queues = _opt(args, "queue"), _opt(args, "queues")
+    if (queue is None) == (queues is None):
+        raise ToolError("invalid", "give exactly one of queue or queues")
+    trace = _traceparent(caller, args)
+    claimed = lifecycle.claim_next(
+        caller.endpoint.id, [queue] if queue is not None else queues, **_claim_options(caller, args)
+    )
+    if claimed is None:
+        return {"empty": True}
+    return shapes.claim_out(claimed, trace)
+
+
+def claim(caller: Caller, args: Args) -> Out:
+    trace = _traceparent(caller, args)
+    claimed = lifecycle.claim(caller.endpoint.id, args["id"], **_claim_options(caller, args))
+    return shapes.claim_out(claimed, trace)
+
+
+# --- the holder's reports ----------------------------------------------------------------------
+
+
+def heartbeat(caller: Caller, args: Args) -> Out:
+    note = _opt(args, "note")
+    if note is not None and len(note.encode("utf-8", "surrogatepass")) > NOTE_MAX_BYTES:
+        raise ToolError("invalid", f"note: longer than {NOTE_MAX_BYTES} bytes")
+    # The note is accepted and dropped until the lifecycle's heartbeat takes one (seed 001's
+    # activity arm); refusing it now would break agents written against the documented verb.
+    done = lifecycle.heartbeat(
+        caller.endpoint.id,
+        args["id"],
+        owner=caller.owner,
+        lease_ttl_seconds=_opt(args, "lease_ttl_seconds"),
+        lease_token=_opt(args, "lease_token"),
+    )
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
+def complete(caller: Caller, args: Args) -> Out:
+    done = lifecycle.complete(
+        caller.endpoint.id,
+        args["id"],
+        owner=caller.owner,
+        result=args.get("result"),
+        summary=_opt(args, "summary"),
+        artifact=_opt(args, "artifact"),
+        lease_token=_opt(args, "lease_token"),
+    )
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
+def fail(caller: Caller, args: Args) -> Out:
+    done = lifecycle.fail(
+        caller.endpoint.id,
+        args["id"],
+        owner=caller.owner,
+        result=args.get("result"),
+        summary=_opt(args, "summary"),
+        artifact=_opt(args, "artifact"),
+        lease_token=_opt(args, "lease_token"),
+        retryable=_opt(args, "retryable", True),
+        retry_after_seconds=_opt(args, "retry_after_seconds"),
+    )
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
+def release(caller: Caller, args: Args) -> Out:
+    done = lifecycle.release(
+        caller.endpoint.id,
+        args["id"],
+        owner=caller.owner,
+        summary=_opt(args, "summary"),
+        lease_token=_opt(args, "lease_token"),
+    )
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
+TOOLS: dict[str, Callable[[Caller, Args], Out]] = {
+    "list_todos": list_todos,
+    "get_todo": get_todo,
+    "claim_next": claim_next,
+    "claim": claim,
+    "heartbeat": heartbeat,
+    "complete": complete,
+    "fail": fail,
+    "release": release,
+}

@@ -1,0 +1,363 @@
+"""``/mcp/{slug}``: the ASGI entry in front of the SDK's Streamable HTTP session manager.
+
+In order, before the SDK sees a request: the path names an endpoint; Host and Origin pass
+``ALLOWED_HOSTS`` (DNS-rebinding protection, the transport spec's MUST); the bearer resolves to
+that endpoint (``switchboard.lib.auth``, 401 otherwise); the method is POST; the body fits
+``SWITCHBOARD_MAX_BODY_BYTES`` (413); it is JSON and one JSON-RPC 2.0 message (the right JSON-RPC
+error otherwise, the same in both eras). For the legacy era it also mints the session id on
+``initialize`` and checks it on later requests (``mcp_server.sessions``). The endpoint and the
+session go into the scope for the handlers (``mcp_server.server``), and the request goes to the
+one shared session manager.
+
+Everything that leaves is JSON: the SDK answers a few refusals (406, its own 400/413) in plain
+text or with an empty body, and those are rewritten as JSON-RPC errors; an exception that
+escapes, or a request that got no response at all, becomes a JSON-RPC internal error. Nothing
+from here is a 500 or an HTML page: the 2026 spec maps an internal error to HTTP 200 (the SDK's
+own table leaves -32603 unmapped), and this follows it, logging the cause for operators.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp_types as types
+from django.conf import settings
+from django.db import DatabaseError
+from django.http.request import split_domain_port, validate_host
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from mcp_server import server as mcp
+from mcp_server import sessions
+from switchboard.lib.auth import BearerRejected, aresolve_endpoint_bearer
+from switchboard.models import Endpoint
+
+logger = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+PREFIX = "/mcp"
+_PATH = re.compile(r"^/mcp/([^/]+)/?$")
+SESSION_HEADER = b"mcp-session-id"
+PROTOCOL_VERSION_HEADER = b"mcp-protocol-version"
+
+
+class Refused(Exception):
+    """A request refused before the SDK saw it: an HTTP status and a JSON-RPC error."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: int = types.INVALID_REQUEST,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.headers = headers or {}
+
+
+def _error_body(code: int, message: str, request_id: Any = None, data: Any = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+
+
+async def send_error(
+    send: Send,
+    status: int,
+    code: int,
+    message: str,
+    *,
+    request_id: Any = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    body = _error_body(code, message, request_id)
+    raw_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or ():
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+# --- Host and Origin ---------------------------------------------------------------------------
+
+
+def _allowed_hosts() -> list[str]:
+    hosts = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not hosts:  # Django's own fallback in get_host()
+        hosts = [".localhost", "127.0.0.1", "[::1]"]
+    return hosts
+
+
+def host_allowed(host: str | None) -> bool:
+    if not host:
+        return False
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, _allowed_hosts())
+
+
+def origin_allowed(origin: str | None) -> bool:
+    """A browser's Origin must name an allowed host (or a CSRF-trusted origin); absent is fine.
+
+    Only browsers send Origin; agents and SDK clients do not. A page on another site that makes
+    a visitor's browser call this server (the DNS-rebinding case the spec worries about) sends
+    its own origin and is refused here, before its request is authenticated.
+    """
+    if origin is None:
+        return True
+    if origin in settings.CSRF_TRUSTED_ORIGINS:
+        return True
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False  # includes the opaque origin "null"
+    return host_allowed(parts.netloc)
+
+
+# --- the body ----------------------------------------------------------------------------------
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The whole request body, refusing (413) as soon as it is known to exceed ``limit``."""
+    declared = _header(scope, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise Refused(413, f"Request body too large (limit {limit} bytes)")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Refused(400, "Client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise Refused(413, f"Request body too large (limit {limit} bytes)")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def check_message(body: bytes) -> dict[str, Any]:
+    """Decode ``body`` as one JSON-RPC 2.0 message, or refuse it with the JSON-RPC error.
+
+    The SDK checks this too, but its two eras answer differently (the legacy path calls a batch
+    "invalid params"); checking here gives one answer per mistake, whichever era a client speaks.
+    """
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Refused(400, "Parse error: the body is not JSON", types.PARSE_ERROR) from None
+    if isinstance(message, list):
+        raise Refused(400, "Batches are not supported: send one JSON-RPC message per request")
+    if not isinstance(message, dict):
+        raise Refused(400, "The body must be a JSON-RPC 2.0 message object")
+    if message.get("jsonrpc") != "2.0":
+        raise Refused(400, 'Not JSON-RPC 2.0: "jsonrpc" must be "2.0"')
+    request_id = message.get("id")
+    if "id" in message and (isinstance(request_id, bool) or not isinstance(request_id, str | int)):
+        raise Refused(400, '"id" must be a string or an integer')
+    if "method" in message:
+        if not isinstance(message["method"], str) or not message["method"]:
+            raise Refused(400, '"method" must be a non-empty string')
+        if "params" in message and not isinstance(message["params"], dict):
+            raise Refused(400, '"params" must be an object', types.INVALID_PARAMS)
+    elif "id" not in message or ("result" not in message and "error" not in message):
+        raise Refused(400, "Neither a request, a notification nor a response")
+    return message
+
+
+def is_modern(scope: Scope) -> bool:
+    """The SDK's era rule: a protocol-version header that is not a handshake version is modern."""
+    version = _header(scope, PROTOCOL_VERSION_HEADER)
+    return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+# --- responses ---------------------------------------------------------------------------------
+
+
+class ResponseGuard:
+    """Wraps ``send``: adds headers to the SDK's response, and rewrites what must not leave.
+
+    A refusal (status ≥ 400) without a JSON body becomes a JSON-RPC error carrying the SDK's
+    text; a 500 becomes a JSON-RPC internal error at HTTP 200. Everything else passes through
+    untouched, streams included.
+    """
+
+    def __init__(self, send: Send, request_id: Any = None) -> None:
+        self._send = send
+        self.request_id = request_id
+        self.extra_headers: list[tuple[bytes, bytes]] = []
+        self.started = False
+        self._held: Message | None = None
+        self._held_body: list[bytes] = []
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+            status = int(message["status"])
+            headers = list(message.get("headers") or ())
+            ctype = next((bytes(v) for k, v in headers if bytes(k).lower() == b"content-type"), b"")
+            if status >= 500 or (status >= 400 and not ctype.startswith(b"application/json")):
+                self._held = message
+                return
+            if status < 300:
+                headers.extend(self.extra_headers)
+            await self._send({**message, "headers": headers})
+            return
+        if message["type"] == "http.response.body" and self._held is not None:
+            self._held_body.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                await self._rewrite()
+            return
+        await self._send(message)
+
+    async def _rewrite(self) -> None:
+        assert self._held is not None
+        status = int(self._held["status"])
+        text = b"".join(self._held_body).decode("utf-8", "replace").strip()
+        self._held, self._held_body = None, []
+        if status >= 500:
+            logger.error("MCP transport answered %s: %s", status, text[:200])
+            await send_error(
+                self._send, 200, types.INTERNAL_ERROR, "Internal error", request_id=self.request_id
+            )
+            return
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "Error"
+        message = f"{phrase}: {text[:200]}" if text and text.isprintable() else phrase
+        allow = {"Allow": "POST"} if status == 405 else None
+        await send_error(
+            self._send,
+            status,
+            types.INVALID_REQUEST,
+            message,
+            request_id=self.request_id,
+            headers=allow,
+        )
+
+    async def finish(self) -> None:
+        """Make sure exactly one complete response left, whatever the inner app did."""
+        if self._held is not None:
+            await self._rewrite()
+        elif not self.started:
+            logger.error("MCP request ended without a response")
+            await send_error(
+                self._send, 200, types.INTERNAL_ERROR, "Internal error", request_id=self.request_id
+            )
+
+
+# --- the app -----------------------------------------------------------------------------------
+
+
+async def _endpoint(scope: Scope, slug: str) -> Endpoint:
+    try:
+        endpoint: Endpoint = await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as exc:
+        raise Refused(401, f"Unauthorized: {exc.message}", headers=exc.headers) from None
+    except DatabaseError:
+        logger.exception("MCP: could not authenticate, database unavailable")
+        raise Refused(
+            503, "Service unavailable: try again", types.INTERNAL_ERROR, {"Retry-After": "1"}
+        ) from None
+    return endpoint
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the SDK the body already read, then the real channel."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
+    match = _PATH.match(scope.get("path", ""))
+    if match is None:
+        raise Refused(404, "Not Found: MCP endpoints live at /mcp/{endpoint-slug}")
+    slug = match.group(1)
+    if not host_allowed(_header(scope, b"host")):
+        raise Refused(421, "Misdirected Request: Host is not in ALLOWED_HOSTS")
+    if not origin_allowed(_header(scope, b"origin")):
+        raise Refused(403, "Forbidden: Origin is not allowed")
+    endpoint = await _endpoint(scope, slug)
+
+    if scope.get("method") != "POST":
+        # Modern MCP is POST only. The legacy GET stream opens with the doorbell (docs/guides/
+        # agents.md); until then 405, which the legacy spec allows and clients expect.
+        raise Refused(405, "Method Not Allowed: use POST", headers={"Allow": "POST"})
+    body = await read_body(scope, receive, settings.SWITCHBOARD_MAX_BODY_BYTES)
+    ctype = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise Refused(415, "Unsupported Media Type: send Content-Type: application/json")
+    message = check_message(body)
+    guard.request_id = message.get("id")
+
+    session: str | None = None
+    if not is_modern(scope):
+        if message.get("method") == "initialize":
+            session = sessions.mint(endpoint.id)
+            guard.extra_headers.append((SESSION_HEADER, session.encode("ascii")))
+        elif (presented := _header(scope, SESSION_HEADER)) is not None:
+            if not sessions.is_valid(presented, endpoint.id):
+                # The transport spec's answer to an unknown session; the client re-initializes.
+                raise Refused(404, "Session not found")
+            session = presented
+    # A modern request's Mcp-Session-Id is ignored (the 2026 spec), so it never labels a claim.
+
+    inner: Scope = {**scope, mcp.SCOPE_ENDPOINT: endpoint, mcp.SCOPE_SESSION: session}
+    manager = await mcp.RUNTIME.manager()
+    await manager.handle_request(inner, _replay(body, receive), guard.send)
+
+
+async def application(scope: Scope, receive: Receive, send: Send) -> None:
+    """The ASGI app for ``/mcp`` and everything under it."""
+    guard = ResponseGuard(send)
+    try:
+        await _serve(scope, receive, guard)
+    except Refused as refused:
+        if not guard.started:
+            await send_error(
+                send,
+                refused.status,
+                refused.code,
+                str(refused),
+                request_id=guard.request_id,
+                headers=refused.headers,
+            )
+        return
+    except Exception:
+        logger.exception("MCP request failed")
+        if guard.started:
+            return  # the response is under way; nothing sensible can be added to it
+    await guard.finish()

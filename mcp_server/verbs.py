@@ -1,0 +1,48 @@
+"""Verb scopes: which tools and resources an endpoint may see and use (SYSTEM.md §2).
+
+An endpoint's ``verbs`` is its scope. ``tools/list`` shows only the tools in it and a call
+outside it is ``forbidden``; ``get_todo`` rides on ``list_todos`` (SPEC-0034 REQ-8, applied by
+``Endpoint.allows``). Every tool is named after its verb.
+"""
+
+from __future__ import annotations
+
+from switchboard.models import Endpoint, Verb
+
+# tools/list order: deterministic (the 2026 spec's SHOULD), in the order an agent uses them.
+TOOLS: tuple[str, ...] = (
+    Verb.LIST_TODOS,
+    Verb.GET_TODO,
+    Verb.CLAIM_NEXT,
+    Verb.CLAIM,
+    Verb.HEARTBEAT,
+    Verb.COMPLETE,
+    Verb.FAIL,
+    Verb.RELEASE,
+)
+
+# Resources ride on the verbs whose data they show: a todo's detail is what get_todo returns;
+# a queue's summary (the doorbell's subscription target) serves those who list or drain it.
+TODO_RESOURCE_VERBS: tuple[str, ...] = (Verb.GET_TODO,)
+QUEUE_RESOURCE_VERBS: tuple[str, ...] = (Verb.LIST_TODOS, Verb.CLAIM_NEXT)
+
+
+def owner_of(endpoint: Endpoint) -> str:
+    """The lease owner recorded for this endpoint's claims: ``endpoint:<slug>``.
+
+    Every agent holding the endpoint's key is the same owner (per-session owners are deferred,
+    seed 000); two workers sharing a key are kept apart by the fence, not by the owner.
+    """
+    return f"endpoint:{endpoint.slug}"
+
+
+def visible_tools(endpoint: Endpoint) -> tuple[str, ...]:
+    return tuple(name for name in TOOLS if endpoint.allows(name))
+
+
+def can_read_todos(endpoint: Endpoint) -> bool:
+    return any(endpoint.allows(verb) for verb in TODO_RESOURCE_VERBS)
+
+
+def can_read_queues(endpoint: Endpoint) -> bool:
+    return any(endpoint.allows(verb) for verb in QUEUE_RESOURCE_VERBS)
