@@ -29,7 +29,7 @@ class Command(BaseCommand):
 
         call_command("migrate", interactive=False, verbosity=0)
         if not options["no_seed"]:
-            call_command("seed_demo", if_empty=True)
+            call_command("seed_demo", if_empty=True, host=options["host"], port=options["port"])
         if not options["no_sweeper"]:
             from todos.sweeps import start_background_sweeper
 
