@@ -94,6 +94,10 @@ if _db["ENGINE"] != "django.db.backends.postgresql":
 
     raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (postgres://…)")
 _db["OPTIONS"] = {**_db.get("OPTIONS", {}), "application_name": "switchboard"}
+# A socket directory given as ?host=/path (the embedded server's URL) belongs in HOST, where
+# Django and everything that reads settings_dict (tests, tools) look for it.
+if not _db.get("HOST") and str(_db["OPTIONS"].get("host", "")).startswith("/"):
+    _db["HOST"] = _db["OPTIONS"].pop("host")
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
