@@ -1,0 +1,135 @@
+"""MCP pieces that need no server: traceparent, session ids, Host/Origin, lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from mcp_server import server as mcp_server
+from mcp_server import sessions
+from mcp_server.transport import Refused, check_message, host_allowed, origin_allowed
+from switchboard.lib import traceparent
+
+GOOD = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        GOOD,
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-ff",
+        # A future version: its first four fields count, more may follow after a '-'.
+        "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-future-will-bring",
+        "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    ],
+)
+def test_valid_traceparents_parse(value: str) -> None:
+    parsed = traceparent.parse(value)
+    assert parsed is not None
+    assert parsed.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert str(parsed).startswith("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        5,
+        "",
+        GOOD[:-1],
+        GOOD + "-",
+        GOOD + ".",
+        GOOD.upper(),
+        "ff" + GOOD[2:],
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+        "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01.x",
+        " " + GOOD,
+    ],
+)
+def test_invalid_traceparents_are_refused(value: Any) -> None:
+    assert traceparent.parse(value) is None
+
+
+def test_the_sampled_flag_is_a_bit_not_the_byte() -> None:
+    parsed = traceparent.parse(GOOD[:-2] + "03")
+    assert parsed is not None and parsed.sampled
+
+
+def test_a_session_id_verifies_for_its_endpoint_only() -> None:
+    mine, theirs = uuid.uuid4(), uuid.uuid4()
+    session = sessions.mint(mine)
+    assert session.startswith("sbs_") and session.isascii() and " " not in session
+    assert sessions.is_valid(session, mine)
+    assert not sessions.is_valid(session, theirs)
+    assert not sessions.is_valid(session + "x", mine)
+    assert not sessions.is_valid("sbs_" + session[4:].upper(), mine)
+
+
+def test_session_ids_survive_a_secret_key_rotation_with_fallbacks() -> None:
+    endpoint = uuid.uuid4()
+    with override_settings(SECRET_KEY="old-key-" * 8):
+        session = sessions.mint(endpoint)
+    with override_settings(SECRET_KEY="new-key-" * 8, SECRET_KEY_FALLBACKS=["old-key-" * 8]):
+        assert sessions.is_valid(session, endpoint)
+    with override_settings(SECRET_KEY="new-key-" * 8, SECRET_KEY_FALLBACKS=[]):
+        assert not sessions.is_valid(session, endpoint)
+
+
+@override_settings(ALLOWED_HOSTS=[".example.com", "127.0.0.1"], CSRF_TRUSTED_ORIGINS=[])
+def test_host_and_origin_follow_allowed_hosts() -> None:
+    assert host_allowed("api.example.com")
+    assert host_allowed("example.com:8443")
+    assert host_allowed("127.0.0.1:8000")
+    assert not host_allowed("evil.com")
+    assert not host_allowed(None)
+    assert not host_allowed("")
+    assert origin_allowed(None)
+    assert origin_allowed("https://app.example.com")
+    assert not origin_allowed("https://evil.com")
+    assert not origin_allowed("null")
+    assert not origin_allowed("file://")
+
+
+@override_settings(ALLOWED_HOSTS=["*"], CSRF_TRUSTED_ORIGINS=["https://tools.partner.test"])
+def test_a_csrf_trusted_origin_is_allowed() -> None:
+    assert origin_allowed("https://tools.partner.test")
+
+
+def test_check_message_accepts_requests_notifications_and_responses() -> None:
+    assert check_message(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')["id"] == 1
+    assert "id" not in check_message(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    assert check_message(b'{"jsonrpc":"2.0","id":"a","result":{}}')["id"] == "a"
+    with pytest.raises(Refused):
+        check_message(b'{"jsonrpc":"2.0","id":true,"method":"ping"}')
+
+
+def test_the_lifespan_starts_and_stops_the_session_manager() -> None:
+    # For servers that send lifespan (uvicorn); daphne does not, and the first request starts it.
+    runtime = mcp_server.McpRuntime(mcp_server.build_server())
+    original = mcp_server.RUNTIME
+    mcp_server.RUNTIME = runtime
+    sent: list[dict[str, Any]] = []
+    inbox = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+
+    async def receive() -> dict[str, Any]:
+        if sent and sent[-1]["type"] == "lifespan.startup.complete":
+            assert runtime._task is not None and not runtime._task.done()
+        return inbox.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    try:
+        asyncio.run(mcp_server.lifespan({"type": "lifespan"}, receive, send))
+    finally:
+        mcp_server.RUNTIME = original
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+    assert runtime._task is None
