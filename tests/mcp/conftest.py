@@ -58,7 +58,8 @@ def _database_url() -> str:
     db = connection.settings_dict
     user = quote(db["USER"] or "")
     password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
-    host = db["HOST"] or "127.0.0.1"
+    # HOST may be a socket directory (the embedded server's): percent-encoded, it still parses.
+    host = quote(db["HOST"] or "127.0.0.1", safe="")
     port = db["PORT"] or "5432"
     return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
 
