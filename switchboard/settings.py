@@ -115,7 +115,7 @@ else:
 
 # --- Auth ------------------------------------------------------------------------------------
 AUTH_USER_MODEL = "switchboard.Human"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -1,12 +1,32 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from switchboard import views
+from switchboard import board, views
+from todos import views as todo_views
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    # The Board (operators' web UI).
+    path("", todo_views.todo_list, name="todo_list"),
+    path("todos/<str:todo_id>", todo_views.todo_detail, name="todo_detail"),
+    path("todos/<str:todo_id>/<str:action>", todo_views.todo_action, name="todo_action"),
+    path("activity/", views.activity, name="activity"),
+    path("endpoints/", board.endpoint_list, name="endpoint_list"),
+    path("endpoints/new", board.endpoint_new, name="endpoint_new"),
+    path("endpoints/<slug:slug>", board.endpoint_detail, name="endpoint_detail"),
+    path("endpoints/<slug:slug>/keys", board.endpoint_mint_key, name="endpoint_mint_key"),
+    path(
+        "endpoints/<slug:slug>/keys/<int:key_id>/revoke",
+        board.endpoint_revoke_key,
+        name="endpoint_revoke_key",
+    ),
+    path("endpoints/<slug:slug>/revoke", board.endpoint_revoke, name="endpoint_revoke"),
+    path("sources/", views.sources, name="sources"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
+    # Machines and staff.
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("", include("django_prometheus.urls")),

@@ -1,17 +1,46 @@
-"""Core pages: the home page and the health check."""
+"""Core pages: the health check and the Board's placeholder pages."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from switchboard.lib.board import BoardRequest
 
+
+@login_required
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html")
+def activity(request: BoardRequest) -> HttpResponse:
+    """Placeholder: the activity feed arrives with the activity issue."""
+    return render(
+        request,
+        "board/placeholder.html",
+        {
+            "section": "activity",
+            "title": "Activity",
+            "message": "The activity feed across your todos arrives with the activity issue.",
+        },
+    )
+
+
+@login_required
+@require_GET
+def sources(request: BoardRequest) -> HttpResponse:
+    """Placeholder: webhook sources and routing rules arrive with the intake issue."""
+    return render(
+        request,
+        "board/placeholder.html",
+        {
+            "section": "sources",
+            "title": "Sources",
+            "message": "Webhook sources and their routing rules arrive with the intake issue."
+            " Until then, staff manage them in the admin.",
+        },
+    )
 
 
 @never_cache

@@ -1,0 +1,213 @@
+"""The Board's endpoint pages: the list, the vend wizard, keys, and revocation.
+
+A key's plaintext exists only in the response that mints it (as in the admin,
+``switchboard.lib.admin``): it is rendered into that page's body, never into a message, a log
+line or a redirect, and the page is never cached. Every read here is scoped to the endpoints the
+logged-in human owns; another human's slug answers 404 exactly like an unknown one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.db.models.functions import Now
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from switchboard.credentials import mint_key
+from switchboard.lib.board import BoardRequest
+from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
+from switchboard.scope import Scope
+from todos import lifecycle
+from todos.models import IN_FLIGHT_STATES, State
+
+# Unfinished todos: what revoking an endpoint dead-letters (pending, in flight, retry pending).
+UNFINISHED = Q(state__in=[State.PENDING, *IN_FLIGHT_STATES]) | Q(
+    state=State.FAILED, next_retry_at__isnull=False
+)
+
+
+class VendForm(forms.ModelForm):
+    verbs = forms.MultipleChoiceField(
+        choices=Verb.choices,
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        initial=list(DRAIN_VERBS),
+        help_text="The MCP tools the agent may call; all of them drain a queue.",
+    )
+
+    class Meta:
+        model = Endpoint
+        fields = ("name", "slug", "verbs")
+        help_texts = {
+            "slug": "Names the endpoint in its URLs (/mcp/<slug>); it cannot be changed later.",
+        }
+
+    def clean_verbs(self) -> list[str]:
+        chosen = set(self.cleaned_data["verbs"])
+        return [verb for verb in Verb.values if verb in chosen]  # the enumeration's order
+
+
+def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
+    endpoint = Endpoint.objects.filter(
+        Scope.of_human(request.user.id).endpoints(), slug=slug
+    ).first()
+    if endpoint is None:
+        raise Http404("no such endpoint")
+    return endpoint
+
+
+def client_config(request: BoardRequest, endpoint: Endpoint, key: str) -> dict[str, str]:
+    """Ready-to-copy configuration for an MCP client and an OTLP exporter, with ``key`` in it."""
+    mcp_url = request.build_absolute_uri(f"/mcp/{endpoint.slug}")
+    otlp_url = request.build_absolute_uri(f"/otlp/{endpoint.slug}/v1/traces")
+    mcp_json = {
+        "mcpServers": {
+            "switchboard": {
+                "type": "http",
+                "url": mcp_url,
+                "headers": {"Authorization": f"Bearer {key}"},
+            }
+        }
+    }
+    return {
+        "mcp_url": mcp_url,
+        "header": f"Authorization: Bearer {key}",
+        "claude": (
+            f"claude mcp add --transport http switchboard {mcp_url} \\\n"
+            f'  --header "Authorization: Bearer {key}"'
+        ),
+        "mcp_json": json.dumps(mcp_json, indent=2),
+        "otlp_env": (
+            f"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={otlp_url}\n"
+            f"OTEL_EXPORTER_OTLP_TRACES_HEADERS=Authorization=Bearer%20{key}"
+        ),
+    }
+
+
+def _show_key(request: BoardRequest, endpoint: Endpoint, key: str, title: str) -> HttpResponse:
+    response = render(
+        request,
+        "endpoints/key_shown.html",
+        {
+            "section": "endpoints",
+            "title": title,
+            "endpoint": endpoint,
+            "key": key,
+            "config": client_config(request, endpoint, key),
+            "otlp_enabled": settings.SWITCHBOARD_OTLP,
+        },
+    )
+    # The page holds plaintext: no cache may keep it, no Referer may carry its URL onward.
+    add_never_cache_headers(response)
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@login_required
+@require_GET
+def endpoint_list(request: BoardRequest) -> HttpResponse:
+    """The human's endpoints, with their live keys and the last time any key was used."""
+    endpoints = Endpoint.objects.filter(Scope.of_human(request.user.id).endpoints()).annotate(
+        live_keys=Count("keys", filter=Q(keys__revoked_at__isnull=True)),
+        last_key_use=Max("keys__last_used_at"),
+    )
+    return render(
+        request, "endpoints/endpoint_list.html", {"section": "endpoints", "endpoints": endpoints}
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def endpoint_new(request: BoardRequest) -> HttpResponse:
+    """The vend wizard: name, slug and verbs; answers the first key, shown this once."""
+    form = VendForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():  # the endpoint and its first key exist together, or neither
+            endpoint = form.save(commit=False)
+            endpoint.owner_id = request.user.id
+            endpoint.save()
+            _, plaintext = mint_key(endpoint)
+        return _show_key(request, endpoint, plaintext, f"Endpoint {endpoint.slug} is ready")
+    return render(request, "endpoints/endpoint_new.html", {"section": "endpoints", "form": form})
+
+
+@login_required
+@require_GET
+def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
+    """One endpoint: its URLs, verbs and keys (prefixes only, never a key)."""
+    endpoint = _own_endpoint(request, slug)
+    keys = EndpointKey.objects.filter(endpoint=endpoint).only(
+        "prefix", "created_at", "last_used_at", "revoked_at", "endpoint_id"
+    )
+    context: dict[str, Any] = {
+        "section": "endpoints",
+        "endpoint": endpoint,
+        "keys": keys,
+        "mcp_url": request.build_absolute_uri(f"/mcp/{endpoint.slug}"),
+        "otlp_url": request.build_absolute_uri(f"/otlp/{endpoint.slug}/v1/traces"),
+    }
+    return render(request, "endpoints/endpoint_detail.html", context)
+
+
+@login_required
+@require_POST
+def endpoint_mint_key(request: BoardRequest, slug: str) -> HttpResponse:
+    """Mint one more key (rotation: revoke the old one once the agents have moved)."""
+    endpoint = _own_endpoint(request, slug)
+    if endpoint.is_revoked:
+        messages.error(request, f"{endpoint.slug} is revoked; a key for it would never work.")
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    _, plaintext = mint_key(endpoint)
+    return _show_key(request, endpoint, plaintext, f"New key for {endpoint.slug}")
+
+
+@login_required
+@require_POST
+def endpoint_revoke_key(request: BoardRequest, slug: str, key_id: int) -> HttpResponse:
+    """Revoke one key of the endpoint; agents using it get 401 from their next request."""
+    endpoint = _own_endpoint(request, slug)
+    key = EndpointKey.objects.filter(endpoint=endpoint, id=key_id).first()
+    if key is None:
+        raise Http404("no such key")
+    # A key is not lifecycle state: a plain column update, in the database's clock.
+    n = EndpointKey.objects.filter(id=key.pk, revoked_at__isnull=True).update(revoked_at=Now())
+    if n:
+        messages.success(request, f"Revoked key {key.prefix}….")
+    else:
+        messages.info(request, f"Key {key.prefix}… was already revoked.")
+    return redirect("endpoint_detail", slug=endpoint.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def endpoint_revoke(request: BoardRequest, slug: str) -> HttpResponse:
+    """Ask, saying how many todos it dead-letters; on POST revoke through the lifecycle."""
+    endpoint = _own_endpoint(request, slug)
+    if request.method == "POST":
+        result = lifecycle.revoke_endpoint(request.user.id, endpoint.id)
+        if result.endpoint_revoked:
+            n = len(result.dead_lettered)
+            messages.success(
+                request,
+                f"Revoked {endpoint.slug}; dead-lettered {n} unfinished"
+                f" todo{'' if n == 1 else 's'}.",
+            )
+        else:
+            messages.info(request, f"{endpoint.slug} was already revoked; nothing changed.")
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    unfinished = endpoint.todos.filter(UNFINISHED).count()
+    return render(
+        request,
+        "endpoints/endpoint_revoke.html",
+        {"section": "endpoints", "endpoint": endpoint, "unfinished": unfinished},
+    )

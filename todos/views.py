@@ -1,0 +1,322 @@
+"""The Board's todo pages: the list, the drawer (a partial, also a page), operator actions.
+
+Views parse, make one call (a read in ``todos.queries`` or a transition in ``todos.lifecycle``)
+and render. Domain errors are mapped here and nowhere else: ``TodoNotFound`` → 404,
+``LeaseConflict`` → 409, ``InvalidInput`` → 400, each rendered inline in the drawer (htmx is
+configured in base.html to swap those three), never Django's error page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from attempts.models import DIED_OUTCOMES, ClaimerKind, Outcome
+from switchboard.lib.board import BoardRequest
+from switchboard.models import Endpoint
+from todos import lifecycle, queries
+from todos.errors import InvalidInput, LeaseConflict, LifecycleError, TodoNotFound
+from todos.models import State, Todo
+from todos.types import AttemptView
+
+DRAWER = "todos/todo_detail.html#drawer"
+ROW = "todos/todo_list.html#row"
+
+# --- presentation ----------------------------------------------------------------------------
+
+_OUTCOME_WORDS = {
+    Outcome.LEASE_EXPIRED: "died: lease expired, taken over",
+    Outcome.REAPED: "died: lease expired, reaped",
+    Outcome.FAILED: "failed: reported by its holder",
+    Outcome.COMPLETED: "completed",
+    Outcome.RELEASED: "released",
+    Outcome.CANCELED: "canceled",
+    Outcome.REVOKED: "revoked with its endpoint",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRow:
+    """An attempt as the drawer shows it."""
+
+    view: AttemptView
+    claimer: str
+    duration: str
+    outcome_word: str
+    outcome_class: str
+    artifact_link: bool
+
+    @property
+    def died(self) -> bool:
+        return self.view.outcome in DIED_OUTCOMES
+
+    @property
+    def failed(self) -> bool:
+        return self.view.outcome == Outcome.FAILED
+
+
+def _duration(start: dt.datetime, end: dt.datetime) -> str:
+    seconds = max(0, int((end - start).total_seconds()))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def _attempt_row(a: AttemptView, todo: Todo, now: dt.datetime) -> AttemptRow:
+    if a.claimer_kind == ClaimerKind.OWNER:
+        claimer = f"operator {a.owner}"
+    elif a.claimer_endpoint_id == todo.endpoint_id:
+        claimer = f"endpoint {todo.endpoint.slug}"
+    else:  # not expected (claims are scoped to the todo's endpoint), but say what is stored
+        claimer = f"endpoint {a.claimer_endpoint_id}"
+    if a.outcome is None:
+        word, css = "in progress", "outcome-open"
+    elif a.outcome in DIED_OUTCOMES:
+        word, css = _OUTCOME_WORDS[Outcome(a.outcome)], "outcome-died"
+    else:
+        word, css = _OUTCOME_WORDS.get(Outcome(a.outcome), a.outcome), f"outcome-{a.outcome}"
+    end = a.ended_at or now
+    return AttemptRow(
+        view=a,
+        claimer=claimer,
+        duration=_duration(a.claimed_at, end) + ("" if a.ended_at else " so far"),
+        outcome_word=word,
+        outcome_class=css,
+        artifact_link=bool(a.artifact) and urlsplit(a.artifact or "").scheme == "https",
+    )
+
+
+def allowed_actions(todo: Todo, now: dt.datetime) -> frozenset[str]:
+    """The operator actions the todo's state allows (the statements decide; this hides the
+    buttons that would only answer a conflict)."""
+    state = todo.state
+    budget = todo.attempt < todo.max_attempts
+    lapsed = todo.lease_expires_at is not None and todo.lease_expires_at < now
+    due = todo.next_retry_at is not None and todo.next_retry_at <= now
+    actions: set[str] = set()
+    if (
+        state == State.PENDING
+        or (state == State.CLAIMED and lapsed and budget)
+        or (state == State.FAILED and due and budget)
+    ):
+        actions.add("claim")
+    if state == State.CLAIMED:
+        actions |= {"complete", "fail", "release", "extend"}
+    if state in (State.FAILED, State.CANCELED, State.REJECTED):
+        actions.add("retry")
+    if state in (State.PENDING, State.CLAIMED, State.INPUT_REQUIRED, State.AUTH_REQUIRED) or (
+        state == State.FAILED and todo.next_retry_at is not None
+    ):
+        actions.add("cancel")
+    return frozenset(actions)
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _drawer_context(request: BoardRequest, todo_id: str, **extra: Any) -> dict[str, Any]:
+    data = queries.drawer(request.user.id, todo_id)
+    now = timezone.now()
+    stored = data.history.total - data.history.pruned
+    return {
+        "todo": data.todo,
+        "attempts": [_attempt_row(a, data.todo, now) for a in data.history.attempts],
+        "attempts_total": data.history.total,
+        "attempts_pruned": data.history.pruned,
+        "attempts_not_shown": max(0, stored - len(data.history.attempts)),
+        "actions": allowed_actions(data.todo, now),
+        # Autoescaped where rendered: payloads and results are untrusted input.
+        "payload_json": _pretty(data.todo.payload),
+        "result_json": None if data.todo.result is None else _pretty(data.todo.result),
+        **extra,
+    }
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+def _filters(request: BoardRequest) -> queries.TodoFilters:
+    state = request.GET.get("state", "")
+    return queries.TodoFilters(
+        endpoint=request.GET.get("endpoint", "").strip(),
+        queue=request.GET.get("queue", "").strip(),
+        state=state if state in State.values else "",
+        dead_letter=request.GET.get("dead") == "1",
+    )
+
+
+def _query(filters: queries.TodoFilters, **extra: str) -> str:
+    params = {
+        "endpoint": filters.endpoint,
+        "queue": filters.queue,
+        "state": filters.state,
+        "dead": "1" if filters.dead_letter else "",
+        **extra,
+    }
+    return urlencode({k: v for k, v in params.items() if v})
+
+
+@login_required
+@require_GET
+def todo_list(request: BoardRequest) -> HttpResponse:
+    """The human's todos, newest first, filtered, with per-state counts; rows open the drawer."""
+    filters = _filters(request)
+    after = queries.Cursor.decode(request.GET.get("after", ""))
+    page = queries.todo_page(request.user.id, filters, after)
+    counts = queries.state_counts(request.user.id, filters)
+    endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
+    base = queries.TodoFilters(filters.endpoint, filters.queue)
+    tabs = [("all", "all", counts["all"], _query(base))]
+    tabs += [(s.value, s.value, counts[s.value], _query(base, state=s.value)) for s in State]
+    tabs.append(("dead", "dead letter", counts["dead_letter"], _query(base, dead="1")))
+    current_tab = "dead" if filters.dead_letter else (filters.state or "all")
+    return render(
+        request,
+        "todos/todo_list.html",
+        {
+            "section": "todos",
+            "filters": filters,
+            "page": page,
+            "tabs": tabs,
+            "current_tab": current_tab,
+            "states": State.values,
+            "endpoints": endpoints,
+            "next_query": _query(filters, after=page.next_cursor.encode())
+            if page.next_cursor
+            else None,
+            "first_query": _query(filters) if after else None,
+        },
+    )
+
+
+def _not_found(request: BoardRequest, todo_id: str) -> HttpResponse:
+    template = "todos/todo_detail.html#missing" if request.htmx else "todos/todo_missing.html"
+    return render(request, template, {"section": "todos", "todo_id": todo_id}, status=404)
+
+
+@login_required
+@require_GET
+def todo_detail(request: BoardRequest, todo_id: str) -> HttpResponse:
+    """The drawer: a fragment for htmx, the same drawer as a full page otherwise."""
+    try:
+        context = _drawer_context(request, todo_id, section="todos")
+    except TodoNotFound:
+        return _not_found(request, todo_id)
+    template = DRAWER if request.htmx else "todos/todo_detail.html"
+    return render(request, template, context)
+
+
+# --- operator actions --------------------------------------------------------------------------
+
+
+def _ttl(request: BoardRequest) -> int | None:
+    text = request.POST.get("lease_ttl_seconds", "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidInput("lease_ttl_seconds", "must be a whole number of seconds") from None
+
+
+def _text(request: BoardRequest, name: str) -> str | None:
+    return request.POST.get(name, "").strip() or None
+
+
+def _claim(request: BoardRequest, human_id: int, todo_id: str) -> Any:
+    claimant = _text(request, "claimant") or f"{request.user.get_username()} on the Board"
+    return lifecycle.operator_claim(
+        human_id, todo_id, lease_ttl_seconds=_ttl(request), claimant=claimant
+    )
+
+
+ACTIONS: dict[str, tuple[str, Callable[[BoardRequest, int, str], Any]]] = {
+    "claim": ("Claimed.", _claim),
+    "complete": (
+        "Completed.",
+        lambda r, h, t: lifecycle.operator_complete(h, t, summary=_text(r, "summary")),
+    ),
+    "fail": (
+        "Failed.",
+        lambda r, h, t: lifecycle.operator_fail(
+            h, t, summary=_text(r, "summary"), retryable=r.POST.get("retryable") == "on"
+        ),
+    ),
+    "release": (
+        "Released back to its queue.",
+        lambda r, h, t: lifecycle.operator_release(h, t, summary=_text(r, "summary")),
+    ),
+    "extend": (
+        "Lease extended.",
+        lambda r, h, t: lifecycle.operator_extend(h, t, lease_ttl_seconds=_ttl(r)),
+    ),
+    "retry": (
+        "Sent back to pending with a fresh budget.",
+        lambda r, h, t: lifecycle.operator_retry(h, t),
+    ),
+    "cancel": (
+        "Canceled.",
+        lambda r, h, t: lifecycle.operator_cancel(h, t, reason=_text(r, "reason")),
+    ),
+}
+
+
+def _error_message(exc: LifecycleError) -> str:
+    if isinstance(exc, LeaseConflict):
+        return (
+            f"Could not {exc.transition.removeprefix('operator_')}: the todo has moved on since"
+            " this page was drawn (another holder, or a state that does not allow it)."
+            " It is shown as it is now."
+        )
+    return f"Nothing changed: {exc}."
+
+
+@login_required
+def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpResponse:
+    """POST one operator action; answer the re-rendered drawer (and, for htmx, the row)."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if action not in ACTIONS:
+        return _not_found(request, todo_id)
+    done, call = ACTIONS[action]
+    status = 200
+    error = None
+    try:
+        call(request, request.user.id, todo_id)
+    except TodoNotFound:
+        return _not_found(request, todo_id)
+    except LeaseConflict as exc:
+        status, error = 409, _error_message(exc)
+    except InvalidInput as exc:
+        status, error = 400, _error_message(exc)
+    if not request.htmx and error is None:
+        messages.success(request, done)
+        return redirect("todo_detail", todo_id=todo_id)
+    try:
+        context = _drawer_context(request, todo_id, section="todos", error=error)
+    except TodoNotFound:  # deleted by retention between the action and this read
+        return _not_found(request, todo_id)
+    if not request.htmx:
+        return render(request, "todos/todo_detail.html", context, status=status)
+    context["notice"] = done if error is None else None
+    body = render_to_string(DRAWER, context, request)
+    # The row, swapped out of band into the list when the list is on the page.
+    body += render_to_string(ROW, {"todo": context["todo"], "oob": True}, request)
+    return HttpResponse(body, status=status)
