@@ -179,7 +179,7 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     """The human's todos, newest first, filtered, with per-state counts; rows open the drawer."""
     filters = _filters(request)
     after = queries.Cursor.decode(request.GET.get("after", ""))
-    page = queries.todo_page(request.user.id, filters, after)
+    page = queries.todo_page(request.user.id, filters, after, size=queries.PAGE_SIZE)
     counts = queries.state_counts(request.user.id, filters)
     endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
     base = queries.TodoFilters(filters.endpoint, filters.queue)

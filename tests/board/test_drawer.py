@@ -1,0 +1,161 @@
+"""The drawer: a todo's details and its attempts, died and failed told apart, all escaped."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from attempts.models import TodoAttempt
+from tests.base import Personas
+from tests.board.helpers import BOT, claimed, died_then_failed, new_todo
+from todos import lifecycle
+
+pytestmark = pytest.mark.django_db
+
+XSS = "<script>alert(1)</script>"
+
+
+def attempt_blocks(body: str) -> dict[int, str]:
+    """Each attempt's <li>, by seq."""
+    found = re.findall(r'<li class="attempt[^"]*" id="attempt-(\d+)">(.*?)</li>', body, re.S)
+    return {int(seq): block for seq, block in found}
+
+
+def test_htmx_gets_the_drawer_fragment_and_a_browser_the_same_drawer_as_a_page(
+    alice_client: Client, personas: Personas, htmx_headers: dict[str, str]
+) -> None:
+    todo = new_todo(personas.endpoint_a.id, title="Fix the build", work_order="Make CI green.")
+    url = reverse("todo_detail", args=[todo.id])
+
+    fragment = alice_client.get(url, **htmx_headers).content.decode()  # type: ignore[arg-type]
+    page = alice_client.get(url).content.decode()
+
+    assert fragment.startswith('<div class="drawer-body">') and "<html" not in fragment
+    assert "<html" in page and 'id="drawer"' in page
+    for body in (fragment, page):
+        assert "Fix the build" in body and "Make CI green." in body and todo.id in body
+        assert "Nobody has claimed it yet." in body
+
+
+def test_the_payload_is_formatted_json(alice_client: Client, personas: Personas) -> None:
+    todo = new_todo(personas.endpoint_a.id, payload={"repo": "acme/app", "n": [1, 2]})
+
+    body = alice_client.get(reverse("todo_detail", args=[todo.id])).content.decode()
+
+    # jsonb orders keys shorter first; the drawer shows them as stored, indented.
+    pretty = '{\n  "n": [\n    1,\n    2\n  ],\n  "repo": "acme/app"\n}'
+    assert f'<pre class="payload">{pretty.replace(chr(34), "&quot;")}</pre>' in body
+
+
+def test_died_and_failed_attempts_are_told_apart_newest_first(
+    alice_client: Client, personas: Personas
+) -> None:
+    todo_id = died_then_failed(personas.endpoint_a.id)
+
+    body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+
+    blocks = attempt_blocks(body)
+    assert list(blocks) == [2, 1]  # newest first
+    failed, died = blocks[2], blocks[1]
+    assert 'class="badge outcome-failed"' in failed and "failed: reported by its holder" in failed
+    assert "outcome-died" not in failed
+    assert 'class="badge outcome-died"' in died and "died: lease expired, reaped" in died
+    assert "outcome-failed" not in died
+    assert '<li class="attempt died"' in body and '<li class="attempt failed"' in body
+    assert "the build is red" in failed
+    assert "attempt 2 of 5" in failed and "attempt 1 of 5" in died
+    assert "endpoint agent-a" in failed and "harness/run-2" in failed
+    assert "→ retry_scheduled" in failed and "→ requeued" in died
+    assert "2 attempts in all" in body
+
+
+def test_an_operator_attempt_names_the_operator(alice_client: Client, personas: Personas) -> None:
+    todo = new_todo(personas.endpoint_a.id)
+    lifecycle.operator_claim(personas.alice.id, todo.id, claimant="alice by hand")
+
+    block = attempt_blocks(
+        alice_client.get(reverse("todo_detail", args=[todo.id])).content.decode()
+    )[1]
+
+    assert f"operator human:{personas.alice.id}" in block and "alice by hand" in block
+    assert "in progress" in block and "so far" in block
+
+
+def test_a_summary_and_a_payload_with_markup_render_as_inert_text(
+    alice_client: Client, personas: Personas
+) -> None:
+    todo = new_todo(personas.endpoint_a.id, title=XSS, payload={"x": XSS}, work_order=XSS)
+    lifecycle.claim(personas.endpoint_a.id, todo.id, owner=BOT, claimant=XSS)
+    lifecycle.fail(personas.endpoint_a.id, todo.id, owner=BOT, summary=XSS)
+
+    for url in (reverse("todo_detail", args=[todo.id]), reverse("todo_list")):
+        body = alice_client.get(url).content.decode()
+        assert "<script>alert(1)</script>" not in body
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+
+
+def test_a_truncated_summary_is_marked(alice_client: Client, personas: Personas) -> None:
+    todo_id = claimed(personas.endpoint_a.id)
+    lifecycle.complete(personas.endpoint_a.id, todo_id, owner=BOT, summary="x" * 5000)
+
+    block = attempt_blocks(
+        alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    )[1]
+
+    assert '<span class="badge">truncated</span>' in block
+
+
+@pytest.mark.parametrize(
+    ("artifact", "linked"),
+    [("https://ci.example.test/run/43", True), ("mcp://cairn/Ab12Cd34", False)],
+)
+def test_the_artifact_is_a_link_only_for_https(
+    alice_client: Client, personas: Personas, artifact: str, linked: bool
+) -> None:
+    todo_id = claimed(personas.endpoint_a.id)
+    lifecycle.complete(personas.endpoint_a.id, todo_id, owner=BOT, artifact=artifact)
+
+    body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+
+    assert artifact in body
+    assert (f'<a href="{artifact}"' in body) is linked
+
+
+def test_pruned_attempts_are_counted(alice_client: Client, personas: Personas) -> None:
+    from switchboard.models import Setting
+
+    Setting.objects.create(key="attempts_max_per_todo", value=2)
+    todo_id = claimed(personas.endpoint_a.id, max_attempts=10)
+    for _ in range(3):
+        lifecycle.release(personas.endpoint_a.id, todo_id, owner=BOT)
+        lifecycle.claim(personas.endpoint_a.id, todo_id, owner=BOT)
+
+    body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+
+    assert TodoAttempt.objects.filter(todo_id=todo_id).count() == 2
+    assert "4 attempts in all; 2 oldest pruned from history" in body
+    assert list(attempt_blocks(body)) == [4, 3]
+
+
+def test_the_drawer_makes_the_same_queries_for_1_and_20_attempts(
+    alice_client: Client,
+    personas: Personas,
+    htmx_headers: dict[str, str],
+    django_assert_num_queries: Callable[..., Any],
+) -> None:
+    one = claimed(personas.endpoint_a.id)
+    many = claimed(personas.endpoint_a.id, max_attempts=30)
+    for _ in range(19):
+        lifecycle.release(personas.endpoint_a.id, many, owner=BOT)
+        lifecycle.claim(personas.endpoint_a.id, many, owner=BOT)
+
+    # session, user, the todo (endpoint joined), its attempt counts, its attempts
+    for todo_id, n in ((one, 1), (many, 20)):
+        with django_assert_num_queries(5):
+            response = alice_client.get(reverse("todo_detail", args=[todo_id]), **htmx_headers)  # type: ignore[arg-type]
+        assert len(attempt_blocks(response.content.decode())) == n
