@@ -1,0 +1,114 @@
+"""Owner scope: bob gets 404 for alice's todos, drawers, actions and endpoints, and changes
+nothing; a foreign id answers exactly like an unknown one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from switchboard.models import EndpointKey
+from tests.base import Personas
+from tests.board.helpers import claimed, new_todo
+from todos.models import Todo
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+ACTIONS = ["claim", "complete", "fail", "release", "retry", "extend", "cancel"]
+UNKNOWN = "td_aaaaaaaaaaaaaaaaaaaa"
+CSRF = re.compile(rb'"X-CSRFToken": "[^"]+"|name="csrfmiddlewaretoken" value="[^"]+"')
+
+
+def same_page(body: bytes, todo_id: str) -> bytes:
+    """The page with the id asked for and the per-response CSRF tokens taken out."""
+    return CSRF.sub(b"CSRF", body.replace(todo_id.encode(), b"ID"))
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_bob_gets_404_for_alices_todo_page_and_drawer(
+    bob_client: Client, personas: Personas, htmx: bool
+) -> None:
+    todo = new_todo(personas.endpoint_a.id, title="alice's secret task")
+    headers = HTMX if htmx else {}
+
+    foreign = bob_client.get(reverse("todo_detail", args=[todo.id]), **headers)  # type: ignore[arg-type]
+    unknown = bob_client.get(reverse("todo_detail", args=[UNKNOWN]), **headers)  # type: ignore[arg-type]
+
+    assert foreign.status_code == unknown.status_code == 404
+    assert b"alice&#x27;s secret task" not in foreign.content
+    assert same_page(foreign.content, todo.id) == same_page(unknown.content, UNKNOWN)
+
+
+@pytest.mark.parametrize("action", ACTIONS)
+def test_bob_gets_404_for_every_action_on_alices_todo_and_nothing_changes(
+    bob_client: Client, personas: Personas, action: str
+) -> None:
+    todo_id = claimed(personas.endpoint_a.id)
+    before = Todo.objects.values().get(id=todo_id)
+
+    response = bob_client.post(
+        reverse("todo_action", args=[todo_id, action]),
+        {"retryable": "on"},
+        **HTMX,  # type: ignore[arg-type]
+    )
+
+    assert response.status_code == 404
+    assert "not found" in response.content.decode()
+    assert Todo.objects.values().get(id=todo_id) == before
+
+
+def test_alices_todos_never_appear_in_bobs_list_or_counts(
+    bob_client: Client, personas: Personas
+) -> None:
+    todo = new_todo(personas.endpoint_a.id)
+
+    mine = bob_client.get(reverse("todo_list")).content.decode()
+    by_slug = bob_client.get(reverse("todo_list"), {"endpoint": "agent-a"}).content.decode()
+
+    assert todo.id not in mine and todo.id not in by_slug
+    assert "all 0</span>" in mine and "all 0</span>" in by_slug
+    assert "agent-a<" not in mine  # alice's endpoint is not in bob's filter either
+
+
+@pytest.mark.parametrize(
+    ("method", "name"),
+    [
+        ("get", "endpoint_detail"),
+        ("get", "endpoint_revoke"),
+        ("post", "endpoint_revoke"),
+        ("post", "endpoint_mint_key"),
+    ],
+)
+def test_bob_gets_404_for_alices_endpoint_pages_and_actions(
+    bob_client: Client, personas: Personas, method: str, name: str
+) -> None:
+    keys = EndpointKey.objects.filter(endpoint=personas.endpoint_a).count()
+
+    response = getattr(bob_client, method)(reverse(name, args=["agent-a"]))
+
+    assert response.status_code == 404
+    personas.endpoint_a.refresh_from_db()
+    assert personas.endpoint_a.revoked_at is None
+    assert EndpointKey.objects.filter(endpoint=personas.endpoint_a).count() == keys
+
+
+def test_bob_cannot_revoke_alices_key_even_through_his_own_endpoint(
+    bob_client: Client, personas: Personas
+) -> None:
+    key = EndpointKey.objects.get(endpoint=personas.endpoint_a)
+
+    through_hers = bob_client.post(reverse("endpoint_revoke_key", args=["agent-a", key.pk]))
+    through_his = bob_client.post(reverse("endpoint_revoke_key", args=["agent-b", key.pk]))
+
+    assert through_hers.status_code == through_his.status_code == 404
+    key.refresh_from_db()
+    assert key.revoked_at is None
+
+
+def test_alices_endpoints_are_not_in_bobs_list(bob_client: Client, personas: Personas) -> None:
+    body = bob_client.get(reverse("endpoint_list")).content.decode()
+
+    assert "agent-b" in body and "agent-a<" not in body and "Alice" not in body
