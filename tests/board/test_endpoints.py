@@ -1,0 +1,161 @@
+"""Endpoints on the Board: the list, the vend wizard (key shown once), keys, revocation."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from switchboard.credentials import key_for_plaintext
+from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey
+from tests.base import Personas
+from tests.board.helpers import BOT, claimed, new_todo
+from todos import lifecycle
+from todos.models import Todo
+
+pytestmark = pytest.mark.django_db
+
+KEY_RE = re.compile(r"sbk_[A-Za-z0-9_-]{43}")
+
+
+def vend(client: Client, slug: str = "ci-fixer", **extra: object):  # type: ignore[no-untyped-def]
+    data: dict[str, object] = {"name": "CI fixer", "slug": slug, "verbs": list(DRAIN_VERBS)}
+    data.update(extra)
+    return client.post(reverse("endpoint_new"), data)
+
+
+def test_the_list_shows_the_humans_endpoints_with_last_key_use(
+    alice_client: Client, personas: Personas
+) -> None:
+    EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(
+        last_used_at="2026-11-01T10:20:00Z"
+    )
+
+    body = alice_client.get(reverse("endpoint_list")).content.decode()
+
+    assert "agent-a" in body and "Alice&#x27;s agent" in body
+    assert "2026-11-01 10:20" in body
+
+
+def test_the_wizard_defaults_to_every_drain_verb(alice_client: Client) -> None:
+    body = alice_client.get(reverse("endpoint_new")).content.decode()
+
+    for verb in DRAIN_VERBS:
+        assert re.search(rf'value="{verb}"[^>]*checked', body), verb
+
+
+def test_vending_shows_the_key_once_with_client_configuration(
+    alice_client: Client, personas: Personas
+) -> None:
+    response = vend(alice_client)
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    keys = set(KEY_RE.findall(body))
+    assert len(keys) == 1
+    key = keys.pop()
+    found = key_for_plaintext(key)
+    assert found is not None and found.endpoint.slug == "ci-fixer"
+    assert found.endpoint.owner_id == personas.alice.id
+    assert list(found.endpoint.verbs) == list(DRAIN_VERBS)
+    assert "http://testserver/mcp/ci-fixer" in body
+    assert f"Authorization: Bearer {key}" in body
+    assert f"&quot;Authorization&quot;: &quot;Bearer {key}&quot;" in body  # .mcp.json
+    assert "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://testserver/otlp/ci-fixer/v1/traces" in body
+    assert f"OTEL_EXPORTER_OTLP_TRACES_HEADERS=Authorization=Bearer%20{key}" in body
+    assert "no-store" in response["Cache-Control"]
+    assert response["Referrer-Policy"] == "no-referrer"
+
+
+def test_the_endpoint_page_never_shows_the_key_again(alice_client: Client) -> None:
+    key = KEY_RE.findall(vend(alice_client).content.decode())[0]
+
+    pages = [
+        alice_client.get(reverse("endpoint_detail", args=["ci-fixer"])),
+        alice_client.get(reverse("endpoint_list")),
+        alice_client.get(reverse("endpoint_revoke", args=["ci-fixer"])),
+    ]
+
+    for page in pages:
+        body = page.content.decode()
+        assert page.status_code == 200
+        assert key not in body and not KEY_RE.search(body)
+    assert key[:12] + "…" in pages[0].content.decode()  # only the prefix
+
+
+def test_the_wizard_keeps_the_chosen_verbs_in_order(alice_client: Client) -> None:
+    vend(alice_client, verbs=["complete", "claim_next"])
+
+    assert Endpoint.objects.get(slug="ci-fixer").verbs == ["claim_next", "complete"]
+
+
+@pytest.mark.parametrize("slug", ["agent-b", "Not A Slug", ""])
+def test_a_taken_or_malformed_slug_is_refused_on_the_form(
+    alice_client: Client, personas: Personas, slug: str
+) -> None:
+    response = vend(alice_client, slug=slug)
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert 'class="errorlist' in body and not KEY_RE.search(body)
+    assert not Endpoint.objects.filter(owner=personas.alice, name="CI fixer").exists()
+
+
+def test_adding_a_key_shows_it_once_and_keeps_the_old_one(
+    alice_client: Client, personas: Personas
+) -> None:
+    response = alice_client.post(reverse("endpoint_mint_key", args=["agent-a"]))
+
+    key = KEY_RE.findall(response.content.decode())[0]
+    assert key != personas.key_a
+    assert key_for_plaintext(key) is not None and key_for_plaintext(personas.key_a) is not None
+    assert EndpointKey.objects.filter(endpoint=personas.endpoint_a).count() == 2
+
+
+def test_revoking_a_key_stops_it(alice_client: Client, personas: Personas) -> None:
+    key = EndpointKey.objects.get(endpoint=personas.endpoint_a)
+
+    response = alice_client.post(reverse("endpoint_revoke_key", args=["agent-a", key.pk]))
+
+    assert response.status_code == 302
+    assert key_for_plaintext(personas.key_a) is None
+    page = alice_client.get(response["Location"]).content.decode()
+    assert "Revoked key" in page and "revoked</span>" in page
+
+
+def test_revoking_the_endpoint_says_how_many_todos_it_dead_letters(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    pending = new_todo(ep).id
+    running = claimed(ep)
+    retrying = claimed(ep)
+    lifecycle.fail(ep, retrying, owner=BOT, retryable=True)
+    finished = claimed(ep)
+    lifecycle.complete(ep, finished, owner=BOT)
+    new_todo(personas.endpoint_b.id)  # bob's: not counted
+
+    confirm = alice_client.get(reverse("endpoint_revoke", args=["agent-a"])).content.decode()
+    assert "3 unfinished todos" in confirm
+    assert Endpoint.objects.get(id=ep).revoked_at is None  # asking changes nothing
+
+    done = alice_client.post(reverse("endpoint_revoke", args=["agent-a"]), follow=True)
+
+    assert "dead-lettered 3 unfinished todos" in done.content.decode()
+    assert Endpoint.objects.get(id=ep).revoked_at is not None
+    assert key_for_plaintext(personas.key_a) is None
+    for todo_id in (pending, running, retrying):
+        assert Todo.objects.get(id=todo_id).dead_letter
+    assert Todo.objects.get(id=finished).state == "completed"
+
+
+def test_a_revoked_endpoint_gets_no_new_key(alice_client: Client, personas: Personas) -> None:
+    lifecycle.revoke_endpoint(personas.alice.id, personas.endpoint_a.id)
+
+    response = alice_client.post(reverse("endpoint_mint_key", args=["agent-a"]), follow=True)
+
+    assert "would never work" in response.content.decode()
+    assert not KEY_RE.search(response.content.decode())
+    assert EndpointKey.objects.filter(endpoint=personas.endpoint_a).count() == 1
