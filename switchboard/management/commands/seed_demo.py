@@ -44,7 +44,7 @@ class Command(BaseCommand):
         lines = [
             "Switchboard demo data created. The secrets below are shown once.",
             f"  URL             {base}/",
-            f"  Admin login     {base}/admin/  user {seeded.username}",
+            f"  Board login     {base}/login/  user {seeded.username} (admin: {base}/admin/)",
             f"  Password        {password}",
             f"  Agent key       {seeded.key}  (endpoint {demo.ENDPOINT_SLUG}: {base}/mcp/"
             f"{demo.ENDPOINT_SLUG})",
