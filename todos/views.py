@@ -20,6 +20,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -317,6 +318,12 @@ def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpRespons
         return render(request, "todos/todo_detail.html", context, status=status)
     context["notice"] = done if error is None else None
     body = render_to_string(DRAWER, context, request)
-    # The row, swapped out of band into the list when the list is on the page.
-    body += render_to_string(ROW, {"todo": context["todo"], "oob": True}, request)
+    if _from_the_list(request):
+        # The row, swapped out of band into the list the drawer sits beside.
+        body += render_to_string(ROW, {"todo": context["todo"], "oob": True}, request)
     return HttpResponse(body, status=status)
+
+
+def _from_the_list(request: BoardRequest) -> bool:
+    """Whether the htmx request came from the list page (the only page with rows)."""
+    return urlsplit(request.htmx.current_url or "").path == reverse("todo_list")

@@ -15,7 +15,7 @@ from todos.models import Todo
 
 pytestmark = pytest.mark.django_db
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": "http://testserver/?state=pending"}
 
 
 def act(client: Client, todo_id: str, action: str, htmx: bool = True, **data: str):  # type: ignore[no-untyped-def]
@@ -54,6 +54,17 @@ def test_the_answer_is_the_drawer_and_the_row_out_of_band(
     assert body.startswith('<div class="drawer-body">') and "<html" not in body
     assert f'<template><tr id="row-{todo.id}" class="row" hx-swap-oob="true">' in body
     assert 'class="badge state-claimed"' in body.split("<template>")[1]
+
+
+def test_from_the_todo_page_the_answer_has_no_row(alice_client: Client, personas: Personas) -> None:
+    todo = new_todo(personas.endpoint_a.id)
+    url = reverse("todo_action", args=[todo.id, "claim"])
+    page = f"http://testserver{reverse('todo_detail', args=[todo.id])}"
+
+    response = alice_client.post(url, HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=page)
+
+    assert response.status_code == 200 and state(todo.id) == "claimed"
+    assert "hx-swap-oob" not in response.content.decode()
 
 
 def test_fail_retryable_schedules_a_retry_and_unchecked_dead_letters(
