@@ -40,5 +40,8 @@ pytest:
 bench: setup
 	$(PY) bench/lifecycle.py
 
+bench-mcp: setup
+	$(PY) bench/mcp.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info
