@@ -220,6 +220,8 @@ def todo_detail(request: BoardRequest, todo_id: str) -> HttpResponse:
         context = _drawer_context(request, todo_id, section="todos")
     except TodoNotFound:
         return _not_found(request, todo_id)
+    # Only the list loads the drawer with htmx; the page is the drawer on its own.
+    context["in_list"] = bool(request.htmx)
     template = DRAWER if request.htmx else "todos/todo_detail.html"
     return render(request, template, context)
 
@@ -317,8 +319,9 @@ def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpRespons
     if not request.htmx:
         return render(request, "todos/todo_detail.html", context, status=status)
     context["notice"] = done if error is None else None
+    context["in_list"] = _from_the_list(request)
     body = render_to_string(DRAWER, context, request)
-    if _from_the_list(request):
+    if context["in_list"]:
         # The row, swapped out of band into the list the drawer sits beside.
         body += render_to_string(ROW, {"todo": context["todo"], "oob": True}, request)
     return HttpResponse(body, status=status)

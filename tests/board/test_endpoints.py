@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from switchboard.credentials import key_for_plaintext
+from switchboard.credentials import key_for_plaintext, mint_key
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey
 from tests.base import Personas
 from tests.board.helpers import BOT, claimed, new_todo
+from tests.factories import EndpointFactory
 from todos import lifecycle
 from todos.models import Todo
 
@@ -37,6 +40,21 @@ def test_the_list_shows_the_humans_endpoints_with_last_key_use(
 
     assert "agent-a" in body and "Alice&#x27;s agent" in body
     assert "2026-11-01 10:20" in body
+
+
+def test_the_list_makes_the_same_queries_for_1_and_10_endpoints(
+    alice_client: Client,
+    personas: Personas,
+    django_assert_num_queries: Callable[..., Any],
+) -> None:
+    # session, user, the endpoints with their key counts and last use (one grouped query)
+    with django_assert_num_queries(3):
+        alice_client.get(reverse("endpoint_list"))
+    for _ in range(9):
+        mint_key(EndpointFactory(owner=personas.alice))
+    with django_assert_num_queries(3):
+        body = alice_client.get(reverse("endpoint_list")).content.decode()
+    assert body.count('<tr class="row">') == 10
 
 
 def test_the_wizard_defaults_to_every_drain_verb(alice_client: Client) -> None:

@@ -83,6 +83,7 @@ def test_the_placeholders_say_which_issue_brings_them(alice_client: Client) -> N
 def test_the_stylesheet_and_htmx_are_served_here(alice_client: Client) -> None:
     css = alice_client.get("/static/board.css")
     js = alice_client.get("/static/django_htmx/htmx-2.min.js")
+    ours = alice_client.get("/static/board.js")
 
     assert css.status_code == 200 and b"prefers-color-scheme: dark" in b"".join(css)
-    assert js.status_code == 200
+    assert js.status_code == 200 and ours.status_code == 200
