@@ -14,7 +14,6 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.db.models.functions import Now
@@ -24,7 +23,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from switchboard.credentials import mint_key
-from switchboard.lib.board import BoardRequest
+from switchboard.lib.board import BoardRequest, login_required
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
 from switchboard.scope import Scope
 from todos import lifecycle

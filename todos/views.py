@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -25,7 +24,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from attempts.models import DIED_OUTCOMES, ClaimerKind, Outcome
-from switchboard.lib.board import BoardRequest
+from switchboard.lib.board import BoardRequest, login_required
 from switchboard.models import Endpoint
 from todos import lifecycle, queries
 from todos.errors import InvalidInput, LeaseConflict, LifecycleError, TodoNotFound

@@ -1,11 +1,22 @@
-"""Typing for the Board's views: the request a logged-in operator's view receives."""
+"""The Board's view plumbing: the typed request its views receive, and its login guard."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required as django_login_required
 from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from switchboard.models import Human
+
+type View = Callable[..., HttpResponseBase]
 
 
 class BoardRequest(HttpRequest):
@@ -13,3 +24,20 @@ class BoardRequest(HttpRequest):
 
     htmx: HtmxDetails
     user: Human
+
+
+def login_required(view: View) -> View:
+    """Django's ``login_required``, except that an htmx request whose session has ended sends the
+    whole page to the login (and back to that page after it), instead of following the redirect
+    and swapping the login form into a fragment's target."""
+    guarded = django_login_required(view)
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        htmx = getattr(request, "htmx", None)
+        if htmx and not request.user.is_authenticated:
+            back = htmx.current_url_abs_path or "/"
+            return HttpResponseClientRedirect(f"{settings.LOGIN_URL}?{urlencode({'next': back})}")
+        return guarded(request, *args, **kwargs)
+
+    return wrapper

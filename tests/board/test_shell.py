@@ -87,3 +87,17 @@ def test_the_stylesheet_and_htmx_are_served_here(alice_client: Client) -> None:
 
     assert css.status_code == 200 and b"prefers-color-scheme: dark" in b"".join(css)
     assert js.status_code == 200 and ours.status_code == 200
+
+
+def test_an_htmx_request_without_a_session_sends_the_whole_page_to_the_login(
+    client: Client, personas: Personas
+) -> None:
+    response = client.get(
+        reverse("todo_detail", args=["td_aaaaaaaaaaaaaaaaaaaa"]),
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_CURRENT_URL="http://testserver/?state=failed",
+    )
+
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == "/login/?next=%2F%3Fstate%3Dfailed"
+    assert response.content == b""
