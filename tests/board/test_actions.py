@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -18,9 +19,9 @@ pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": "http://testserver/?state=pending"}
 
 
-def act(client: Client, todo_id: str, action: str, htmx: bool = True, **data: str):  # type: ignore[no-untyped-def]
+def act(client: Client, todo_id: str, action: str, htmx: bool = True, **data: str) -> Any:
     url = reverse("todo_action", args=[todo_id, action])
-    return client.post(url, data, **(HTMX if htmx else {}))  # type: ignore[arg-type]
+    return client.post(url, data, **(HTMX if htmx else {}))
 
 
 def state(todo_id: str) -> str:

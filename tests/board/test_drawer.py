@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from attempts.models import TodoAttempt
+from switchboard.models import Setting
 from tests.base import Personas
 from tests.board.helpers import BOT, claimed, died_then_failed, new_todo
 from todos import lifecycle
@@ -32,7 +33,7 @@ def test_htmx_gets_the_drawer_fragment_and_a_browser_the_same_drawer_as_a_page(
     todo = new_todo(personas.endpoint_a.id, title="Fix the build", work_order="Make CI green.")
     url = reverse("todo_detail", args=[todo.id])
 
-    fragment = alice_client.get(url, **htmx_headers).content.decode()  # type: ignore[arg-type]
+    fragment = alice_client.get(url, **htmx_headers).content.decode()
     page = alice_client.get(url).content.decode()
 
     assert fragment.startswith('<div class="drawer-body">') and "<html" not in fragment
@@ -127,8 +128,6 @@ def test_the_artifact_is_a_link_only_for_https(
 
 
 def test_pruned_attempts_are_counted(alice_client: Client, personas: Personas) -> None:
-    from switchboard.models import Setting
-
     Setting.objects.create(key="attempts_max_per_todo", value=2)
     todo_id = claimed(personas.endpoint_a.id, max_attempts=10)
     for _ in range(3):
@@ -157,5 +156,5 @@ def test_the_drawer_makes_the_same_queries_for_1_and_20_attempts(
     # session, user, the todo (endpoint joined), its attempt counts, its attempts
     for todo_id, n in ((one, 1), (many, 20)):
         with django_assert_num_queries(5):
-            response = alice_client.get(reverse("todo_detail", args=[todo_id]), **htmx_headers)  # type: ignore[arg-type]
+            response = alice_client.get(reverse("todo_detail", args=[todo_id]), **htmx_headers)
         assert len(attempt_blocks(response.content.decode())) == n

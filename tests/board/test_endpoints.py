@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 KEY_RE = re.compile(r"sbk_[A-Za-z0-9_-]{43}")
 
 
-def vend(client: Client, slug: str = "ci-fixer", **extra: object):  # type: ignore[no-untyped-def]
+def vend(client: Client, slug: str = "ci-fixer", **extra: object) -> Any:
     data: dict[str, object] = {"name": "CI fixer", "slug": slug, "verbs": list(DRAIN_VERBS)}
     data.update(extra)
     return client.post(reverse("endpoint_new"), data)

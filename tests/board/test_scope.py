@@ -34,8 +34,8 @@ def test_bob_gets_404_for_alices_todo_page_and_drawer(
     todo = new_todo(personas.endpoint_a.id, title="alice's secret task")
     headers = HTMX if htmx else {}
 
-    foreign = bob_client.get(reverse("todo_detail", args=[todo.id]), **headers)  # type: ignore[arg-type]
-    unknown = bob_client.get(reverse("todo_detail", args=[UNKNOWN]), **headers)  # type: ignore[arg-type]
+    foreign = bob_client.get(reverse("todo_detail", args=[todo.id]), **headers)
+    unknown = bob_client.get(reverse("todo_detail", args=[UNKNOWN]), **headers)
 
     assert foreign.status_code == unknown.status_code == 404
     assert b"alice&#x27;s secret task" not in foreign.content
@@ -52,7 +52,7 @@ def test_bob_gets_404_for_every_action_on_alices_todo_and_nothing_changes(
     response = bob_client.post(
         reverse("todo_action", args=[todo_id, action]),
         {"retryable": "on"},
-        **HTMX,  # type: ignore[arg-type]
+        **HTMX,
     )
 
     assert response.status_code == 404
