@@ -51,6 +51,15 @@ def _parse(uri: str) -> tuple[str, str]:
     return kind, unquote(name)
 
 
+def queue_of(uri: str) -> str | None:
+    """The queue a ``switchboard://queues/{queue}`` URI names, or None for any other URI."""
+    try:
+        kind, name = _parse(uri)
+    except ResourceError:
+        return None
+    return name if kind == "queues" else None
+
+
 def queue_summary(caller: tools.Caller, queue: str) -> dict[str, Any]:
     """Counts by state and what is claimable now, in one aggregate over the queue's todos."""
     # Uses index: todos_board_state_idx (endpoint_id, state, …); queue filters the rows read.

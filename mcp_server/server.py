@@ -37,8 +37,9 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
-from mcp_server import resources, schemas, tools, verbs
+from mcp_server import doorbell, resources, schemas, tools, verbs
 from switchboard.models import Endpoint
 from todos.errors import LifecycleError
 
@@ -260,6 +261,112 @@ async def read_resource(
     )
 
 
+# --- the doorbell: subscriptions ---------------------------------------------------------------
+
+
+def _subscribable(caller: tools.Caller, uri: str) -> str | None:
+    """The canonical form of ``uri`` (as the doorbell spells it) if ``caller`` may subscribe.
+
+    Only queue summaries ring, and only for endpoints that may read them.
+    """
+    queue = resources.queue_of(uri)
+    if queue is None or not verbs.can_read_queues(caller.endpoint):
+        return None
+    return resources.queue_uri(queue)
+
+
+async def subscriptions_listen(
+    ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+) -> types.SubscriptionsListenResult:
+    """A 2026-07-28 listen stream: the ack, then the doorbell for the queues it names.
+
+    Not the SDK's ``ListenHandler``: its bus carries bare URIs to every stream, and two
+    endpoints both watching ``switchboard://queues/ci`` watch different queues (owner scope).
+    The stream is registered with the endpoint (``mcp_server.doorbell``) and written the SDK's
+    way, as request-scoped notifications on the listen request's own SSE response; the SDK
+    sends the ``:`` keep-alives and ends the handler when the client disconnects.
+    """
+    caller = _caller(ctx)
+    subscription_id = ctx.request_id
+    if subscription_id is None:
+        raise MCPError(code=types.INVALID_REQUEST, message="subscriptions/listen needs an id")
+    requested = params.notifications
+    # The honored subset: readable queue URIs only. List-change notifications are never sent
+    # (tools, prompts and the resource list do not change under a client), so they are not
+    # acknowledged either.
+    uris = list(
+        dict.fromkeys(
+            canonical
+            for uri in requested.resource_subscriptions or ()
+            if (canonical := _subscribable(caller, uri)) is not None
+        )
+    )
+    honored = types.SubscriptionFilter(resource_subscriptions=uris or None)
+    meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+    with doorbell.DOORBELL.open(caller.endpoint.id, uris=frozenset(uris)) as stream:
+        # Registered before the ack, so a ring that arrives while it is written is kept.
+        await ctx.session.send_notification(
+            types.SubscriptionsAcknowledgedNotification(
+                params=types.SubscriptionsAcknowledgedNotificationParams(
+                    notifications=honored, _meta=meta
+                )
+            ),
+            related_request_id=subscription_id,
+        )
+        async for uri in stream:
+            await ctx.session.send_notification(
+                types.ResourceUpdatedNotification(
+                    params=types.ResourceUpdatedNotificationParams(uri=uri, _meta=meta)
+                ),
+                related_request_id=subscription_id,
+            )
+    return types.SubscriptionsListenResult(_meta=meta)
+
+
+def _legacy_session(caller: tools.Caller) -> str:
+    if caller.session is None:
+        raise MCPError(
+            code=types.INVALID_REQUEST,
+            message="resources/subscribe needs a session: initialize, then send Mcp-Session-Id",
+        )
+    return caller.session
+
+
+async def subscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+) -> types.EmptyResult:
+    """Legacy: stored in the database, so the GET stream hears it on whichever process."""
+    caller = _caller(ctx)
+    uri = str(params.uri)
+    session = _legacy_session(caller)
+    canonical = _subscribable(caller, uri)
+    if canonical is None:
+        raise _not_found(uri)
+    try:
+        await _in_thread(doorbell.subscribe)(session, caller.endpoint.id, canonical)
+    except DatabaseError:
+        logger.exception("resources/subscribe %s: database error", uri)
+        raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
+    return types.EmptyResult()
+
+
+async def unsubscribe_resource(
+    ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+) -> types.EmptyResult:
+    caller = _caller(ctx)
+    uri = str(params.uri)
+    session = _legacy_session(caller)
+    queue = resources.queue_of(uri)
+    try:
+        await _in_thread(doorbell.unsubscribe)(
+            session, uri if queue is None else resources.queue_uri(queue)
+        )
+    except DatabaseError:
+        logger.exception("resources/unsubscribe %s: database error", uri)
+        raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
+    return types.EmptyResult()
+
+
 def build_server() -> Server[Any]:
     return Server(
         "switchboard",
@@ -274,6 +381,10 @@ def build_server() -> Server[Any]:
         on_list_resources=list_resources,
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
+        # Both eras' subscriptions; with these the SDK advertises resources.subscribe: true.
+        on_subscribe_resource=subscribe_resource,
+        on_unsubscribe_resource=unsubscribe_resource,
+        on_subscriptions_listen=subscriptions_listen,
     )
 
 
@@ -354,12 +465,17 @@ class McpRuntime:
             raise RuntimeError("the MCP session manager stopped while starting")
         self._manager, self._task, self._stop = manager, task, stop
         logger.info("MCP session manager started")
+        # The doorbell's LISTEN connection starts with the manager, for the same reason (no
+        # lifespan under daphne); waiting for its first LISTEN means a client that subscribes
+        # on the very first request already hears the next ring.
+        await doorbell.DOORBELL.start()
 
     async def stop(self) -> None:
         if self._stop is not None and self._task is not None:
             self._stop.set()
             await self._task
         self._manager = self._task = self._stop = None
+        await doorbell.DOORBELL.stop()
 
 
 RUNTIME = McpRuntime(SERVER)

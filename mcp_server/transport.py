@@ -2,7 +2,8 @@
 
 In order, before the SDK sees a request: the path names an endpoint; Host and Origin pass
 ``ALLOWED_HOSTS`` (DNS-rebinding protection, the transport spec's MUST); the bearer resolves to
-that endpoint (``switchboard.lib.auth``, 401 otherwise); the method is POST; the body fits
+that endpoint (``switchboard.lib.auth``, 401 otherwise); a legacy GET with a session id
+becomes the doorbell's SSE stream (``legacy_stream``), anything else must be POST; the body fits
 ``SWITCHBOARD_MAX_BODY_BYTES`` (413); it is JSON and one JSON-RPC 2.0 message (the right JSON-RPC
 error otherwise, the same in both eras). For the legacy era it also mints the session id on
 ``initialize`` and checks it on later requests (``mcp_server.sessions``). The endpoint and the
@@ -18,6 +19,7 @@ own table leaves -32603 unmapped), and this follows it, logging the cause for op
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -27,13 +29,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import mcp_types as types
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from mcp_server import doorbell, sessions
 from mcp_server import server as mcp
-from mcp_server import sessions
 from switchboard.lib.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.models import Endpoint
 
@@ -312,9 +315,17 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         raise Refused(403, "Forbidden: Origin is not allowed")
     endpoint = await _endpoint(scope, slug)
 
+    if (
+        scope.get("method") == "GET"
+        and not is_modern(scope)
+        and _header(scope, SESSION_HEADER) is not None
+    ):
+        await legacy_stream(scope, receive, guard, endpoint)
+        return
     if scope.get("method") != "POST":
-        # Modern MCP is POST only. The legacy GET stream opens with the doorbell (docs/guides/
-        # agents.md); until then 405, which the legacy spec allows and clients expect.
+        # Modern MCP is POST only (its GET gets 405, as the 2026 spec asks), and so is a GET
+        # without a legacy session: it names no stream to open. Legacy clients end a session by
+        # forgetting it (DELETE is 405, which the legacy spec allows).
         raise Refused(405, "Method Not Allowed: use POST", headers={"Allow": "POST"})
     body = await read_body(scope, receive, settings.SWITCHBOARD_MAX_BODY_BYTES)
     ctype = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
@@ -338,6 +349,72 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
     inner: Scope = {**scope, mcp.SCOPE_ENDPOINT: endpoint, mcp.SCOPE_SESSION: session}
     manager = await mcp.RUNTIME.manager()
     await manager.handle_request(inner, _replay(body, receive), guard.send)
+
+
+# --- the legacy GET stream (the doorbell for 2025-era clients) ----------------------------------
+
+KEEPALIVE_SECONDS = 15.0
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),  # proxies must pass each ring on at once
+]
+
+
+def _sse_notification(uri: str) -> bytes:
+    message = {
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/updated",
+        "params": {"uri": uri},
+    }
+    return b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n"
+
+
+async def legacy_stream(
+    scope: Scope, receive: Receive, guard: ResponseGuard, endpoint: Endpoint
+) -> None:
+    """The 2025-11-25 GET stream: ``notifications/resources/updated`` for the session's queues.
+
+    Keyed by the signed session id, so any process can serve it: the session's subscriptions
+    are read from the database at each ring (``mcp_server.doorbell``), whichever process took
+    the ``resources/subscribe``. It carries nothing else (no responses ride it in stateless
+    mode), has no event ids (nothing is replayed: a client that reconnects reads the queue
+    again), sends a ``:`` comment every 15 s so idle proxies keep it open, and ends when the
+    client disconnects.
+    """
+    accept = (_header(scope, b"accept") or "").lower()
+    if "text/event-stream" not in accept:
+        raise Refused(406, "Not Acceptable: the GET stream needs Accept: text/event-stream")
+    session = _header(scope, SESSION_HEADER)
+    if session is None or not sessions.is_valid(session, endpoint.id):
+        raise Refused(404, "Session not found")
+    await mcp.RUNTIME.manager()  # starts the doorbell with the session manager
+    with doorbell.DOORBELL.open(endpoint.id, session_id=session) as stream:
+
+        async def watch_disconnect() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            stream.close()
+
+        watcher = asyncio.get_running_loop().create_task(watch_disconnect())
+        try:
+            try:
+                await database_sync_to_async(doorbell.touch, thread_sensitive=False)(session)
+            except DatabaseError:  # the stream still works; only the pruning clock is stale
+                logger.warning("MCP GET stream: could not refresh the session's subscriptions")
+            await guard.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            await guard.send(
+                {"type": "http.response.body", "body": b": listening\n\n", "more_body": True}
+            )
+            while not stream.closed:
+                uris = await stream.wait(KEEPALIVE_SECONDS)
+                body = b"".join(_sse_notification(uri) for uri in uris) or b": keep-alive\n\n"
+                if stream.closed:
+                    break
+                await guard.send({"type": "http.response.body", "body": body, "more_body": True})
+            await guard.send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
 
 
 async def application(scope: Scope, receive: Receive, send: Send) -> None:

@@ -1,0 +1,347 @@
+"""The doorbell (SYSTEM.md §4): ``todo_ready`` notifications pushed to subscribed MCP clients.
+
+Every transition that makes a todo claimable runs ``pg_notify('todo_ready', …)`` in its
+transaction, so the payload ``{"endpoint_id", "queue", "todo_id"}`` reaches listeners when the
+todo is committed, whichever process (web, sweeper, admin) made the change. Each server process
+holds one LISTEN connection (psycopg's async connection on the event loop, not a Django one:
+the ORM is sync-only and a LISTEN session must stay open for the life of the process) and fans
+each notification out to its own open subscription streams:
+
+- modern ``subscriptions/listen`` streams (``mcp_server.server.subscriptions_listen``): the
+  queue URIs are fixed by the listen request, so matching is in memory;
+- legacy GET streams (``mcp_server.transport``), keyed by the signed session id: their
+  subscriptions live in ``mcp_subscriptions`` because ``resources/subscribe`` may be answered by
+  another process, so a ring for an endpoint with legacy streams looks them up there.
+
+Owner scope: streams are registered per endpoint and a notification only reaches streams of
+the endpoint that owns the todo.
+
+The gate: at most one ring per todo per minute per process, so a todo bouncing between claim
+and release does not flood subscribers. A payload with ``"retry": true`` (requeue_due_retries)
+clears the todo from the gate first (SPEC-0034 REQ-16): a due retry is news even inside the
+minute.
+
+The listener reconnects with backoff when its connection drops (a database restart, a
+terminated backend). Notifications sent while it is away are lost (PostgreSQL queues them only
+for connected listeners), so after a reconnect every open stream is rung once for each queue it
+watches: the events are level triggers ("read the queue again"), and one spare read is cheaper
+than a todo nobody hears about.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from channels.db import database_sync_to_async
+from django.db import DatabaseError
+from django.db import connection as django_connection
+
+from mcp_server import resources
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "todo_ready"
+GATE_SECONDS = 60.0
+# How long a notification may wait before the listener checks that its connection still works
+# (a silently dropped TCP connection otherwise waits forever).
+HEALTH_CHECK_SECONDS = 30.0
+# How long the first MCP request waits for the first LISTEN before serving anyway; the listener
+# keeps trying in the background if the database is slow or down.
+READY_TIMEOUT_SECONDS = 5.0
+BACKOFF_FIRST_SECONDS = 0.2
+BACKOFF_MAX_SECONDS = 5.0
+APPLICATION_NAME = "switchboard-doorbell"
+SUBSCRIPTION_RETENTION = "7 days"
+
+# OPTIONS keys Django's PostgreSQL backend consumes itself; the rest are libpq parameters.
+_DJANGO_ONLY_OPTIONS = frozenset(
+    {"pool", "server_side_binding", "isolation_level", "assume_role", "cursor_factory"}
+)
+
+
+# --- streams -----------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Stream:
+    """One open subscription stream in this process: what it watches and what is pending.
+
+    Pending URIs are a set, not a queue: an update means "read it again", so two rings for one
+    queue before the client reads are one message, and a stream's backlog is bounded by the
+    number of queues it watches however slowly its client reads.
+    """
+
+    endpoint_id: UUID
+    # Modern: the honored resourceSubscriptions. Legacy: None (looked up in mcp_subscriptions).
+    uris: frozenset[str] | None = None
+    session_id: str | None = None
+    closed: bool = False
+    _pending: dict[str, None] = field(default_factory=dict)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def push(self, uri: str) -> None:
+        self._pending[uri] = None
+        self._wake.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    async def wait(self, timeout: float | None = None) -> list[str]:
+        """The URIs rung since the last call; empty on timeout or when closed."""
+        if not self._pending and not self.closed:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+        self._wake.clear()
+        uris, self._pending = list(self._pending), {}
+        return uris
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        while not self.closed:
+            for uri in await self.wait():
+                yield uri
+
+
+# --- legacy subscriptions (the database table, any process) ------------------------------------
+
+
+def subscribe(session_id: str, endpoint_id: UUID, uri: str) -> None:
+    with django_connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO mcp_subscriptions (session_id, uri, endpoint_id) VALUES (%s, %s, %s)"
+            " ON CONFLICT (session_id, uri) DO UPDATE SET seen_at = now()",
+            [session_id, uri, endpoint_id],
+        )
+        # Sessions never end server-side; forget those not seen for a week.
+        cursor.execute(
+            "DELETE FROM mcp_subscriptions WHERE seen_at < now() - %s::interval",
+            [SUBSCRIPTION_RETENTION],
+        )
+
+
+def unsubscribe(session_id: str, uri: str) -> None:
+    with django_connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM mcp_subscriptions WHERE session_id = %s AND uri = %s", [session_id, uri]
+        )
+
+
+def touch(session_id: str) -> None:
+    """Mark a session's subscriptions as in use (its GET stream opened)."""
+    with django_connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE mcp_subscriptions SET seen_at = now() WHERE session_id = %s", [session_id]
+        )
+
+
+def subscribed(endpoint_id: UUID, session_ids: list[str], uri: str | None) -> list[tuple[str, str]]:
+    """(session, uri) pairs among ``session_ids`` subscribed to ``uri`` (any URI when None)."""
+    with django_connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT session_id, uri FROM mcp_subscriptions"
+            " WHERE endpoint_id = %s AND session_id = ANY(%s) AND (%s::text IS NULL OR uri = %s)",
+            [endpoint_id, session_ids, uri, uri],
+        )
+        return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
+_subscribed = database_sync_to_async(subscribed, thread_sensitive=False)
+
+
+# --- the listener ------------------------------------------------------------------------------
+
+
+def connection_kwargs() -> dict[str, Any]:
+    """libpq parameters for the LISTEN connection, from Django's own database settings.
+
+    HOST may be a socket directory (the embedded server's); libpq takes a path as host as is.
+    """
+    db = django_connection.settings_dict
+    options = {k: v for k, v in (db.get("OPTIONS") or {}).items() if k not in _DJANGO_ONLY_OPTIONS}
+    kwargs: dict[str, Any] = {
+        **options,
+        "dbname": db.get("NAME"),
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "host": db.get("HOST") or None,
+        "port": str(db["PORT"]) if db.get("PORT") else None,
+        # Named, so operators (and the tests) can find it in pg_stat_activity.
+        "application_name": APPLICATION_NAME,
+        "connect_timeout": 5,
+    }
+    if kwargs["host"] and not str(kwargs["host"]).startswith("/"):
+        # TCP: notice a peer that vanished without a FIN within about a minute.
+        kwargs.update(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+class Doorbell:
+    """The process's LISTEN connection, its gate, and the registry of open streams."""
+
+    def __init__(self) -> None:
+        self._streams: dict[UUID, set[Stream]] = {}
+        self._gate: dict[str, float] = {}  # todo id → monotonic time of its last ring
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+        self._pending_rings: set[asyncio.Task[None]] = set()
+        self.connections = 0  # LISTEN sessions opened so far (1 + reconnects)
+
+    # registry
+
+    @contextmanager
+    def open(
+        self,
+        endpoint_id: UUID,
+        *,
+        uris: frozenset[str] | None = None,
+        session_id: str | None = None,
+    ) -> Iterator[Stream]:
+        stream = Stream(endpoint_id, uris=uris, session_id=session_id)
+        self._streams.setdefault(endpoint_id, set()).add(stream)
+        try:
+            yield stream
+        finally:
+            stream.close()
+            streams = self._streams.get(endpoint_id)
+            if streams is not None:
+                streams.discard(stream)
+                if not streams:
+                    del self._streams[endpoint_id]
+
+    # lifecycle
+
+    async def start(self) -> None:
+        """Start the listener if it is not running; wait (bounded) for its first LISTEN."""
+        if self._task is None or self._task.done():
+            self._ready = asyncio.Event()
+            # An empty context: the task outlives the request that started it.
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(self._ready), name="mcp-doorbell", context=contextvars.Context()
+            )
+        assert self._ready is not None
+        try:
+            await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_SECONDS)
+        except TimeoutError:
+            logger.warning("doorbell: not listening yet; continuing to try in the background")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._task
+        self._task = None
+
+    async def _run(self, ready: asyncio.Event) -> None:
+        delay = BACKOFF_FIRST_SECONDS
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    autocommit=True, **connection_kwargs()
+                ) as conn:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    self.connections += 1
+                    if self.connections > 1:
+                        logger.info("doorbell: listening again")
+                        self._ring_everything()
+                    ready.set()
+                    delay = BACKOFF_FIRST_SECONDS
+                    await self._listen(conn)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # psycopg.Error, OSError: the connection is gone
+                logger.warning("doorbell: listener lost (%s); reconnecting in %.1fs", exc, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, BACKOFF_MAX_SECONDS)
+
+    async def _listen(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        while True:
+            received = False
+            async for notify in conn.notifies(timeout=HEALTH_CHECK_SECONDS):
+                received = True
+                self.handle(notify.payload)
+            if not received:
+                await conn.execute("SELECT 1")  # raises if the connection died quietly
+
+    # fan-out
+
+    def handle(self, payload: str) -> None:
+        """One ``todo_ready`` notification: the gate, then the endpoint's streams."""
+        try:
+            data = json.loads(payload)
+            endpoint_id = UUID(str(data["endpoint_id"]))
+            queue = str(data["queue"])
+            todo_id = str(data["todo_id"])
+        except (ValueError, KeyError, TypeError):
+            logger.warning("doorbell: ignoring malformed payload %r", payload[:200])
+            return
+        if data.get("retry") is True:
+            self._gate.pop(todo_id, None)
+        if endpoint_id not in self._streams:
+            # Nobody here listens for this endpoint: nothing to ring, and nothing to gate (a
+            # client subscribing a moment later must still hear this todo's next ring).
+            return
+        now = time.monotonic()
+        self._prune_gate(now)
+        if todo_id in self._gate:
+            return
+        self._gate[todo_id] = now
+        self._ring(endpoint_id, resources.queue_uri(queue))
+
+    def _prune_gate(self, now: float) -> None:
+        # Insertion order is ring order (an entry is only added once it has expired and been
+        # removed), so expired entries are at the front.
+        for todo_id, rung_at in list(self._gate.items()):
+            if now - rung_at < GATE_SECONDS:
+                break
+            del self._gate[todo_id]
+
+    def _ring(self, endpoint_id: UUID, uri: str | None) -> None:
+        """Push ``uri`` (every watched URI when None) to the endpoint's streams."""
+        legacy: list[Stream] = []
+        for stream in self._streams.get(endpoint_id, ()):
+            if stream.uris is None:
+                legacy.append(stream)
+            elif uri is None:
+                for watched in stream.uris:
+                    stream.push(watched)
+            elif uri in stream.uris:
+                stream.push(uri)
+        if legacy:
+            # A database look-up: off the listener's loop iteration, so one slow query does not
+            # hold up the next notification.
+            task = asyncio.get_running_loop().create_task(
+                self._ring_legacy(endpoint_id, legacy, uri)
+            )
+            self._pending_rings.add(task)
+            task.add_done_callback(self._pending_rings.discard)
+
+    async def _ring_legacy(self, endpoint_id: UUID, streams: list[Stream], uri: str | None) -> None:
+        by_session: dict[str, list[Stream]] = {}
+        for stream in streams:
+            if stream.session_id is not None:
+                by_session.setdefault(stream.session_id, []).append(stream)
+        try:
+            pairs = await _subscribed(endpoint_id, list(by_session), uri)
+        except DatabaseError:
+            logger.warning("doorbell: could not read legacy subscriptions", exc_info=True)
+            return
+        for session_id, subscribed_uri in pairs:
+            for stream in by_session.get(session_id, ()):
+                stream.push(subscribed_uri)
+
+    def _ring_everything(self) -> None:
+        for endpoint_id in list(self._streams):
+            self._ring(endpoint_id, None)
+
+
+DOORBELL = Doorbell()
