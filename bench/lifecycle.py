@@ -1,0 +1,1298 @@
+"""Benchmark the todo lifecycle's hot path and print its figures (a benchmark, not a test).
+
+Run it alone: ``.venv/bin/python bench/lifecycle.py`` (``--quick`` for a smoke run, ``--suspects``
+for the ablations behind docs/performance.md). It uses ``DATABASE_URL`` (else the embedded
+server, through settings) and TRUNCATEs ``todos`` there, so point it at a database of its own.
+
+What it measures, each for ``--seconds`` at every ``--threads`` count, on 20,000 freshly seeded
+pending todos, repeated ``--rounds`` times with the variants interleaved so that drift and the
+neighbours' load fall on all of them alike:
+
+- cycles: claim_next + complete,
+  ``a``  through ``todos.lifecycle`` (Django's connection, the product's settings),
+  ``b``  the same two statements (``lifecycle.CLAIM_NEXT``/``COMPLETE``, same parameters) on a
+  bare psycopg connection per thread in autocommit,
+  ``c``  bare statements without attempt history (``bench/sql/*_no_attempts.sql``);
+- heartbeats over N claimed todos per thread: ``hb-a`` through ``lifecycle.heartbeat``, ``hb-b``
+  the bare ``lifecycle.HEARTBEAT``, ``hb-c`` bare without the attempt update and the fence.
+
+It prints cycles/s (median over rounds), client and PostgreSQL CPU per cycle (the backends'
+``/proc`` times, when the server is local) and WAL per cycle (pg_walinspect, filtered to this
+database: the WAL position alone is cluster-wide and other databases write to it), then three
+ratios, each the median of its per-round ratios: Django overhead 1 - a/b (goal <= 15 %),
+attempt-history cost 1 - b/c (goal <= 30 %), heartbeat overhead 1 - hb-b/hb-c (seed 000 REQ-18,
+goal <= 10 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "switchboard.settings")
+
+# The project's modules need settings configured first, hence the imports after setup().
+import django  # noqa: E402
+
+django.setup()
+
+import psycopg  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.db import close_old_connections, connection, connections  # noqa: E402
+from psycopg import pq  # noqa: E402
+from psycopg.rows import dict_row  # noqa: E402
+from psycopg.types.json import Jsonb  # noqa: E402
+
+from switchboard import runtime_settings  # noqa: E402
+from switchboard.lib.sql import load  # noqa: E402
+from switchboard.models import Endpoint, Human  # noqa: E402
+from todos import lifecycle  # noqa: E402
+
+BENCH_SQL = Path(__file__).resolve().parent / "sql"
+TODOS_SQL = ROOT / "todos" / "sql"
+
+QUEUE = "bench"
+TTL_SECONDS = 300
+CLAIMANT = "bench/lifecycle"
+RESULT = {"ok": True, "checks": ["lint", "unit"], "duration_ms": 5123}
+SUMMARY = "fixed the flaky check; reran the suite twice, green both times"
+WARMUP_CYCLES = 10  # past psycopg's prepare threshold (5) before the clock starts
+
+GOALS = {"django": 0.15, "attempts": 0.30, "heartbeat": 0.10}
+
+# Baselines without attempt history share the product's claim predicate, with the takeover's
+# "its open attempt is visible" check (_current_attempt.sql) true: without attempts there is none.
+_NO_ATTEMPT_FRAGMENTS = {"claimable": load(TODOS_SQL, "_claimable", current_attempt="TRUE")}
+
+
+def _bench_statement(name: str) -> str:
+    return load(BENCH_SQL, name, **_NO_ATTEMPT_FRAGMENTS)
+
+
+def _rewrite(name: str, sql: str, pattern: str, replacement: str) -> str:
+    """``sql`` with the one match of ``pattern`` replaced: a variant derived from the product's
+    statement as it stands, so it cannot drift; if the statement changed shape, say so."""
+    out, n = re.subn(pattern, replacement, sql)
+    if n != 1:
+        raise SystemExit(f"bench variant {name}: {pattern!r} matched {n} times; update bench/")
+    return out
+
+
+CLAIM_NEXT_NO_ATTEMPTS = _bench_statement("claim_next_no_attempts")
+COMPLETE_NO_ATTEMPTS = _bench_statement("complete_no_attempts")
+HEARTBEAT_NO_ATTEMPTS = _bench_statement("heartbeat_no_attempts")
+PRIOR_ATTEMPTS = _bench_statement("prior_attempts")
+# The seed's heartbeat: the open attempt written on every heartbeat, not at most once a minute.
+# It is what each heartbeat costs when agents heartbeat less often than once a minute.
+HEARTBEAT_UNSAMPLED = _rewrite(
+    "hb-every",
+    lifecycle.HEARTBEAT,
+    r"\s+AND \(a\.last_heartbeat_at IS NULL"
+    r" OR a\.last_heartbeat_at < now\(\) - interval '1 minute'\)",
+    "",
+)
+# Proposed: the attempt arms also name the todo by the parameter. Joined only through upd.id, the
+# planner may put todo_attempts on the outer side and read every open attempt through
+# todo_attempts_one_open (it does whenever statistics show few open attempts), which makes the
+# statement O(leases in flight); a.todo_id = %(id)s makes it one index probe whatever the stats.
+_KEYED = (r"WHERE a\.todo_id = upd\.id", "WHERE a.todo_id = %(id)s AND a.todo_id = upd.id")
+HEARTBEAT_KEYED = _rewrite("hb-b+keyed", lifecycle.HEARTBEAT, *_KEYED)
+COMPLETE_KEYED = _rewrite("b+keyed", lifecycle.COMPLETE, *_KEYED)
+# The seed's claim: no `prior` arm; the prior attempts are read by a second statement
+# (prior_attempts.sql) once the claim has committed.
+CLAIM_NEXT_UNFOLDED = _rewrite(
+    "b-unfolded",
+    lifecycle.CLAIM_NEXT,
+    r"(?s),\s*prior AS \(.*\Z",
+    "\nSELECT upd.*, (SELECT seq FROM opened) AS attempt_seq, '[]'::jsonb AS prior_attempts"
+    "\n  FROM upd",
+)
+
+# Seeding in one statement: ids are md5 hex with 0/1/8/9 mapped to w/x/y/z, which satisfies
+# todos_id_check ('^td_[a-z2-7]{20}$') and is unique per (nonce, i). created_at is spread 1 ms
+# apart so claim order is total. The payload and work order are sized like a webhook-made todo.
+SEED = """
+INSERT INTO todos (id, endpoint_id, queue, title, payload, work_order, max_attempts,
+                   created_at, updated_at)
+SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1, 20),
+       %(endpoint_id)s, %(queue)s, 'bench todo ' || i,
+       jsonb_build_object('n', i, 'repo', 'stump/switchboard', 'ref', 'refs/heads/main',
+                          'check', 'ci/unit', 'detail', repeat('x', 200)),
+       repeat('Fix the failing check, push, and report back. ', 4), 5,
+       now() - (%(n)s - i) * interval '1 millisecond', now()
+  FROM generate_series(1, %(n)s) AS i
+"""
+
+# A settled system's history, older than every pending todo: completed todos, each with its
+# closed attempt (retention keeps 10,000 per endpoint by default). It gives the planner the
+# statistics of a live system (most todos finished, most attempts closed) and the indexes their
+# size, instead of a table that is nothing but pending rows.
+SEED_HISTORY = """
+WITH done AS (
+    INSERT INTO todos (id, endpoint_id, queue, title, payload, work_order, state, attempt,
+                       attempts_total, result, created_at, updated_at, finished_at)
+    SELECT 'td_' || substr(translate(md5(%(nonce)s || ':h' || i), '0189', 'wxyz'), 1, 20),
+           %(endpoint_id)s, %(queue)s, 'bench history ' || i,
+           jsonb_build_object('n', i, 'repo', 'stump/switchboard', 'detail', repeat('x', 200)),
+           repeat('Fix the failing check, push, and report back. ', 4), 'completed', 1, 1,
+           '{"ok": true}', now() - interval '1 day' - i * interval '1 second',
+           now() - interval '1 day', now() - interval '1 day'
+      FROM generate_series(1, %(n)s) AS i
+    RETURNING id, created_at
+)
+INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, owner,
+                           claimant, claimed_at, last_heartbeat_at, lease_expires_at, ended_at,
+                           outcome, disposition, summary)
+SELECT id, 1, 1, 'endpoint', %(endpoint_id)s, 'bench-history', 'bench/history', created_at,
+       created_at + interval '1 minute', created_at + interval '5 minutes',
+       created_at + interval '2 minutes', 'completed', 'done', 'done'
+  FROM done
+"""
+
+# WAL written by this database between two positions: records with a block in it, plus the
+# commit records of the transactions that wrote them. Heap UPDATE vs HOT_UPDATE counts on the
+# two tables say whether heartbeats stay HOT.
+WAL_COST = """
+WITH r AS (
+    SELECT xid::text::bigint AS xid, resource_manager AS rm, record_type AS rt,
+           record_length AS len, fpi_length AS fpi, block_ref
+      FROM pg_get_wal_records_info(%(start)s::pg_lsn, %(end)s::pg_lsn)
+),
+ours AS (SELECT * FROM r WHERE block_ref LIKE %(db)s),
+xids AS (SELECT DISTINCT xid FROM ours WHERE xid <> 0),
+mine AS (
+    SELECT * FROM ours
+    UNION ALL
+    SELECT r.* FROM r JOIN xids USING (xid) WHERE r.rm = 'Transaction'
+)
+SELECT count(*), COALESCE(sum(len), 0), COALESCE(sum(fpi), 0),
+       count(*) FILTER (WHERE rm = 'Heap' AND rt LIKE 'UPDATE%%' AND block_ref LIKE %(todos)s),
+       count(*) FILTER (WHERE rm = 'Heap' AND rt LIKE 'HOT_UPDATE%%' AND block_ref LIKE %(todos)s),
+       count(*) FILTER (WHERE rm = 'Heap' AND rt LIKE 'UPDATE%%' AND block_ref LIKE %(att)s),
+       count(*) FILTER (WHERE rm = 'Heap' AND rt LIKE 'HOT_UPDATE%%' AND block_ref LIKE %(att)s)
+  FROM mine
+"""
+
+
+# --- clients: one per thread, created in the thread that uses it ------------------------------
+
+
+class Client(Protocol):
+    def claim(self) -> str | None: ...
+    def complete(self, todo_id: str) -> None: ...
+    def heartbeat(self, todo_id: str) -> None: ...
+    def backend_pid(self) -> int: ...
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What every client of a run works on: the endpoint, and where the database is."""
+
+    url: str
+    endpoint_id: uuid.UUID
+    attempts_cap: int
+
+
+class DjangoClient:
+    """The product's path: ``todos.lifecycle`` on this thread's Django connection."""
+
+    def __init__(self, target: Target, owner: str, *, per_request: bool = False) -> None:
+        self.endpoint_id = target.endpoint_id
+        self.owner = owner
+        # Emulate a request boundary before each call (what request_started does), which arms
+        # the CONN_HEALTH_CHECKS probe: one "SELECT 1" round trip per request.
+        self.per_request = per_request
+
+    def claim(self) -> str | None:
+        if self.per_request:
+            close_old_connections()
+        result = lifecycle.claim_next(
+            self.endpoint_id,
+            [QUEUE],
+            owner=self.owner,
+            lease_ttl_seconds=TTL_SECONDS,
+            claimant=CLAIMANT,
+        )
+        return None if result is None else result.todo.id
+
+    def complete(self, todo_id: str) -> None:
+        if self.per_request:
+            close_old_connections()
+        lifecycle.complete(
+            self.endpoint_id, todo_id, owner=self.owner, result=RESULT, summary=SUMMARY
+        )
+
+    def heartbeat(self, todo_id: str) -> None:
+        if self.per_request:
+            close_old_connections()
+        lifecycle.heartbeat(
+            self.endpoint_id, todo_id, owner=self.owner, lease_ttl_seconds=TTL_SECONDS
+        )
+
+    def backend_pid(self) -> int:
+        connection.ensure_connection()
+        raw = connection.connection
+        assert raw is not None
+        return int(raw.info.backend_pid)
+
+    def close(self) -> None:
+        connections.close_all()
+
+
+@dataclass(frozen=True, slots=True)
+class BareStatements:
+    claim: str = lifecycle.CLAIM_NEXT
+    complete: str = lifecycle.COMPLETE
+    heartbeat: str = lifecycle.HEARTBEAT
+    after_claim: str | None = None  # a second round trip after the claim (b-unfolded)
+
+
+class BareClient:
+    """The same statements with nothing in between: psycopg, autocommit, tuple rows."""
+
+    def __init__(
+        self, target: Target, owner: str, statements: BareStatements, *, prepare: bool
+    ) -> None:
+        self.sql = statements
+        # psycopg prepares a statement server-side after 5 executions unless told not to.
+        self.conn = psycopg.connect(
+            target.url,
+            autocommit=True,
+            prepare_threshold=5 if prepare else None,
+            application_name="switchboard-bench",
+        )
+        self.cur = self.conn.cursor()
+        self.base = {"endpoint_id": target.endpoint_id, "owner": owner, "token_hash": None}
+        self.claim_params = {
+            **self.base,
+            "queues": [QUEUE],
+            "ttl_seconds": TTL_SECONDS,
+            "claimer_kind": "endpoint",
+            "claimer_endpoint_id": target.endpoint_id,
+            "claimer_session": None,
+            "claimant": CLAIMANT,
+            "attempts_cap": target.attempts_cap,
+        }
+
+    def claim(self) -> str | None:
+        self.cur.execute(self.sql.claim, self.claim_params)
+        row = self.cur.fetchone()
+        if row is None:
+            return None
+        todo_id = str(row[0])
+        if self.sql.after_claim is not None:
+            self.cur.execute(self.sql.after_claim, {**self.base, "id": todo_id})
+            self.cur.fetchone()
+        return todo_id
+
+    def complete(self, todo_id: str) -> None:
+        params = {
+            **self.base,
+            "id": todo_id,
+            "result": Jsonb(RESULT),
+            "summary": SUMMARY,
+            "summary_truncated": False,
+            "artifact": None,
+        }
+        self.cur.execute(self.sql.complete, params)
+        if self.cur.fetchone() is None:
+            raise RuntimeError(f"complete missed {todo_id}")
+
+    def heartbeat(self, todo_id: str) -> None:
+        self.cur.execute(
+            self.sql.heartbeat, {**self.base, "id": todo_id, "ttl_seconds": TTL_SECONDS}
+        )
+        if self.cur.fetchone() is None:
+            raise RuntimeError(f"heartbeat missed {todo_id}")
+
+    def backend_pid(self) -> int:
+        return int(self.conn.info.backend_pid)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# --- variants ---------------------------------------------------------------------------------
+
+
+def fetch_all_dict_rows(sql: str, params: Any) -> list[dict[str, Any]]:
+    """The proposed ``switchboard.lib.sql.fetch_all`` (docs/performance.md): psycopg builds the
+    dicts and reads the column names off the result once. The current one reads
+    ``cursor.description`` twice, and psycopg builds a Column object per column on every read:
+    27 columns, two statements a cycle, about a tenth of the lifecycle's Python time."""
+    with connection.cursor() as cur:
+        cur.cursor.row_factory = dict_row
+        cur.execute(sql, params)
+        result = cur.cursor.pgresult
+        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+            return []
+        return cur.fetchall()  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    """A temporary schema change for a suspect; ``undo`` is idempotent and always runs."""
+
+    apply: tuple[str, ...]
+    undo: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    key: str
+    kind: Literal["cycle", "heartbeat"]
+    label: str
+    make: Callable[[Target, str], Client]
+    baseline: str | None = None  # the variant whose throughput this one is compared with
+    schema: Schema | None = None
+    django_options: dict[str, Any] | None = None
+    # Stands in for switchboard.lib.sql.fetch_all inside todos.lifecycle while this runs.
+    fetch_all: Callable[[str, Any], list[dict[str, Any]]] | None = None
+    held: bool = False  # another agent holds --held leases on the oldest todos meanwhile
+    suspect: bool = False
+
+
+def _django(per_request: bool = False) -> Callable[[Target, str], Client]:
+    return lambda target, owner: DjangoClient(target, owner, per_request=per_request)
+
+
+def _bare(statements: BareStatements, prepare: bool = True) -> Callable[[Target, str], Client]:
+    return lambda target, owner: BareClient(target, owner, statements, prepare=prepare)
+
+
+LIFECYCLE = BareStatements()
+NO_ATTEMPTS = BareStatements(
+    claim=CLAIM_NEXT_NO_ATTEMPTS, complete=COMPLETE_NO_ATTEMPTS, heartbeat=HEARTBEAT_NO_ATTEMPTS
+)
+# What the proposed DATABASES OPTIONS would give Django: psycopg's server-side binding, so that
+# its automatic prepared statements apply (Django turns them off by default).
+PREPARED_OPTIONS: dict[str, Any] = {"server_side_binding": True, "prepare_threshold": 5}
+
+# Schema objects a suspect removes are recreated from their catalog definitions (_Catalog).
+CLAIMER_FK = Schema(
+    apply=(
+        "ALTER TABLE todo_attempts ADD CONSTRAINT bench_claimer_endpoint_fk"
+        " FOREIGN KEY (claimer_endpoint_id) REFERENCES endpoints(id) ON DELETE SET NULL",
+    ),
+    undo=("ALTER TABLE todo_attempts DROP CONSTRAINT IF EXISTS bench_claimer_endpoint_fk",),
+)
+LEASE_INDEX = Schema(
+    apply=(
+        "CREATE INDEX bench_todos_lease_idx ON todos (lease_expires_at) WHERE state = 'claimed'",
+    ),
+    undo=("DROP INDEX IF EXISTS bench_todos_lease_idx",),
+)
+FILLFACTOR_100 = Schema(
+    apply=("ALTER TABLE todos SET (fillfactor = 100)",),
+    undo=("@restore todos reloptions",),
+)
+NO_EXCLUSION = Schema(
+    apply=("ALTER TABLE todo_attempts DROP CONSTRAINT todo_attempts_one_open",),
+    undo=("@restore constraint todo_attempts todo_attempts_one_open",),
+)
+NO_TODO_FK = Schema(
+    apply=("ALTER TABLE todo_attempts DROP CONSTRAINT todo_attempts_todo_id_fkey",),
+    undo=("@restore constraint todo_attempts todo_attempts_todo_id_fkey",),
+)
+FULL_CLAIM_INDEX = Schema(
+    apply=(
+        "DROP INDEX todos_claimable_idx",
+        "CREATE INDEX bench_todos_claim_full_idx ON todos (endpoint_id, created_at)",
+    ),
+    undo=("DROP INDEX IF EXISTS bench_todos_claim_full_idx", "@restore index todos_claimable_idx"),
+)
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("a", "cycle", "lifecycle via Django (current settings)", _django(), "b"),
+    Variant(
+        "a+prep",
+        "cycle",
+        "lifecycle via Django, OPTIONS server_side_binding + prepare_threshold",
+        _django(),
+        "a",
+        django_options=PREPARED_OPTIONS,
+    ),
+    Variant(
+        "a+rows",
+        "cycle",
+        "lifecycle via Django, proposed fetch_all (dict_row)",
+        _django(),
+        "a",
+        fetch_all=fetch_all_dict_rows,
+    ),
+    Variant(
+        "a+both",
+        "cycle",
+        "lifecycle via Django, proposed OPTIONS and fetch_all",
+        _django(),
+        "a",
+        django_options=PREPARED_OPTIONS,
+        fetch_all=fetch_all_dict_rows,
+    ),
+    Variant("b", "cycle", "bare psycopg, lifecycle SQL (prepared after 5)", _bare(LIFECYCLE)),
+    Variant(
+        "b-noprep",
+        "cycle",
+        "bare psycopg, lifecycle SQL, never prepared",
+        _bare(LIFECYCLE, False),
+        "b",
+    ),
+    Variant("c", "cycle", "bare psycopg, no attempt arms (prepared after 5)", _bare(NO_ATTEMPTS)),
+    Variant(
+        "c-noprep",
+        "cycle",
+        "bare, no attempt arms, never prepared",
+        _bare(NO_ATTEMPTS, False),
+        "c",
+        suspect=True,
+    ),
+    Variant(
+        "a+req",
+        "cycle",
+        "lifecycle via Django + per-request health check (CONN_HEALTH_CHECKS)",
+        _django(per_request=True),
+        "a",
+        suspect=True,
+    ),
+    Variant(
+        "b+fk",
+        "cycle",
+        "b + FK on claimer_endpoint_id (as in the seed)",
+        _bare(LIFECYCLE),
+        "b",
+        CLAIMER_FK,
+        suspect=True,
+    ),
+    Variant(
+        "b-excl",
+        "cycle",
+        "b without the deferred exclusion constraint",
+        _bare(LIFECYCLE),
+        "b",
+        NO_EXCLUSION,
+        suspect=True,
+    ),
+    Variant(
+        "b-todofk",
+        "cycle",
+        "b without the todo_id FK (no RI check per insert)",
+        _bare(LIFECYCLE),
+        "b",
+        NO_TODO_FK,
+        suspect=True,
+    ),
+    Variant(
+        "b+keyed",
+        "cycle",
+        "b with the proposed complete (closed arm keyed by id)",
+        _bare(BareStatements(complete=COMPLETE_KEYED)),
+        "b",
+        suspect=True,
+    ),
+    Variant(
+        "b+held",
+        "cycle",
+        "b while another agent holds --held leases",
+        _bare(LIFECYCLE),
+        "b",
+        held=True,
+        suspect=True,
+    ),
+    Variant(
+        "c+held",
+        "cycle",
+        "c while another agent holds --held leases",
+        _bare(NO_ATTEMPTS),
+        "c",
+        held=True,
+        suspect=True,
+    ),
+    Variant(
+        "b-unfolded",
+        "cycle",
+        "b with prior attempts read by a second statement",
+        _bare(BareStatements(claim=CLAIM_NEXT_UNFOLDED, after_claim=PRIOR_ATTEMPTS)),
+        "b",
+        suspect=True,
+    ),
+    Variant(
+        "b-fullidx",
+        "cycle",
+        "b with a full (not partial) claim index",
+        _bare(LIFECYCLE),
+        "b",
+        FULL_CLAIM_INDEX,
+        suspect=True,
+    ),
+    Variant("hb-a", "heartbeat", "lifecycle.heartbeat via Django", _django(), "hb-b"),
+    Variant(
+        "hb-a+both",
+        "heartbeat",
+        "lifecycle.heartbeat via Django, proposed OPTIONS and fetch_all",
+        _django(),
+        "hb-a",
+        django_options=PREPARED_OPTIONS,
+        fetch_all=fetch_all_dict_rows,
+    ),
+    Variant(
+        "hb-b",
+        "heartbeat",
+        "bare HEARTBEAT (attempt written once a minute)",
+        _bare(LIFECYCLE),
+        "hb-c",
+    ),
+    Variant("hb-c", "heartbeat", "bare heartbeat, no attempt update, no fence", _bare(NO_ATTEMPTS)),
+    Variant(
+        "hb-b+keyed",
+        "heartbeat",
+        "bare, proposed HEARTBEAT (touched arm keyed by id)",
+        _bare(BareStatements(heartbeat=HEARTBEAT_KEYED)),
+        "hb-b",
+    ),
+    Variant(
+        "hb-every",
+        "heartbeat",
+        "bare heartbeat, attempt written every time (seed)",
+        _bare(BareStatements(heartbeat=HEARTBEAT_UNSAMPLED)),
+        "hb-c",
+        suspect=True,
+    ),
+    Variant(
+        "hb-c+leaseidx",
+        "heartbeat",
+        "hb-c + reaper index on lease_expires_at (not HOT)",
+        _bare(NO_ATTEMPTS),
+        "hb-c",
+        LEASE_INDEX,
+        suspect=True,
+    ),
+    Variant(
+        "hb-c+ff100",
+        "heartbeat",
+        "hb-c with todos fillfactor 100",
+        _bare(NO_ATTEMPTS),
+        "hb-c",
+        FILLFACTOR_100,
+        suspect=True,
+    ),
+)
+BY_KEY = {v.key: v for v in VARIANTS}
+
+
+# --- the database: schema guard, seeding, costs ---------------------------------------------
+
+
+class Catalog:
+    """Definitions of the schema objects a suspect removes, read before any change.
+
+    Suspects drop a constraint or an index and recreate it from the catalog's own definition,
+    so the database ends as migrated. A run killed mid-suspect leaves one missing; the next run
+    says so instead of measuring a different schema.
+    """
+
+    CONSTRAINTS = ("todo_attempts_one_open", "todo_attempts_todo_id_fkey")
+    INDEXES = ("todos_claimable_idx",)
+
+    def __init__(self, admin: psycopg.Connection[Any]) -> None:
+        self.admin = admin
+        self.defs: dict[str, str] = {}
+        for name in self.CONSTRAINTS:
+            row = admin.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = %s", [name]
+            ).fetchone()
+            if row is None:
+                raise SystemExit(f"constraint {name} is missing: {_RECREATE}")
+            self.defs[name] = row[0]
+        for name in self.INDEXES:
+            row = admin.execute("SELECT pg_get_indexdef(to_regclass(%s))", [name]).fetchone()
+            if row is None or row[0] is None:
+                raise SystemExit(f"index {name} is missing: {_RECREATE}")
+            self.defs[name] = row[0]
+        row = admin.execute(
+            "SELECT COALESCE(array_to_string(reloptions, ', '), '')"
+            " FROM pg_class WHERE oid = 'todos'::regclass"
+        ).fetchone()
+        assert row is not None
+        self.todos_reloptions = row[0]
+
+    def run(self, statements: Sequence[str]) -> None:
+        for sql in statements:
+            if sql.startswith("@restore "):
+                self._restore(sql.split()[1:])
+            else:
+                self.admin.execute(sql)
+
+    def _restore(self, words: list[str]) -> None:
+        kind = words[0]
+        if kind == "constraint":
+            table, name = words[1], words[2]
+            exists = self.admin.execute(
+                "SELECT 1 FROM pg_constraint WHERE conname = %s", [name]
+            ).fetchone()
+            if not exists:
+                self.admin.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} {self.defs[name]}")
+        elif kind == "index":
+            self.admin.execute(
+                self.defs[words[1]].replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1)
+            )
+        elif kind == "todos":
+            # The migration's storage parameters, exactly as they were before the run.
+            self.admin.execute(f"ALTER TABLE todos SET ({self.todos_reloptions})")
+        else:
+            raise ValueError(f"cannot restore {words}")
+
+    def restore_all(self) -> None:
+        for variant in VARIANTS:
+            if variant.schema is not None:
+                self.run(variant.schema.undo)
+
+
+_RECREATE = (
+    "a run was interrupted; drop and recreate the benchmark database, then migrate it"
+    " (docs/performance.md, 'Running it')"
+)
+
+
+def ensure_endpoint() -> uuid.UUID:
+    """The benchmark's human and endpoint (kept between runs; only todos are reseeded)."""
+    human, _ = Human.objects.get_or_create(username="bench", defaults={"is_active": False})
+    endpoint, _ = Endpoint.objects.get_or_create(
+        slug="bench",
+        defaults={
+            "name": "Benchmark agent",
+            "owner": human,
+            "verbs": ["claim_next", "heartbeat", "complete"],
+        },
+    )
+    return endpoint.id
+
+
+def seed(admin: psycopg.Connection[Any], endpoint_id: uuid.UUID, n: int, history: int) -> None:
+    """Replace every todo (and, by cascade, attempt) with ``history`` completed todos and ``n``
+    fresh pending ones."""
+    # Both named: a suspect drops the FK through which CASCADE would reach todo_attempts.
+    admin.execute("TRUNCATE todos, todo_attempts CASCADE")
+    params = {"nonce": uuid.uuid4().hex, "endpoint_id": endpoint_id, "queue": QUEUE}
+    if history:
+        admin.execute(SEED_HISTORY, {**params, "n": history})
+    admin.execute(SEED, {**params, "n": n})
+    # Statistics and a visibility map as a settled table would have.
+    admin.execute("VACUUM (ANALYZE) todos, todo_attempts")
+
+
+@dataclass(frozen=True, slots=True)
+class Wal:
+    records: int
+    bytes: int
+    fpi_bytes: int
+    todo_updates: int
+    todo_hot: int
+    attempt_updates: int
+    attempt_hot: int
+
+
+class WalMeter:
+    """WAL this database wrote between two positions, via pg_walinspect when it is available.
+
+    Neighbours' test runs drop databases, which forces checkpoints, which recycle WAL segments
+    within seconds; a temporary physical slot keeps a measurement's WAL until it has been read.
+    The slot is the session's: it goes when the bench releases it or its connection ends.
+    """
+
+    def __init__(self, admin: psycopg.Connection[Any], enabled: bool) -> None:
+        self.admin = admin
+        self.enabled = enabled
+        self.slot = f"switchboard_bench_{os.getpid()}"
+        self.holding = False
+        if enabled:
+            try:
+                admin.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+            except psycopg.Error as exc:
+                print(f"(no WAL figures: pg_walinspect unavailable: {exc})", file=sys.stderr)
+                self.enabled = False
+
+    def start(self) -> str | None:
+        """Hold the WAL from here on and return the position."""
+        if not self.enabled:
+            return None
+        if not self.holding:
+            try:
+                self.admin.execute(
+                    "SELECT pg_create_physical_replication_slot(%s, true, true)", [self.slot]
+                )
+                self.holding = True
+            except psycopg.Error as exc:
+                # Without a slot the figures are still right when no checkpoint intervenes.
+                print(f"(WAL not held, no temporary slot: {exc})", file=sys.stderr)
+        return self.position()
+
+    def position(self) -> str | None:
+        if not self.enabled:
+            return None
+        row = self.admin.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def release(self) -> None:
+        if self.holding:
+            self.admin.execute("SELECT pg_drop_replication_slot(%s)", [self.slot])
+            self.holding = False
+
+    def between(self, start: str | None, end: str | None) -> Wal | None:
+        if start is None or end is None:
+            return None
+        row = self.admin.execute(
+            "SELECT (SELECT oid FROM pg_database WHERE datname = current_database()),"
+            " pg_relation_filenode('todos'), pg_relation_filenode('todo_attempts')"
+        ).fetchone()
+        assert row is not None
+        db, todos, attempts = row
+        params = {
+            "start": start,
+            "end": end,
+            "db": f"%/{db}/%",
+            "todos": f"%/{db}/{todos} fork main%",
+            "att": f"%/{db}/{attempts} fork main%",
+        }
+        try:
+            out = self.admin.execute(WAL_COST, params).fetchone()
+        except psycopg.errors.UndefinedFile as exc:
+            print(f"(WAL figures lost for one sample: {exc})", file=sys.stderr)
+            return None
+        finally:
+            self.release()
+        assert out is not None
+        return Wal(*(int(v) for v in out))
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a local process, from /proc; None if it cannot be read."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_is_local(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in ("", "localhost", "127.0.0.1", "::1") or host.startswith("/")
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"postgres")
+    except OSError:
+        return False
+
+
+# --- one measurement --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Sample:
+    key: str
+    threads: int
+    round: int
+    ops: int
+    seconds: float
+    client_cpu: float
+    server_cpu: float | None
+    wal: Wal | None
+    exhausted: bool
+
+    @property
+    def rate(self) -> float:
+        return self.ops / self.seconds
+
+
+@dataclass(slots=True)
+class _Worker:
+    index: int
+    ops: int = 0
+    end: float = 0.0
+    pid: int = 0
+    exhausted: bool = False
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class _Phases:
+    """Hand-offs between the main thread and the workers: ready → go → done → close."""
+
+    ready: threading.Barrier
+    done: threading.Barrier
+    go: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    deadline: float = 0.0
+
+
+def _claim_for_heartbeats(target: Target, owner: str, n: int) -> list[str]:
+    """Claim ``n`` todos for ``owner`` with the product's claim (so every heartbeat variant
+    starts from the same rows and open attempts)."""
+    setup = BareClient(target, owner, LIFECYCLE, prepare=False)
+    try:
+        ids = [setup.claim() for _ in range(n)]
+    finally:
+        setup.close()
+    if None in ids:
+        raise RuntimeError("ran out of todos while claiming for heartbeats; raise --todos")
+    return [i for i in ids if i is not None]
+
+
+def _work(
+    variant: Variant, target: Target, worker: _Worker, phases: _Phases, hb_todos: int
+) -> None:
+    owner = f"bench-{worker.index}"
+    client: Client | None = None
+    try:
+        client = variant.make(target, owner)
+        worker.pid = client.backend_pid()
+        if variant.kind == "cycle":
+            for _ in range(WARMUP_CYCLES):
+                todo_id = client.claim()
+                assert todo_id is not None
+                client.complete(todo_id)
+        else:
+            ids = _claim_for_heartbeats(target, owner, hb_todos)
+            # One pass first: prepares the statement, and the sampled attempt write happens
+            # here, so the clock sees the steady state of an agent heartbeating more often than
+            # once a minute.
+            for todo_id in ids:
+                client.heartbeat(todo_id)
+        phases.ready.wait()
+        phases.go.wait()
+        deadline = phases.deadline
+        if variant.kind == "cycle":
+            while time.monotonic() < deadline:
+                todo_id = client.claim()
+                if todo_id is None:
+                    worker.exhausted = True
+                    break
+                client.complete(todo_id)
+                worker.ops += 1
+        else:
+            i = 0
+            while time.monotonic() < deadline:
+                client.heartbeat(ids[i])
+                i = (i + 1) % len(ids)
+                worker.ops += 1
+        worker.end = time.monotonic()
+    except BaseException as exc:
+        worker.error = exc
+        phases.ready.abort()
+        phases.done.abort()
+    finally:
+        try:
+            phases.done.wait()
+            phases.release.wait()
+        except threading.BrokenBarrierError:
+            pass
+        if client is not None:
+            client.close()
+
+
+@contextmanager
+def patched_fetch_all(
+    replacement: Callable[[str, Any], list[dict[str, Any]]] | None,
+) -> Iterator[None]:
+    """Let ``todos.lifecycle`` run with another ``fetch_all`` (it imported the name)."""
+    if replacement is None:
+        yield
+        return
+    saved = lifecycle.fetch_all
+    lifecycle.fetch_all = replacement  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        lifecycle.fetch_all = saved  # type: ignore[assignment]
+
+
+@contextmanager
+def django_options(extra: dict[str, Any] | None) -> Iterator[None]:
+    """Run with extra DATABASES OPTIONS; connections opened meanwhile (the workers') use them."""
+    if not extra:
+        yield
+        return
+    options = connections.settings["default"]["OPTIONS"]
+    saved = dict(options)
+    options.update(extra)
+    try:
+        yield
+    finally:
+        options.clear()
+        options.update(saved)
+
+
+def measure(
+    variant: Variant,
+    threads: int,
+    round_no: int,
+    *,
+    admin: psycopg.Connection[Any],
+    catalog: Catalog,
+    wal: WalMeter,
+    target: Target,
+    args: argparse.Namespace,
+    local: bool,
+) -> Sample:
+    schema = variant.schema
+    try:
+        if schema is not None:
+            catalog.run(schema.apply)
+        seed(admin, target.endpoint_id, args.todos, args.history)
+        if variant.held:
+            # Long-running work: leases held (not expired) on the oldest todos, in front of
+            # every pending one in the claim index.
+            _claim_for_heartbeats(target, "bench-holder", args.held)
+        with django_options(variant.django_options), patched_fetch_all(variant.fetch_all):
+            workers = [_Worker(i) for i in range(threads)]
+            phases = _Phases(threading.Barrier(threads + 1), threading.Barrier(threads + 1))
+            pool = [
+                threading.Thread(
+                    target=_work, args=(variant, target, w, phases, args.heartbeat_todos)
+                )
+                for w in workers
+            ]
+            for t in pool:
+                t.start()
+            pids: list[int] = []
+            cpu0: list[float | None] = []
+            cpu1: list[float | None] = []
+            lsn0 = lsn1 = None
+            client0 = client1 = start = 0.0
+            try:
+                phases.ready.wait()
+                pids = [w.pid for w in workers]
+                if not (local and all(_is_postgres(p) for p in pids)):
+                    pids = []
+                cpu0 = [_cpu_seconds(p) for p in pids]
+                lsn0 = wal.start()
+                client0 = time.process_time()
+                start = time.monotonic()
+                phases.deadline = start + args.seconds
+                phases.go.set()
+                phases.done.wait()
+                client1 = time.process_time()
+                cpu1 = [_cpu_seconds(p) for p in pids]
+                lsn1 = wal.position()
+            except threading.BrokenBarrierError:
+                pass
+            finally:
+                phases.go.set()
+                phases.release.set()
+                for t in pool:
+                    t.join()
+        for w in workers:
+            if w.error is not None:
+                raise RuntimeError(f"{variant.key} thread {w.index} failed") from w.error
+        elapsed = max(w.end for w in workers) - start
+        server = None
+        if pids and None not in cpu0 and None not in cpu1:
+            server = sum(b - a for a, b in zip(cpu0, cpu1, strict=True))  # type: ignore[operator]
+        return Sample(
+            key=variant.key,
+            threads=threads,
+            round=round_no,
+            ops=sum(w.ops for w in workers),
+            seconds=elapsed,
+            client_cpu=client1 - client0,
+            server_cpu=server,
+            wal=wal.between(lsn0, lsn1),
+            exhausted=any(w.exhausted for w in workers),
+        )
+    finally:
+        if schema is not None:
+            catalog.run(schema.undo)
+
+
+# --- report -----------------------------------------------------------------------------------
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _find(samples: Sequence[Sample], key: str, threads: int) -> list[Sample]:
+    return [s for s in samples if s.key == key and s.threads == threads]
+
+
+def paired_ratio(samples: Sequence[Sample], key: str, base: str, threads: int) -> float | None:
+    """Median over rounds of rate(key)/rate(base), each pair measured in the same round."""
+    bases = {s.round: s.rate for s in _find(samples, base, threads)}
+    ratios = [s.rate / bases[s.round] for s in _find(samples, key, threads) if s.round in bases]
+    return _median(ratios)
+
+
+def cpu_per_op(samples: Sequence[Sample], key: str, threads: int) -> float | None:
+    """Median client + PostgreSQL CPU seconds per operation; None without the server's figure."""
+    got = [s for s in _find(samples, key, threads) if s.ops and s.server_cpu is not None]
+    if not got:
+        return None
+    client = statistics.median(s.client_cpu / s.ops for s in got)
+    server = statistics.median(s.server_cpu / s.ops for s in got if s.server_cpu is not None)
+    return client + server
+
+
+def _fmt(value: float | None, spec: str, missing: str = "-") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def print_header(admin: psycopg.Connection[Any], args: argparse.Namespace, local: bool) -> None:
+    def show(name: str) -> str:
+        row = admin.execute(f"SHOW {name}").fetchone()
+        return str(row[0]) if row else "?"
+
+    version = admin.execute("SELECT current_setting('server_version')").fetchone()
+    load1, load5, _ = os.getloadavg()
+    options = connections.settings["default"]["OPTIONS"]
+    print(f"bench/lifecycle.py  {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
+    print(
+        f"PostgreSQL {version[0] if version else '?'} ({'local' if local else 'remote'}),"
+        f" synchronous_commit={show('synchronous_commit')}, fsync={show('fsync')},"
+        f" shared_buffers={show('shared_buffers')}, plan_cache_mode={show('plan_cache_mode')}"
+    )
+    print(
+        f"client: Python {sys.version.split()[0]}, Django {django.get_version()},"
+        f" psycopg {psycopg.__version__}; {os.cpu_count()} CPUs, load {load1:.2f}/{load5:.2f};"
+        f" Django OPTIONS {options}"
+    )
+    print(
+        f"{args.todos} pending todos (after {args.history} completed) per measurement,"
+        f" {args.seconds:g} s each,"
+        f" {args.rounds} round(s), threads {args.threads},"
+        f" {args.heartbeat_todos} claimed todos per heartbeat thread"
+    )
+
+
+def print_table(
+    samples: Sequence[Sample], variants: Sequence[Variant], threads: Sequence[int]
+) -> None:
+    for kind, title, unit in (
+        ("cycle", "claim_next + complete", "cycles/s"),
+        ("heartbeat", "heartbeat", "beats/s"),
+    ):
+        rows = [v for v in variants if v.kind == kind]
+        if not rows:
+            continue
+        print()
+        print(f"{title}: medians over rounds; per-op costs are per {unit[:-2]}")
+        head = (
+            f"{'variant':<14}{'thr':>4}{unit:>10}{'range':>15}{'vs base':>18}"
+            f"{'client µs':>11}{'server µs':>11}{'WAL B':>8}{'FPI B':>8}"
+        )
+        if kind == "heartbeat":
+            head += f"{'HOT todos':>11}{'HOT att.':>10}"
+        print(head)
+        for n in threads:
+            for v in rows:
+                got = _find(samples, v.key, n)
+                if not got:
+                    continue
+                rates = [s.rate for s in got]
+                per_op = [s for s in got if s.ops]
+                client = _median([s.client_cpu / s.ops * 1e6 for s in per_op])
+                server = _median(
+                    [s.server_cpu / s.ops * 1e6 for s in per_op if s.server_cpu is not None]
+                )
+                # Record bytes without full-page images: those depend on when the neighbours'
+                # last forced checkpoint happened, not on the statements.
+                wal = _median(
+                    [(s.wal.bytes - s.wal.fpi_bytes) / s.ops for s in per_op if s.wal is not None]
+                )
+                fpi = _median([s.wal.fpi_bytes / s.ops for s in per_op if s.wal is not None])
+                vs = paired_ratio(samples, v.key, v.baseline, n) if v.baseline else None
+                vs_text = "" if vs is None else f"{(vs - 1) * 100:+.1f}% {v.baseline}"
+                line = (
+                    f"{v.key:<14}{n:>4}{_median(rates) or 0:>10.0f}"
+                    f"{f'{min(rates):.0f}-{max(rates):.0f}':>15}{vs_text:>18}"
+                    f"{_fmt(client, '.0f'):>11}{_fmt(server, '.0f'):>11}"
+                    f"{_fmt(wal, '.0f'):>8}{_fmt(fpi, '.0f'):>8}"
+                )
+                if kind == "heartbeat":
+                    line += f"{_hot(got, 'todo'):>11}{_hot(got, 'attempt'):>10}"
+                if any(s.exhausted for s in got):
+                    line += "  (ran out of todos: raise --todos)"
+                print(line)
+    print()
+    print("variants:")
+    for v in variants:
+        print(f"  {v.key:<14}{v.label}")
+
+
+def _hot(samples: Sequence[Sample], table: str) -> str:
+    walled = [s.wal for s in samples if s.wal is not None]
+    updates = sum(getattr(w, f"{table}_updates") + getattr(w, f"{table}_hot") for w in walled)
+    hot = sum(getattr(w, f"{table}_hot") for w in walled)
+    return f"{hot / updates * 100:.0f}%" if updates else "-"
+
+
+def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool]:
+    """Print the three ratios against their goals; return whether each measured one met it."""
+    specs = (
+        ("Django overhead", "1 - a/b", "a", "b", GOALS["django"], ""),
+        ("  with the proposed OPTIONS", "1 - a+prep/b", "a+prep", "b", GOALS["django"], ""),
+        ("  with the proposed fetch_all", "1 - a+rows/b", "a+rows", "b", GOALS["django"], ""),
+        ("  with both proposals", "1 - a+both/b", "a+both", "b", GOALS["django"], ""),
+        ("attempt-history cost", "1 - b/c", "b", "c", GOALS["attempts"], ""),
+        ("heartbeat overhead", "1 - hb-b/hb-c", "hb-b", "hb-c", GOALS["heartbeat"], "REQ-18"),
+        (
+            "  with the proposed HEARTBEAT",
+            "1 - hb-b+keyed/hb-c",
+            "hb-b+keyed",
+            "hb-c",
+            GOALS["heartbeat"],
+            "",
+        ),
+        (
+            "  end to end",
+            "1 - hb-a/hb-c",
+            "hb-a",
+            "hb-c",
+            GOALS["heartbeat"],
+            "adds Django's overhead",
+        ),
+        (
+            "  end to end, proposals",
+            "1 - hb-a+both/hb-c",
+            "hb-a+both",
+            "hb-c",
+            GOALS["heartbeat"],
+            "",
+        ),
+    )
+    print()
+    print("ratios: throughput (median of per-round ratios), and CPU-bound (client + PostgreSQL")
+    print("CPU per op, what the throughput ratio tends to when the cores are the limit)")
+    met: list[bool] = []
+    for name, formula, key, base, goal, note in specs:
+        values = [paired_ratio(samples, key, base, n) for n in threads]
+        if all(v is None for v in values):
+            continue
+        cells = []
+        ok = True
+        for n, v in zip(threads, values, strict=True):
+            if v is None:
+                cells.append(f"{n} thr: -")
+                continue
+            cost = 1 - v
+            ok = ok and cost <= goal
+            cpu_key, cpu_base = cpu_per_op(samples, key, n), cpu_per_op(samples, base, n)
+            cpu = (
+                ""
+                if not (cpu_key and cpu_base)
+                else f" (CPU {(1 - cpu_base / cpu_key) * 100:.0f} %)"
+            )
+            cells.append(f"{n} thr: {cost * 100:5.1f} %{cpu:<11}")
+        verdict = "met" if ok else "NOT met"
+        extra = f" ({note})" if note else ""
+        goal_text = f"goal <= {goal * 100:.0f} %: {verdict}{extra}"
+        print(f"  {name:<31}{formula:<20}{'  '.join(cells)}  {goal_text}")
+        if not name.startswith("  "):
+            met.append(ok)
+    return met
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=5.0, help="per measurement (5)")
+    parser.add_argument("--rounds", type=int, default=3, help="repetitions, interleaved (3)")
+    parser.add_argument("--todos", type=int, default=20_000, help="pending todos seeded (20000)")
+    parser.add_argument("--threads", default="1,4", help="thread counts, comma-separated (1,4)")
+    parser.add_argument(
+        "--heartbeat-todos", type=int, default=100, help="claimed todos per heartbeat thread"
+    )
+    parser.add_argument(
+        "--history", type=int, default=10_000, help="completed todos seeded first (10000)"
+    )
+    parser.add_argument(
+        "--held", type=int, default=500, help="leases held by another agent in *+held (500)"
+    )
+    parser.add_argument("--suspects", action="store_true", help="also run the ablations")
+    parser.add_argument("--only", default="", help="comma-separated variant keys to run")
+    parser.add_argument("--no-wal", action="store_true", help="skip the WAL figures")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 s, 1 round, 5000 todos")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds, args.rounds, args.todos, args.history = 1.0, 1, 5_000, 1_000
+    args.threads = [int(t) for t in str(args.threads).split(",") if t.strip()]
+    return args
+
+
+def select(args: argparse.Namespace) -> list[Variant]:
+    if args.only:
+        keys = [k.strip() for k in args.only.split(",") if k.strip()]
+        unknown = [k for k in keys if k not in BY_KEY]
+        if unknown:
+            raise SystemExit(f"unknown variant(s) {unknown}; known: {', '.join(BY_KEY)}")
+        return [BY_KEY[k] for k in keys]
+    return [v for v in VARIANTS if args.suspects or not v.suspect]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    variants = select(args)
+    url = str(settings.DATABASE_URL)
+    local = server_is_local(url)
+    endpoint_id = ensure_endpoint()
+    target = Target(url, endpoint_id, runtime_settings.current().attempts_max_per_todo)
+    samples: list[Sample] = []
+    with psycopg.connect(url, autocommit=True, application_name="switchboard-bench") as admin:
+        catalog = Catalog(admin)
+        catalog.restore_all()  # drop what an interrupted run may have added
+        wal = WalMeter(admin, enabled=not args.no_wal)
+        print_header(admin, args, local)
+        try:
+            for round_no in range(args.rounds):
+                for n in args.threads:
+                    for v in variants:
+                        s = measure(
+                            v,
+                            n,
+                            round_no,
+                            admin=admin,
+                            catalog=catalog,
+                            wal=wal,
+                            target=target,
+                            args=args,
+                            local=local,
+                        )
+                        samples.append(s)
+                        print(
+                            f"  round {round_no + 1}/{args.rounds}  {v.key:<14}{n} thr"
+                            f"  {s.rate:8.0f}/s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+        finally:
+            wal.release()
+            admin.execute("TRUNCATE todos, todo_attempts CASCADE")
+            catalog.restore_all()
+    print_table(samples, variants, args.threads)
+    print_ratios(samples, args.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

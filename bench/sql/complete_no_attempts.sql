@@ -1,0 +1,11 @@
+-- complete_no_attempts: benchmark baseline "c", complete without attempt history: no closed arm
+--   and no fence EXISTS (the fence lives on the open attempt), so the guard is endpoint + owner.
+-- params: id, endpoint_id, owner, result (jsonb); complete's other parameters are ignored.
+-- returns: the todo and attempt_seq, the shape complete has; no row on a miss.
+-- Uses index: todos_pkey.
+UPDATE todos t
+   SET state = 'completed', result = %(result)s, owner = NULL, lease_expires_at = NULL,
+       finished_at = now(), updated_at = now()
+ WHERE t.id = %(id)s AND t.state = 'claimed'
+   AND t.endpoint_id = %(endpoint_id)s AND t.owner = %(owner)s
+RETURNING t.*, t.attempts_total AS attempt_seq
