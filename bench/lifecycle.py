@@ -2,11 +2,13 @@
 
 Run it alone: ``.venv/bin/python bench/lifecycle.py`` (``--quick`` for a smoke run, ``--suspects``
 for the ablations behind docs/performance.md). It uses ``DATABASE_URL`` (else the embedded
-server, through settings) and TRUNCATEs ``todos`` there, so point it at a database of its own.
+server, through settings) and TRUNCATEs ``todos`` and ``todo_attempts`` there, so point it at a
+database of its own.
 
 What it measures, each for ``--seconds`` at every ``--threads`` count, on 20,000 freshly seeded
-pending todos, repeated ``--rounds`` times with the variants interleaved so that drift and the
-neighbours' load fall on all of them alike:
+pending todos (after 10,000 completed ones, so statistics and index sizes are a live system's),
+repeated ``--rounds`` times with the variants interleaved so that drift and the neighbours' load
+fall on all of them alike:
 
 - cycles: claim_next + complete,
   ``a``  through ``todos.lifecycle`` (Django's connection, the product's settings),
@@ -14,14 +16,17 @@ neighbours' load fall on all of them alike:
   bare psycopg connection per thread in autocommit,
   ``c``  bare statements without attempt history (``bench/sql/*_no_attempts.sql``);
 - heartbeats over N claimed todos per thread: ``hb-a`` through ``lifecycle.heartbeat``, ``hb-b``
-  the bare ``lifecycle.HEARTBEAT``, ``hb-c`` bare without the attempt update and the fence.
+  the bare ``lifecycle.HEARTBEAT``, ``hb-c`` bare without the attempt update and the fence;
+- proposals (``a+prep``, ``a+rows``, ``a+both``, ``hb-b+keyed``) and, with ``--suspects``, one
+  change each against b, c or hb-c (docs/performance.md lists them).
 
-It prints cycles/s (median over rounds), client and PostgreSQL CPU per cycle (the backends'
-``/proc`` times, when the server is local) and WAL per cycle (pg_walinspect, filtered to this
-database: the WAL position alone is cluster-wide and other databases write to it), then three
-ratios, each the median of its per-round ratios: Django overhead 1 - a/b (goal <= 15 %),
-attempt-history cost 1 - b/c (goal <= 30 %), heartbeat overhead 1 - hb-b/hb-c (seed 000 REQ-18,
-goal <= 10 %).
+It prints operations/s (median over rounds), client and PostgreSQL CPU per operation (the
+backends' ``/proc`` times, when the server is local) and WAL per operation (pg_walinspect,
+filtered to this database: the WAL position alone is cluster-wide and other databases write to
+it), then three ratios, each the median of its per-round ratios and next to it the CPU-bound
+ratio (client + server CPU per operation, steadier on a shared machine): Django overhead
+1 - a/b (goal <= 15 %), attempt-history cost 1 - b/c (goal <= 30 %), heartbeat overhead
+1 - hb-b/hb-c (seed 000 REQ-18, goal <= 10 %).
 """
 
 from __future__ import annotations
@@ -114,6 +119,16 @@ HEARTBEAT_UNSAMPLED = _rewrite(
 _KEYED = (r"WHERE a\.todo_id = upd\.id", "WHERE a.todo_id = %(id)s AND a.todo_id = upd.id")
 HEARTBEAT_KEYED = _rewrite("hb-b+keyed", lifecycle.HEARTBEAT, *_KEYED)
 COMPLETE_KEYED = _rewrite("b+keyed", lifecycle.COMPLETE, *_KEYED)
+# The claim has no id parameter: its takeover arm is keyed by scalar subqueries on cand instead,
+# which the planner runs first (InitPlans) and then probes todo_attempts_pkey with.
+CLAIM_NEXT_KEYED = _rewrite(
+    "b+keyed",
+    lifecycle.CLAIM_NEXT,
+    r"FROM cand\s+WHERE a\.todo_id = cand\.cand_id AND a\.seq = cand\.prior_total"
+    r" AND a\.ended_at IS NULL\s+AND cand\.prior_state = 'claimed'",
+    "WHERE a.todo_id = (SELECT cand_id FROM cand WHERE prior_state = 'claimed')\n"
+    "       AND a.seq = (SELECT prior_total FROM cand) AND a.ended_at IS NULL",
+)
 # The seed's claim: no `prior` arm; the prior attempts are read by a second statement
 # (prior_attempts.sql) once the claim has committed.
 CLAIM_NEXT_UNFOLDED = _rewrite(
@@ -378,6 +393,7 @@ def _bare(statements: BareStatements, prepare: bool = True) -> Callable[[Target,
 
 
 LIFECYCLE = BareStatements()
+KEYED = BareStatements(claim=CLAIM_NEXT_KEYED, complete=COMPLETE_KEYED)
 NO_ATTEMPTS = BareStatements(
     claim=CLAIM_NEXT_NO_ATTEMPTS, complete=COMPLETE_NO_ATTEMPTS, heartbeat=HEARTBEAT_NO_ATTEMPTS
 )
@@ -501,8 +517,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "b+keyed",
         "cycle",
-        "b with the proposed complete (closed arm keyed by id)",
-        _bare(BareStatements(complete=COMPLETE_KEYED)),
+        "b with the proposed claim_next and complete (attempt arms keyed)",
+        _bare(KEYED),
         "b",
         suspect=True,
     ),
@@ -512,6 +528,15 @@ VARIANTS: tuple[Variant, ...] = (
         "b while another agent holds --held leases",
         _bare(LIFECYCLE),
         "b",
+        held=True,
+        suspect=True,
+    ),
+    Variant(
+        "b+held+keyed",
+        "cycle",
+        "b+keyed while another agent holds --held leases",
+        _bare(KEYED),
+        "b+held",
         held=True,
         suspect=True,
     ),
