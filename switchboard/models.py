@@ -71,7 +71,6 @@ class Endpoint(models.Model):
     class Meta:
         db_table = "endpoints"
         ordering = ["slug"]
-        indexes = [models.Index(fields=["owner"], name="endpoints_owner_idx")]
 
     def __str__(self) -> str:
         return self.slug
@@ -98,7 +97,6 @@ class EndpointKey(models.Model):
     class Meta:
         db_table = "endpoint_keys"
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["endpoint"], name="endpoint_keys_endpoint_idx")]
 
     def __str__(self) -> str:
         return f"{self.prefix}…"

@@ -221,14 +221,6 @@ class Migration(migrations.Migration):
                 "ordering": ["-created_at"],
             },
         ),
-        migrations.AddIndex(
-            model_name="endpoint",
-            index=models.Index(fields=["owner"], name="endpoints_owner_idx"),
-        ),
-        migrations.AddIndex(
-            model_name="endpointkey",
-            index=models.Index(fields=["endpoint"], name="endpoint_keys_endpoint_idx"),
-        ),
         migrations.RunSQL(
             sql="""
             -- An endpoint's scope holds only verbs the product knows (switchboard.models.Verb).
