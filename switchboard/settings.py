@@ -93,7 +93,17 @@ if _db["ENGINE"] != "django.db.backends.postgresql":
     from django.core.exceptions import ImproperlyConfigured
 
     raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (postgres://…)")
-_db["OPTIONS"] = {**_db.get("OPTIONS", {}), "application_name": "switchboard"}
+# Server-side binding lets psycopg prepare a statement after its 5th execution on a connection
+# (Django turns both off by default): planning the lifecycle's CTE statements cost more than
+# running them, and prepared they halve PostgreSQL's CPU per claim + complete
+# (docs/performance.md). Binding on the server takes one statement per execute. Behind a
+# transaction-mode pooler without prepared-statement support, set prepare_threshold to None.
+_db["OPTIONS"] = {
+    **_db.get("OPTIONS", {}),
+    "application_name": "switchboard",
+    "server_side_binding": True,
+    "prepare_threshold": 5,
+}
 # A socket directory given as ?host=/path (the embedded server's URL) belongs in HOST, where
 # Django and everything that reads settings_dict (tests, tools) look for it.
 if not _db.get("HOST") and str(_db["OPTIONS"].get("host", "")).startswith("/"):

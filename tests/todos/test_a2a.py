@@ -44,9 +44,13 @@ def test_an_interrupted_todo_is_never_reaped_even_with_an_old_lease(personas: Pe
     ep = personas.endpoint_a.id
     todo_id = claimed(ep).todo.id
     lifecycle.interrupt(ep, todo_id, owner=OWNER, state="input-required")
+    # Two executes: server-side binding (settings) takes one statement per execute.
     fetch_all(
-        "UPDATE todos SET lease_expires_at = now() - interval '1 day' WHERE id = %(id)s;"
-        " UPDATE todo_attempts SET lease_expires_at = now() - interval '1 day'"
+        "UPDATE todos SET lease_expires_at = now() - interval '1 day' WHERE id = %(id)s",
+        {"id": todo_id},
+    )
+    fetch_all(
+        "UPDATE todo_attempts SET lease_expires_at = now() - interval '1 day'"
         " WHERE todo_id = %(id)s",
         {"id": todo_id},
     )
