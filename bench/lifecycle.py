@@ -17,8 +17,9 @@ fall on all of them alike:
   ``c``  bare statements without attempt history (``bench/sql/*_no_attempts.sql``);
 - heartbeats over N claimed todos per thread: ``hb-a`` through ``lifecycle.heartbeat``, ``hb-b``
   the bare ``lifecycle.HEARTBEAT``, ``hb-c`` bare without the attempt update and the fence;
-- proposals (``a+prep``, ``a+rows``, ``a+both``, ``hb-b+keyed``) and, with ``--suspects``, one
-  change each against b, c or hb-c (docs/performance.md lists them).
+- what each applied change was worth, undone one at a time (``a-prep``, ``a-rows``, ``a-both``,
+  ``hb-b-keyed``) and, with ``--suspects``, one change each against b, c or hb-c
+  (docs/performance.md lists them).
 
 It prints operations/s (median over rounds), client and PostgreSQL CPU per operation (the
 backends' ``/proc`` times, when the server is local) and WAL per operation (pg_walinspect,
@@ -60,8 +61,6 @@ django.setup()
 import psycopg  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.db import close_old_connections, connection, connections  # noqa: E402
-from psycopg import pq  # noqa: E402
-from psycopg.rows import dict_row  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 from switchboard import runtime_settings  # noqa: E402
@@ -112,22 +111,24 @@ HEARTBEAT_UNSAMPLED = _rewrite(
     r" OR a\.last_heartbeat_at < now\(\) - interval '1 minute'\)",
     "",
 )
-# Proposed: the attempt arms also name the todo by the parameter. Joined only through upd.id, the
-# planner may put todo_attempts on the outer side and read every open attempt through
-# todo_attempts_one_open (it does whenever statistics show few open attempts), which makes the
-# statement O(leases in flight); a.todo_id = %(id)s makes it one index probe whatever the stats.
-_KEYED = (r"WHERE a\.todo_id = upd\.id", "WHERE a.todo_id = %(id)s AND a.todo_id = upd.id")
-HEARTBEAT_KEYED = _rewrite("hb-b+keyed", lifecycle.HEARTBEAT, *_KEYED)
-COMPLETE_KEYED = _rewrite("b+keyed", lifecycle.COMPLETE, *_KEYED)
-# The claim has no id parameter: its takeover arm is keyed by scalar subqueries on cand instead,
-# which the planner runs first (InitPlans) and then probes todo_attempts_pkey with.
-CLAIM_NEXT_KEYED = _rewrite(
-    "b+keyed",
+# The attempt arms as they were before proposal 3 (docs/performance.md): joined to upd only, not
+# also keyed by the parameter. The planner may then put todo_attempts on the outer side and read
+# every open attempt through todo_attempts_one_open (it does whenever statistics show few open
+# attempts), which makes the statement O(leases in flight); the product's a.todo_id = %(id)s
+# makes it one index probe whatever the statistics.
+_UNKEYED = (r"WHERE a\.todo_id = %\(id\)s AND a\.todo_id = upd\.id", "WHERE a.todo_id = upd.id")
+HEARTBEAT_UNKEYED = _rewrite("hb-b-keyed", lifecycle.HEARTBEAT, *_UNKEYED)
+COMPLETE_UNKEYED = _rewrite("b-keyed", lifecycle.COMPLETE, *_UNKEYED)
+# The claim has no id parameter: the product keys its takeover arm by scalar subqueries on cand,
+# which the planner runs first (InitPlans) and then probes todo_attempts_pkey with; before, the
+# arm was joined to cand.
+CLAIM_NEXT_UNKEYED = _rewrite(
+    "b-keyed",
     lifecycle.CLAIM_NEXT,
-    r"FROM cand\s+WHERE a\.todo_id = cand\.cand_id AND a\.seq = cand\.prior_total"
-    r" AND a\.ended_at IS NULL\s+AND cand\.prior_state = 'claimed'",
-    "WHERE a.todo_id = (SELECT cand_id FROM cand WHERE prior_state = 'claimed')\n"
-    "       AND a.seq = (SELECT prior_total FROM cand) AND a.ended_at IS NULL",
+    r"WHERE a\.todo_id = \(SELECT cand_id FROM cand WHERE prior_state = 'claimed'\)\s+"
+    r"AND a\.seq = \(SELECT prior_total FROM cand\) AND a\.ended_at IS NULL",
+    "FROM cand\n     WHERE a.todo_id = cand.cand_id AND a.seq = cand.prior_total"
+    " AND a.ended_at IS NULL\n       AND cand.prior_state = 'claimed'",
 )
 # The seed's claim: no `prior` arm; the prior attempts are read by a second statement
 # (prior_attempts.sql) once the claim has committed.
@@ -347,18 +348,16 @@ class BareClient:
 # --- variants ---------------------------------------------------------------------------------
 
 
-def fetch_all_dict_rows(sql: str, params: Any) -> list[dict[str, Any]]:
-    """The proposed ``switchboard.lib.sql.fetch_all`` (docs/performance.md): psycopg builds the
-    dicts and reads the column names off the result once. The current one reads
-    ``cursor.description`` twice, and psycopg builds a Column object per column on every read:
-    27 columns, two statements a cycle, about a tenth of the lifecycle's Python time."""
+def fetch_all_description(sql: str, params: Any) -> list[dict[str, Any]]:
+    """``switchboard.lib.sql.fetch_all`` as it was before proposal 2 (docs/performance.md): it
+    read ``cursor.description`` twice, and psycopg builds a Column object per column on every
+    read: 27 columns, two statements a cycle, about a tenth of the lifecycle's Python time."""
     with connection.cursor() as cur:
-        cur.cursor.row_factory = dict_row
         cur.execute(sql, params)
-        result = cur.cursor.pgresult
-        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+        if cur.description is None:
             return []
-        return cur.fetchall()  # type: ignore[no-any-return]
+        columns = [col.name for col in cur.description]
+        return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,13 +392,13 @@ def _bare(statements: BareStatements, prepare: bool = True) -> Callable[[Target,
 
 
 LIFECYCLE = BareStatements()
-KEYED = BareStatements(claim=CLAIM_NEXT_KEYED, complete=COMPLETE_KEYED)
+UNKEYED = BareStatements(claim=CLAIM_NEXT_UNKEYED, complete=COMPLETE_UNKEYED)
 NO_ATTEMPTS = BareStatements(
     claim=CLAIM_NEXT_NO_ATTEMPTS, complete=COMPLETE_NO_ATTEMPTS, heartbeat=HEARTBEAT_NO_ATTEMPTS
 )
-# What the proposed DATABASES OPTIONS would give Django: psycopg's server-side binding, so that
-# its automatic prepared statements apply (Django turns them off by default).
-PREPARED_OPTIONS: dict[str, Any] = {"server_side_binding": True, "prepare_threshold": 5}
+# Django's defaults, which the product's DATABASES OPTIONS override (proposal 1): client-side
+# binding and no prepared statements, so every statement is parsed and planned on every call.
+UNPREPARED_OPTIONS: dict[str, Any] = {"server_side_binding": False, "prepare_threshold": None}
 
 # Schema objects a suspect removes are recreated from their catalog definitions (_Catalog).
 CLAIMER_FK = Schema(
@@ -436,31 +435,34 @@ FULL_CLAIM_INDEX = Schema(
 )
 
 VARIANTS: tuple[Variant, ...] = (
-    Variant("a", "cycle", "lifecycle via Django (current settings)", _django(), "b"),
+    Variant("a", "cycle", "lifecycle via Django (the product's settings)", _django(), "b"),
     Variant(
-        "a+prep",
+        "a-prep",
         "cycle",
-        "lifecycle via Django, OPTIONS server_side_binding + prepare_threshold",
+        "a with Django's default OPTIONS: client-side binding, never prepared",
         _django(),
         "a",
-        django_options=PREPARED_OPTIONS,
+        django_options=UNPREPARED_OPTIONS,
+        suspect=True,
     ),
     Variant(
-        "a+rows",
+        "a-rows",
         "cycle",
-        "lifecycle via Django, proposed fetch_all (dict_row)",
+        "a with fetch_all reading cursor.description (before proposal 2)",
         _django(),
         "a",
-        fetch_all=fetch_all_dict_rows,
+        fetch_all=fetch_all_description,
+        suspect=True,
     ),
     Variant(
-        "a+both",
+        "a-both",
         "cycle",
-        "lifecycle via Django, proposed OPTIONS and fetch_all",
+        "a with neither (the lifecycle before proposals 1 and 2)",
         _django(),
         "a",
-        django_options=PREPARED_OPTIONS,
-        fetch_all=fetch_all_dict_rows,
+        django_options=UNPREPARED_OPTIONS,
+        fetch_all=fetch_all_description,
+        suspect=True,
     ),
     Variant("b", "cycle", "bare psycopg, lifecycle SQL (prepared after 5)", _bare(LIFECYCLE)),
     Variant(
@@ -515,10 +517,10 @@ VARIANTS: tuple[Variant, ...] = (
         suspect=True,
     ),
     Variant(
-        "b+keyed",
+        "b-keyed",
         "cycle",
-        "b with the proposed claim_next and complete (attempt arms keyed)",
-        _bare(KEYED),
+        "b with claim_next and complete before proposal 3 (attempt arms joined only)",
+        _bare(UNKEYED),
         "b",
         suspect=True,
     ),
@@ -532,10 +534,10 @@ VARIANTS: tuple[Variant, ...] = (
         suspect=True,
     ),
     Variant(
-        "b+held+keyed",
+        "b+held-keyed",
         "cycle",
-        "b+keyed while another agent holds --held leases",
-        _bare(KEYED),
+        "b-keyed while another agent holds --held leases",
+        _bare(UNKEYED),
         "b+held",
         held=True,
         suspect=True,
@@ -568,13 +570,14 @@ VARIANTS: tuple[Variant, ...] = (
     ),
     Variant("hb-a", "heartbeat", "lifecycle.heartbeat via Django", _django(), "hb-b"),
     Variant(
-        "hb-a+both",
+        "hb-a-both",
         "heartbeat",
-        "lifecycle.heartbeat via Django, proposed OPTIONS and fetch_all",
+        "hb-a before proposals 1 and 2 (Django's OPTIONS, fetch_all by description)",
         _django(),
         "hb-a",
-        django_options=PREPARED_OPTIONS,
-        fetch_all=fetch_all_dict_rows,
+        django_options=UNPREPARED_OPTIONS,
+        fetch_all=fetch_all_description,
+        suspect=True,
     ),
     Variant(
         "hb-b",
@@ -585,11 +588,12 @@ VARIANTS: tuple[Variant, ...] = (
     ),
     Variant("hb-c", "heartbeat", "bare heartbeat, no attempt update, no fence", _bare(NO_ATTEMPTS)),
     Variant(
-        "hb-b+keyed",
+        "hb-b-keyed",
         "heartbeat",
-        "bare, proposed HEARTBEAT (touched arm keyed by id)",
-        _bare(BareStatements(heartbeat=HEARTBEAT_KEYED)),
+        "bare HEARTBEAT before proposal 3 (touched arm joined only)",
+        _bare(BareStatements(heartbeat=HEARTBEAT_UNKEYED)),
         "hb-b",
+        suspect=True,
     ),
     Variant(
         "hb-every",
@@ -1174,15 +1178,15 @@ def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool
     """Print the three ratios against their goals; return whether each measured one met it."""
     specs = (
         ("Django overhead", "1 - a/b", "a", "b", GOALS["django"], ""),
-        ("  with the proposed OPTIONS", "1 - a+prep/b", "a+prep", "b", GOALS["django"], ""),
-        ("  with the proposed fetch_all", "1 - a+rows/b", "a+rows", "b", GOALS["django"], ""),
-        ("  with both proposals", "1 - a+both/b", "a+both", "b", GOALS["django"], ""),
+        ("  without prepared statements", "1 - a-prep/b", "a-prep", "b", GOALS["django"], ""),
+        ("  with the old fetch_all", "1 - a-rows/b", "a-rows", "b", GOALS["django"], ""),
+        ("  before proposals 1 and 2", "1 - a-both/b", "a-both", "b", GOALS["django"], ""),
         ("attempt-history cost", "1 - b/c", "b", "c", GOALS["attempts"], ""),
         ("heartbeat overhead", "1 - hb-b/hb-c", "hb-b", "hb-c", GOALS["heartbeat"], "REQ-18"),
         (
-            "  with the proposed HEARTBEAT",
-            "1 - hb-b+keyed/hb-c",
-            "hb-b+keyed",
+            "  before proposal 3",
+            "1 - hb-b-keyed/hb-c",
+            "hb-b-keyed",
             "hb-c",
             GOALS["heartbeat"],
             "",
@@ -1196,9 +1200,9 @@ def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool
             "adds Django's overhead",
         ),
         (
-            "  end to end, proposals",
-            "1 - hb-a+both/hb-c",
-            "hb-a+both",
+            "  end to end, before 1 and 2",
+            "1 - hb-a-both/hb-c",
+            "hb-a-both",
             "hb-c",
             GOALS["heartbeat"],
             "",

@@ -3,12 +3,14 @@
 -- unspecified, which is why one-open-attempt is a deferred constraint. `closed` depends only on
 -- cand, never on upd, so nothing depends on that order either.
 closed AS (
-    -- A takeover closes the dead attempt first.
+    -- A takeover closes the dead attempt first. Keyed by scalar subqueries on cand (run first,
+    -- as InitPlans), not joined to it: joined, the planner may put todo_attempts outside and
+    -- read every open attempt through todo_attempts_one_open whenever the statistics show few
+    -- (docs/performance.md, proposal 3). No takeover: the first subquery is NULL, no row.
     UPDATE todo_attempts a
        SET ended_at = now(), outcome = 'lease_expired', disposition = 'requeued'
-      FROM cand
-     WHERE a.todo_id = cand.cand_id AND a.seq = cand.prior_total AND a.ended_at IS NULL
-       AND cand.prior_state = 'claimed'
+     WHERE a.todo_id = (SELECT cand_id FROM cand WHERE prior_state = 'claimed')
+       AND a.seq = (SELECT prior_total FROM cand) AND a.ended_at IS NULL
     RETURNING a.*
 ),
 pruned AS (

@@ -16,7 +16,10 @@ touched AS (
     UPDATE todo_attempts a
        SET last_heartbeat_at = now(), lease_expires_at = upd.lease_expires_at
       FROM upd
-     WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
+     -- Keyed by %(id)s too, not only joined to upd: one probe of todo_attempts_pkey whatever
+     -- the statistics, never a read of every open attempt (docs/performance.md, proposal 3).
+     WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
+       AND a.ended_at IS NULL
        AND (a.last_heartbeat_at IS NULL OR a.last_heartbeat_at < now() - interval '1 minute')
 )
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

@@ -20,6 +20,9 @@ touched AS (
     UPDATE todo_attempts a
        SET lease_expires_at = upd.lease_expires_at
       FROM upd
-     WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
+     -- Keyed by %(id)s too, not only joined to upd: one probe of todo_attempts_pkey whatever
+     -- the statistics, never a read of every open attempt (docs/performance.md, proposal 3).
+     WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
+       AND a.ended_at IS NULL
 )
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd
