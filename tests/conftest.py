@@ -9,6 +9,9 @@ import pytest
 from switchboard import runtime_settings
 from tests.base import Personas, make_personas
 
+# The live daphne servers (tests/live.py), shared by the MCP and the browser tests.
+pytest_plugins = ["tests.live"]
+
 
 @pytest.fixture(autouse=True)
 def _fresh_runtime_settings() -> Iterator[None]:

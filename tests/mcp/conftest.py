@@ -1,146 +1,22 @@
-"""Live servers for the MCP tests: the product's ASGI app under daphne, as ``make run`` serves it.
+"""The MCP tests' live servers: daphne processes from ``tests/live.py`` on the test database.
 
-Two daphne processes run against the test database (the same SECRET_KEY, as a real deployment's
-processes share one), so a legacy session can be opened on one and continued on the other. The
-tests talk to them over real HTTP with the official MCP client SDK, or with raw HTTP for
-malformed input. Tests that use them must commit their rows for the servers to see them:
-``pytest.mark.django_db(transaction=True)``.
+The tests talk to them over real HTTP with the official MCP client SDK (``mcp_client``), or with
+raw HTTP for malformed input. ``live`` is one server; the session fixture ``live_servers`` is two,
+so a legacy session can be opened on one and continued on the other. Tests that use them must
+commit their rows for the servers to see them: ``pytest.mark.django_db(transaction=True)``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import AsyncIterator, Coroutine, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-from urllib.parse import quote
-
-import httpx2
 import pytest
-from django.db import connection
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.live import LiveServer, mcp_client, run
+
+__all__ = ["MODES", "LiveServer", "mcp_client", "run"]
+
 MODES = ("2026-07-28", "legacy")
-STARTUP_SECONDS = 30
-
-
-@dataclass(frozen=True)
-class LiveServer:
-    port: int
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def mcp_url(self, slug: str) -> str:
-        return f"{self.base}/mcp/{slug}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _database_url() -> str:
-    db = connection.settings_dict
-    user = quote(db["USER"] or "")
-    password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
-    # HOST may be a socket directory (the embedded server's): percent-encoded, it still parses.
-    host = quote(db["HOST"] or "127.0.0.1", safe="")
-    port = db["PORT"] or "5432"
-    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
-
-
-def _start(env: dict[str, str], log: Path) -> LiveServer:
-    port = _free_port()
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "daphne", "--bind", "127.0.0.1", "--port", str(port)),
-                *("--proxy-headers", "switchboard.asgi:application"),
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    return LiveServer(port, process, log)
-
-
-def _wait_ready(server: LiveServer) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"daphne exited: {server.log.read_text()[-2000:]}")
-        try:
-            if httpx2.get(f"{server.base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx2.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"daphne did not start: {server.log.read_text()[-2000:]}")
-
-
-@pytest.fixture(scope="session")
-def live_servers(
-    django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[LiveServer, LiveServer]]:
-    """Two daphne processes on the test database; stopped before the test database is dropped."""
-    tmp = tmp_path_factory.mktemp("mcp-servers")
-    env = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "SECRET_KEY": secrets.token_urlsafe(48),
-        "SWITCHBOARD_DATA_DIR": str(tmp),
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "SWITCHBOARD_MAX_BODY_BYTES": str(64 * 1024),
-        "PYTHONUNBUFFERED": "1",
-    }
-    servers = (_start(env, tmp / "a.log"), _start(env, tmp / "b.log"))
-    try:
-        for server in servers:
-            _wait_ready(server)
-        yield servers
-    finally:
-        for server in servers:
-            server.process.terminate()
-        for server in servers:
-            try:
-                server.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                server.process.kill()
-                server.process.wait()
 
 
 @pytest.fixture
-def live(live_servers: tuple[LiveServer, LiveServer]) -> LiveServer:
-    return live_servers[0]
-
-
-def run[T](coro: Coroutine[Any, Any, T]) -> T:
-    """Run the async client side of a test (the DB side stays in the sync test thread)."""
-    return asyncio.run(coro)
-
-
-@asynccontextmanager
-async def mcp_client(url: str, key: str, mode: str) -> AsyncIterator[Client]:
-    """The official SDK client over Streamable HTTP with the endpoint's bearer key."""
-    headers = {"Authorization": f"Bearer {key}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as http,
-        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
-    ):
-        yield client
+def live(live_daphne: LiveServer) -> LiveServer:
+    return live_daphne

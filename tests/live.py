@@ -1,0 +1,170 @@
+"""Live servers: the product's ASGI app under daphne, as ``make run`` serves it, on the test database.
+
+A pytest plugin (``tests/conftest.py`` loads it), so one server is shared by every directory that
+needs one: the MCP tests talk to it with the official MCP client SDK, the browser tests drive the
+Board on it with chromium and, in the same test, use a key vended there over MCP.
+
+``live_daphne`` is one process; ``live_servers`` adds a second with the same SECRET_KEY (as a real
+deployment's processes share one), so a legacy MCP session can be opened on one and continued on
+the other. Both stop before the test database is dropped. Tests that use them must commit their
+rows for the servers to see them: ``pytest.mark.django_db(transaction=True)``, whose flush after
+each test also empties whatever the servers wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+import pytest
+from django.db import connection
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTUP_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        return f"{self.base}{path}"
+
+    def mcp_url(self, slug: str) -> str:
+        return f"{self.base}/mcp/{slug}"
+
+    def log_tail(self, chars: int = 2000) -> str:
+        return self.log.read_text(errors="replace")[-chars:]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    user = quote(db["USER"] or "")
+    password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
+    # HOST may be a socket directory (the embedded server's): percent-encoded, it still parses.
+    host = quote(db["HOST"] or "127.0.0.1", safe="")
+    port = db["PORT"] or "5432"
+    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+
+
+def _start(env: dict[str, str], log: Path) -> LiveServer:
+    port = _free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "daphne", "--bind", "127.0.0.1", "--port", str(port)),
+                *("--proxy-headers", "switchboard.asgi:application"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    return LiveServer(port, process, log)
+
+
+def _wait_ready(server: LiveServer) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            raise RuntimeError(f"daphne exited: {server.log_tail()}")
+        try:
+            if httpx2.get(f"{server.base}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx2.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"daphne did not start: {server.log_tail()}")
+
+
+def _stop(server: LiveServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture(scope="session")
+def daphne_env(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment every live server of the session shares: the test database, one key."""
+    return {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "SECRET_KEY": secrets.token_urlsafe(48),
+        "SWITCHBOARD_DATA_DIR": str(tmp_path_factory.mktemp("live-data")),
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "SWITCHBOARD_MAX_BODY_BYTES": str(64 * 1024),
+        # The test settings' fast password hasher, so the factories' passwords log in.
+        "SWITCHBOARD_TESTING": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+@pytest.fixture(scope="session")
+def live_daphne(
+    daphne_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """One daphne process on the test database; stopped before the test database is dropped."""
+    server = _start(daphne_env, tmp_path_factory.mktemp("live") / "a.log")
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        _stop(server)
+
+
+@pytest.fixture(scope="session")
+def live_servers(
+    live_daphne: LiveServer, daphne_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """``live_daphne`` and a second process sharing its database and SECRET_KEY."""
+    server = _start(daphne_env, tmp_path_factory.mktemp("live") / "b.log")
+    try:
+        _wait_ready(server)
+        yield live_daphne, server
+    finally:
+        _stop(server)
+
+
+def run[T](coro: Coroutine[Any, Any, T]) -> T:
+    """Run the async client side of a test (the DB side stays in the sync test thread)."""
+    return asyncio.run(coro)
+
+
+@asynccontextmanager
+async def mcp_client(url: str, key: str, mode: str) -> AsyncIterator[Client]:
+    """The official SDK client over Streamable HTTP with the endpoint's bearer key."""
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
