@@ -1,5 +1,5 @@
-"""The ASGI application: MCP at /mcp/{slug} beside Django; Channels routes WebSockets once the
-live issue lands.
+"""The ASGI application: MCP at /mcp/{slug} beside Django, webhooks behind their body cap;
+Channels routes WebSockets once the live issue lands.
 
 ``/mcp`` goes to the MCP transport (an ASGI app around the official SDK), everything else to
 Django. The ``lifespan`` entry starts and stops the MCP session manager on servers that send
@@ -23,12 +23,15 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
+from todos import webhooks  # noqa: E402
 
 
 async def http(scope: Any, receive: Any, send: Any) -> None:
     path = scope.get("path", "")
     if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
         await mcp_transport.application(scope, receive, send)
+    elif webhooks.is_hook_path(path):
+        await webhooks.guard(scope, receive, send, django_application)
     else:
         await django_application(scope, receive, send)
 

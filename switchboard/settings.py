@@ -177,6 +177,11 @@ SWITCHBOARD_ARTIFACT_SCHEMES = env_list(
 # Run the sweeper loop inside the web process (the run command's default).
 SWITCHBOARD_SWEEPER_IN_PROCESS = env_bool("SWITCHBOARD_SWEEPER_IN_PROCESS", False)
 SWITCHBOARD_SWEEP_INTERVAL_SECONDS = env_int("SWITCHBOARD_SWEEP_INTERVAL_SECONDS", 5, minimum=1)
-# Largest request body accepted from agents and webhooks, in bytes (413 beyond it).
+# Largest request body accepted from agents (MCP, and the Board's forms), in bytes (413 beyond it).
 SWITCHBOARD_MAX_BODY_BYTES = env_int("SWITCHBOARD_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES
+# Webhook deliveries (POST /hooks/{slug}) have a cap of their own: senders such as GitHub send
+# bodies of a megabyte and more (a large push), and a refused delivery is an event lost.
+SWITCHBOARD_HOOK_MAX_BODY_BYTES = env_int(
+    "SWITCHBOARD_HOOK_MAX_BODY_BYTES", 5 * 1_048_576, minimum=1024
+)

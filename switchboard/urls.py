@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from switchboard import board, views
 from todos import views as todo_views
+from todos import webhooks
 
 urlpatterns = [
     # The Board (operators' web UI).
@@ -27,6 +28,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     # Machines and staff.
+    re_path(r"^hooks(?:/(?P<source_slug>.*))?\Z", webhooks.hook, name="hook"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("", include("django_prometheus.urls")),

@@ -7,9 +7,11 @@ state: ``todos.lifecycle`` is the only writer of ``todos`` and ``todo_attempts``
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Now
 
+from switchboard.lib.text import strip_control
 from switchboard.models import Endpoint, Human, slug_validator
 
 
@@ -74,6 +76,31 @@ class Rule(models.Model):
 
     def __str__(self) -> str:
         return self.name or f"rule {self.pk}"
+
+    def clean(self) -> None:
+        """Refuse what intake could not route: a bad match, a foreign or revoked endpoint, a
+        queue or budget outside the schema's bounds. Admin, the Board and ``create_rule`` call
+        this through ``full_clean``."""
+        from todos import routing
+
+        errors: dict[str, str] = {}
+        try:
+            routing.parse_match(self.match)
+        except routing.InvalidMatch as exc:
+            errors["match"] = str(exc)
+        if self.endpoint_id is not None and self.source_id is not None:
+            endpoint = self.endpoint
+            if endpoint.owner_id != self.source.owner_id:
+                errors["endpoint"] = "The endpoint must belong to the source's owner."
+            elif endpoint.revoked_at is not None:
+                errors["endpoint"] = "The endpoint is revoked."
+        queue = self.queue or ""
+        if not 0 < len(queue.encode()) <= 128 or strip_control(queue.strip()) != queue:
+            errors["queue"] = "A queue is 1 to 128 bytes, without spaces around it or controls."
+        if not 1 <= self.max_attempts <= 1000:
+            errors["max_attempts"] = "Between 1 and 1000."
+        if errors:
+            raise ValidationError(errors)
 
 
 class Event(models.Model):

@@ -15,6 +15,12 @@ ATTEMPTS_CLOSED = Counter(
     ["outcome", "disposition"],
 )
 
+WEBHOOK_DELIVERIES = Counter(
+    "switchboard_webhook_deliveries_total",
+    "Webhook deliveries by disposition (routed, dropped, rejected, duplicate).",
+    ["disposition"],
+)
+
 
 def transition(name: str, result: str, n: int = 1) -> None:
     TODO_TRANSITIONS.labels(transition=name, result=result).inc(n)
@@ -22,3 +28,7 @@ def transition(name: str, result: str, n: int = 1) -> None:
 
 def attempt_closed(outcome: str, disposition: str, n: int = 1) -> None:
     ATTEMPTS_CLOSED.labels(outcome=outcome, disposition=disposition).inc(n)
+
+
+def webhook_delivery(disposition: str) -> None:
+    WEBHOOK_DELIVERIES.labels(disposition=disposition).inc()

@@ -1,0 +1,127 @@
+"""create_source and create_rule: scriptable, stdout carries only what a script captures."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.base import Personas
+from todos.models import Rule, Source
+from todos.routing import sign
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_create_source_prints_the_secret_and_nothing_else(personas: Personas):
+    out, err = run("create_source", "--owner", "alice", "--slug", "gh")
+
+    secret = out.strip()
+    assert out == secret + "\n"
+    assert secret.startswith("sbw_") and len(secret) > 40
+    source = Source.objects.get(slug="gh")
+    assert (source.owner, source.secret, source.verify) == (personas.alice, secret, True)
+    assert "/hooks/gh" in err
+
+
+def test_create_source_without_verification_prints_nothing(personas: Personas):
+    out, _ = run("create_source", "--owner", "alice", "--slug", "open", "--no-verify")
+
+    assert out == ""
+    assert Source.objects.get(slug="open").verify is False
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--owner", "nobody", "--slug", "x"], "no operator"),
+        (["--owner", "alice", "--slug", "Bad Slug"], "slug"),
+    ],
+)
+def test_create_source_refuses_bad_input(personas: Personas, args, message):
+    with pytest.raises(CommandError, match=message):
+        run("create_source", *args)
+    assert not Source.objects.exists()
+
+
+def test_create_source_refuses_a_taken_slug(personas: Personas):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    with pytest.raises(CommandError, match="slug"):
+        run("create_source", "--owner", "bob", "--slug", "gh")
+
+
+def test_create_rule_makes_a_rule_that_routes(personas: Personas, client):
+    secret, _ = run("create_source", "--owner", "alice", "--slug", "gh")
+    match = {"headers": {"X-GitHub-Event": "check_run"}, "payload": {"action": "completed"}}
+    out, _ = run(
+        "create_rule",
+        "--source",
+        "gh",
+        "--endpoint",
+        personas.endpoint_a.slug,
+        "--queue",
+        "ci",
+        "--match",
+        json.dumps(match),
+        "--title",
+        "Fix {{ check_run.name }}",
+        "--template",
+        "See {{ check_run.html_url }}",
+        "--max-attempts",
+        "2",
+    )
+    rule = Rule.objects.get(id=int(out))
+    assert (rule.queue, rule.match, rule.max_attempts) == ("ci", match, 2)
+
+    body = json.dumps({"action": "completed", "check_run": {"name": "lint"}}).encode()
+    response = client.post(
+        "/hooks/gh",
+        data=body,
+        content_type="application/json",
+        headers={"X-GitHub-Event": "check_run", "X-Signature-256": sign(secret.strip(), body)},
+    )
+    assert response.status_code == 202
+    assert response.json()["disposition"] == "routed"
+
+
+def test_rules_append_in_order(personas: Personas):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    for queue in ("one", "two"):
+        run("create_rule", "--source", "gh", "--endpoint", "agent-a", "--queue", queue)
+    assert list(Rule.objects.order_by("position").values_list("queue", flat=True)) == [
+        "one",
+        "two",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--source", "nope", "--endpoint", "agent-a", "--queue", "q"], "no source"),
+        (["--source", "gh", "--endpoint", "nope", "--queue", "q"], "no endpoint"),
+        (["--source", "gh", "--endpoint", "agent-b", "--queue", "q"], "source's owner"),
+        (["--source", "gh", "--endpoint", "agent-a", "--queue", "q", "--match", "{"], "JSON"),
+        (
+            ["--source", "gh", "--endpoint", "agent-a", "--queue", "q", "--match", '{"x": 1}'],
+            "unknown section",
+        ),
+        (["--source", "gh", "--endpoint", "agent-a", "--queue", " "], "queue"),
+        (
+            ["--source", "gh", "--endpoint", "agent-a", "--queue", "q", "--max-attempts", "0"],
+            "max_attempts",
+        ),
+    ],
+)
+def test_create_rule_refuses_bad_input(personas: Personas, args, message):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    with pytest.raises(CommandError, match=message):
+        run("create_rule", *args)
+    assert not Rule.objects.exists()

@@ -1,0 +1,286 @@
+"""Webhook intake: one delivery becomes one event and a todo per matching rule (SYSTEM.md §6).
+
+``receive`` is the only writer of ``events``. The order of checks is the order of the answers:
+unknown source (404), then the signature (a bad one is stored as ``rejected``, 401), then the
+body (not JSON: 400, nothing stored), then idempotency (an accepted delivery id seen before on
+this source: a ``duplicate`` event, 200, nothing created), then routing (202).
+
+Concurrency: the event is inserted first, with ``ON CONFLICT DO NOTHING`` on the partial unique
+index ``events_source_delivery_uniq``, inside the transaction that creates the todos. Two copies
+of one delivery racing each other meet on that index: the second waits for the first's commit
+and then finds the id taken (duplicate), or for its rollback and then takes it. So a delivery id
+is routed at most once per source, and an event and its todos commit together. The todos are
+created by ``todos.lifecycle.create``, whose NOTIFY rings the doorbell when that transaction
+commits, never before.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from django.db import transaction
+from psycopg.types.json import Jsonb
+
+from switchboard.lib import metrics
+from switchboard.lib.sql import fetch_all, load
+from switchboard.lib.text import cut_utf8
+from todos import lifecycle, routing
+from todos.errors import InvalidInput
+from todos.lifecycle import TITLE_MAX_BYTES
+from todos.models import Event, EventDisposition, Rule, Source
+
+SQL_DIR = Path(__file__).parent / "sql"
+INSERT_EVENT = load(SQL_DIR, "intake_event")
+ORIGINAL_EVENT = load(SQL_DIR, "intake_original")
+
+DELIVERY_ID_MAX_BYTES = 256
+SECRET_PREFIX = "sbw_"  # noqa: S105 (a prefix that marks a secret, not one)
+
+
+def new_secret() -> str:
+    """A fresh webhook secret: 32 random bytes, prefixed so scanners and people recognise it."""
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+class IntakeError(Exception):
+    """A delivery that is answered with an error; ``status`` and ``code`` go on the wire."""
+
+    status = 400
+    code = "invalid"
+
+    def __init__(self, message: str, *, event_id: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.event_id = event_id
+
+
+class UnknownSource(IntakeError):
+    status = 404
+    code = "unknown_source"
+
+
+class BadSignature(IntakeError):
+    status = 401
+    code = "bad_signature"
+
+
+class NotJson(IntakeError):
+    status = 400
+    code = "invalid_json"
+
+
+class BadDeliveryId(IntakeError):
+    status = 400
+    code = "invalid_delivery_id"
+
+
+class TooLarge(IntakeError):
+    status = 413
+    code = "too_large"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a delivery became: the answer's body (status 202, or 200 for a duplicate)."""
+
+    event_id: int
+    disposition: str
+    todo_ids: tuple[str, ...]
+    duplicate_of: int | None = None
+
+    @property
+    def status(self) -> int:
+        return 200 if self.disposition == EventDisposition.DUPLICATE else 202
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "event_id": self.event_id,
+            "disposition": self.disposition,
+            "todo_ids": list(self.todo_ids),
+        }
+        if self.duplicate_of is not None:
+            body["duplicate_of"] = self.duplicate_of
+        return body
+
+
+def receive(
+    source_slug: str,
+    body: bytes,
+    headers: Iterable[tuple[str, str]],
+    *,
+    content_type: str = "application/json",
+) -> Delivery:
+    """Take one delivery to ``POST /hooks/{source_slug}``; raise an ``IntakeError`` subclass for
+    every answer but 200/202. ``headers`` are the request's headers as (name, value) pairs."""
+    source = Source.objects.filter(slug=source_slug).first()
+    if source is None:
+        raise UnknownSource(f"no webhook source {source_slug!r}")
+    pairs = list(headers)
+    raw = {name.strip().lower(): value for name, value in pairs}
+    kept = routing.stored_headers(pairs)
+    verification = routing.verify_signature(source.secret, body, raw, required=source.verify)
+    try:
+        payload, parse_error = parse_body(body, content_type), None
+    except NotJson as exc:
+        payload, parse_error = None, exc
+
+    if not verification.ok:
+        event_id = _store_rejected(source, kept, payload, verification.detail)
+        metrics.webhook_delivery(EventDisposition.REJECTED)
+        raise BadSignature(_signature_message(verification.detail), event_id=event_id)
+    if parse_error is not None:
+        raise parse_error
+    delivery_id = _delivery_id(raw)
+
+    rules = [
+        routing.RuleSpec.from_rule(rule, source.owner_id)
+        for rule in Rule.objects.filter(source=source).select_related("endpoint")
+    ]
+    plan = routing.plan(rules, kept, payload, source_slug=source.slug)
+    with transaction.atomic():
+        rows = fetch_all(
+            INSERT_EVENT,
+            {
+                "source_id": source.id,
+                "delivery_id": delivery_id,
+                "headers": Jsonb(kept),
+                "payload": Jsonb(payload),
+                "verification": Jsonb(verification.detail),
+                "disposition": EventDisposition.DROPPED,
+                "routing_trace": Jsonb(plan.trace),
+            },
+        )
+        if not rows:
+            delivery = _store_duplicate(source, delivery_id, kept, payload, verification.detail)
+        else:
+            delivery = _route(rows[0]["id"], plan, payload)
+    metrics.webhook_delivery(delivery.disposition)
+    return delivery
+
+
+def _route(event_id: int, plan: routing.RoutingPlan, payload: Any) -> Delivery:
+    """Create the plan's todos on the stored event and record what became of each rule."""
+    todo_ids: list[str] = []
+    for planned in plan.todos:
+        rule = planned.rule
+        title, _ = cut_utf8(planned.title, TITLE_MAX_BYTES)
+        try:
+            todo = lifecycle.create(
+                rule.endpoint_id,
+                queue=rule.queue,
+                title=title,
+                payload=payload,
+                work_order=planned.work_order,
+                max_attempts=rule.max_attempts,
+                event_id=event_id,
+                routing_trace=planned.trace,
+            )
+        except InvalidInput as exc:
+            # The endpoint was revoked since the rules were read, or the rule is out of bounds:
+            # that rule creates nothing; the others still route.
+            planned.trace["error"] = str(exc)
+            continue
+        planned.trace["todo_id"] = todo.id
+        todo_ids.append(todo.id)
+    disposition = EventDisposition.ROUTED if todo_ids else EventDisposition.DROPPED
+    # The trace entries gained todo ids (and maybe errors) since the insert; store the final one.
+    Event.objects.filter(id=event_id).update(disposition=disposition, routing_trace=plan.trace)
+    return Delivery(event_id, disposition, tuple(todo_ids))
+
+
+def _store_rejected(
+    source: Source, headers: dict[str, str], payload: Any, verification: dict[str, Any]
+) -> int:
+    # The delivery id is not kept: a rejected delivery must not hold (or look like) an accepted
+    # one, and a sender that fixes its secret retries with the same id.
+    event = Event.objects.create(
+        source=source,
+        headers=headers,
+        payload=payload,
+        verification=verification,
+        disposition=EventDisposition.REJECTED,
+        routing_trace=[],
+    )
+    return event.id
+
+
+def _store_duplicate(
+    source: Source,
+    delivery_id: str | None,
+    headers: dict[str, str],
+    payload: Any,
+    verification: dict[str, Any],
+) -> Delivery:
+    original = fetch_all(ORIGINAL_EVENT, {"source_id": source.id, "delivery_id": delivery_id})
+    original_id = original[0]["id"] if original else None
+    event = Event.objects.create(
+        source=source,
+        delivery_id=delivery_id,
+        headers=headers,
+        payload=payload,
+        verification=verification,
+        disposition=EventDisposition.DUPLICATE,
+        routing_trace=[{"duplicate_of": original_id}],
+    )
+    return Delivery(event.id, EventDisposition.DUPLICATE, (), duplicate_of=original_id)
+
+
+def _delivery_id(headers: Mapping[str, str]) -> str | None:
+    for name in routing.DELIVERY_HEADERS:
+        value = headers.get(name, "").strip()
+        if value:
+            if len(value.encode()) > DELIVERY_ID_MAX_BYTES or "\x00" in value:
+                raise BadDeliveryId(
+                    f"{name} must be at most {DELIVERY_ID_MAX_BYTES} bytes without NUL characters"
+                )
+            return value
+    return None
+
+
+def _signature_message(detail: Mapping[str, Any]) -> str:
+    result = detail.get("result")
+    if result == "missing":
+        return "signature required: send X-Signature-256 (or X-Hub-Signature-256): sha256=<hex>"
+    if result == "malformed":
+        return "signature malformed: expected sha256= and 64 hex digits"
+    return "signature does not match the body and the source's secret"
+
+
+# --- the body ------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_body(body: bytes, content_type: str) -> Any:
+    """The delivery's JSON, from a JSON body or GitHub's form encoding (``payload=<json>``).
+
+    Raise ``NotJson`` for anything PostgreSQL's jsonb could not store either: invalid UTF-8,
+    ``NaN``/``Infinity``, NUL characters, nesting deeper than the parser allows.
+    """
+    mime = content_type.split(";", 1)[0].strip().lower()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NotJson("the body is not UTF-8") from None
+    if mime == "application/x-www-form-urlencoded":
+        fields = parse_qs(text, keep_blank_values=True, max_num_fields=100)
+        if "payload" not in fields:
+            raise NotJson("a form-encoded delivery carries its JSON in a payload field")
+        text = fields["payload"][0]
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise NotJson("the body is nested too deeply") from None
+    except ValueError as exc:
+        raise NotJson(f"the body is not JSON: {exc}") from None
+    if "\\u0000" in text and routing.has_nul(value):
+        raise NotJson("the body contains NUL characters, which cannot be stored")
+    return value

@@ -1,0 +1,71 @@
+"""Add a routing rule to a webhook source; print the new rule's id on stdout.
+
+The match is the JSON language of ``todos.routing`` (docs/guides/webhooks.md), the same one the
+admin and the Board edit; a bad match is refused with the reason, and nothing is created.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from switchboard.models import Endpoint
+from todos.management.commands.create_source import problems
+from todos.models import Source
+from todos.sources import create_rule
+
+
+class Command(BaseCommand):
+    help = "Add a routing rule to a webhook source; print its id on stdout."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--source", required=True, help="The source's slug.")
+        parser.add_argument("--endpoint", required=True, help="The endpoint that gets the todos.")
+        parser.add_argument("--queue", required=True, help="The endpoint's queue for the todos.")
+        parser.add_argument(
+            "--match", default="{}", help="The match, as JSON (default {}: every delivery)."
+        )
+        parser.add_argument("--name", default="", help="What the rule is for, in a few words.")
+        parser.add_argument("--title", default="", help="Title template, e.g. 'CI: {{ a.b }}'.")
+        parser.add_argument("--template", default="", help="Work order template.")
+        parser.add_argument("--max-attempts", type=int, default=5, help="Budget per todo.")
+        parser.add_argument(
+            "--position", type=int, help="Evaluation order (default: after the last rule)."
+        )
+        parser.add_argument("--disabled", action="store_true", help="Create it switched off.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        source = Source.objects.filter(slug=options["source"]).first()
+        if source is None:
+            raise CommandError(f"no source {options['source']!r}")
+        endpoint = Endpoint.objects.filter(slug=options["endpoint"]).first()
+        if endpoint is None:
+            raise CommandError(f"no endpoint {options['endpoint']!r}")
+        try:
+            match = json.loads(options["match"])
+        except ValueError as exc:
+            raise CommandError(f"match: not JSON ({exc})") from None
+        try:
+            rule = create_rule(
+                source,
+                endpoint,
+                queue=options["queue"],
+                match=match,
+                name=options["name"],
+                title_template=options["title"],
+                work_order_template=options["template"],
+                max_attempts=options["max_attempts"],
+                position=options["position"],
+                enabled=not options["disabled"],
+            )
+        except ValidationError as exc:
+            raise CommandError(problems(exc)) from None
+        self.stderr.write(
+            f"Rule {rule.id} on {source.slug}: matching deliveries become todos on "
+            f"{endpoint.slug}/{rule.queue}.",
+            style_func=self.style.SUCCESS,
+        )
+        self.stdout.write(str(rule.id))

@@ -1,0 +1,56 @@
+"""Create a webhook source at ``POST /hooks/{slug}``.
+
+Stdout carries the new secret and nothing else, so ``SECRET=$(manage.py create_source …)``
+captures it (and nothing at all with ``--no-verify``); the URL and the rest go to stderr.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from switchboard.models import Human
+from todos.sources import create_source
+
+
+def problems(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(
+            f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
+        )
+    return " ".join(exc.messages)
+
+
+class Command(BaseCommand):
+    help = "Create a webhook source owned by an operator; print its new secret (once) on stdout."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--owner", required=True, help="The owning operator's username.")
+        parser.add_argument("--slug", required=True, help="Names the source: /hooks/{slug}.")
+        parser.add_argument("--name", default="", help="A human-readable name (default: slug).")
+        parser.add_argument(
+            "--no-verify",
+            action="store_true",
+            help="Accept unsigned deliveries (no secret). Only for senders that cannot sign.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        owner = Human.objects.filter(username=options["owner"]).first()
+        if owner is None:
+            raise CommandError(f"no operator named {options['owner']!r}")
+        try:
+            source, secret = create_source(
+                owner, options["slug"], name=options["name"], verify=not options["no_verify"]
+            )
+        except ValidationError as exc:
+            raise CommandError(problems(exc)) from None
+        how = "signed with the secret that follows, shown once" if secret else "unsigned"
+        self.stderr.write(
+            f"Created source {source.slug} for {owner.username}: "
+            f"POST /hooks/{source.slug} ({how}).",
+            style_func=self.style.SUCCESS,
+        )
+        if secret:
+            self.stdout.write(secret)

@@ -1,0 +1,438 @@
+"""The routing language of webhook rules: matching, templates, signatures (SYSTEM.md §6).
+
+Everything here is pure: no database, no clock. Intake (``todos.intake``) and the rule testers
+(admin and Board) call the same functions, so a trace shown by a tester is the trace a delivery
+would record.
+
+A rule's ``match`` is a JSON object with up to two sections; every condition in it must hold, and
+an empty match matches everything::
+
+    {"headers": {"X-GitHub-Event": "check_run"},
+     "payload": {"action": "completed",
+                 "check_run.conclusion": {"in": ["failure", "timed_out"]},
+                 "repository.full_name": {"exists": true}}}
+
+``headers`` keys are header names (case-insensitive); ``payload`` keys are dotted paths into the
+JSON body (``a.b.0.c``: object keys, and list indexes written as digits). A condition is either a
+literal (a string, number, boolean or null: equal to it, with JSON's types, so ``1`` is not
+``true`` nor ``"1"``) or an object of operators, all of which must hold:
+
+- ``{"eq": v}`` / ``{"ne": v}``: equal / not equal (a missing field is not equal to anything);
+- ``{"in": [v, …]}`` / ``{"not_in": [v, …]}``: one of / none of (a missing field is in none);
+- ``{"exists": true|false}``: the field is present (``null`` counts as present) / absent;
+- ``{"prefix": "s"}``: a string that starts with ``s``.
+
+Nothing runs code and nothing is unbounded: evaluation is one walk per condition, and the size of
+a match is capped. Templates replace ``{{ dotted.path }}`` with that payload field (strings as they
+are, other values as compact JSON); a missing field renders empty and is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# --- the match language --------------------------------------------------------------------
+
+SECTIONS = ("headers", "payload")
+OPERATORS = ("eq", "ne", "in", "not_in", "exists", "prefix")
+MATCH_MAX_BYTES = 16 * 1024
+PATH_MAX_SEGMENTS = 32
+LIST_MAX_ITEMS = 256
+# How much of an actual value a trace keeps: enough to see why a condition failed.
+TRACE_VALUE_MAX_CHARS = 200
+
+_MISSING: Any = object()
+
+
+class InvalidMatch(ValueError):
+    """A rule's match is not in the language; the message says where and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    section: str  # "headers" or "payload"
+    key: str  # a lower-cased header name, or a dotted payload path
+    ops: tuple[tuple[str, Any], ...]
+
+
+def parse_match(match: Any) -> tuple[Condition, ...]:
+    """Validate ``match`` and return its conditions in a stable order; raise ``InvalidMatch``."""
+    if isinstance(match, str):
+        try:
+            match = json.loads(match)
+        except ValueError as exc:
+            raise InvalidMatch(f"match is not JSON: {exc}") from None
+    if not isinstance(match, dict):
+        raise InvalidMatch("match must be a JSON object")
+    if len(json.dumps(match)) > MATCH_MAX_BYTES:
+        raise InvalidMatch(f"match must be at most {MATCH_MAX_BYTES} bytes of JSON")
+    unknown = sorted(set(match) - set(SECTIONS))
+    if unknown:
+        raise InvalidMatch(
+            f"unknown section {unknown[0]!r}; a match has only {' and '.join(SECTIONS)}"
+        )
+    conditions: list[Condition] = []
+    for section in SECTIONS:
+        body = match.get(section, {})
+        if not isinstance(body, dict):
+            raise InvalidMatch(f"{section} must be an object of conditions")
+        for key, spec in body.items():
+            where = f"{section}.{key!r}"
+            if not isinstance(key, str) or not key.strip():
+                raise InvalidMatch(f"{section}: a condition needs a non-empty name")
+            if section == "headers":
+                key = key.strip().lower()
+            else:
+                _check_path(key, where)
+            conditions.append(Condition(section, key, _parse_ops(spec, where)))
+    return tuple(conditions)
+
+
+def _check_path(path: str, where: str) -> None:
+    segments = path.split(".")
+    if len(segments) > PATH_MAX_SEGMENTS:
+        raise InvalidMatch(f"{where}: a path has at most {PATH_MAX_SEGMENTS} segments")
+    if any(segment == "" for segment in segments):
+        raise InvalidMatch(f"{where}: a path has no empty segments")
+
+
+def _parse_ops(spec: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    if isinstance(spec, list):
+        raise InvalidMatch(f'{where}: to match one of several values write {{"in": [...]}}')
+    if not isinstance(spec, dict):
+        return (("eq", spec),)
+    if not spec:
+        raise InvalidMatch(f"{where}: an operator object needs at least one operator")
+    ops: list[tuple[str, Any]] = []
+    for op, operand in spec.items():
+        if op not in OPERATORS:
+            raise InvalidMatch(f"{where}: unknown operator {op!r}; known: {', '.join(OPERATORS)}")
+        if op in ("in", "not_in"):
+            if not isinstance(operand, list):
+                raise InvalidMatch(f"{where}: {op} takes a list")
+            if len(operand) > LIST_MAX_ITEMS:
+                raise InvalidMatch(f"{where}: {op} takes at most {LIST_MAX_ITEMS} values")
+        elif op == "exists" and not isinstance(operand, bool):
+            raise InvalidMatch(f"{where}: exists takes true or false")
+        elif op == "prefix" and not isinstance(operand, str):
+            raise InvalidMatch(f"{where}: prefix takes a string")
+        ops.append((op, operand))
+    return tuple(ops)
+
+
+def lookup(document: Any, path: str) -> Any:
+    """The value at a dotted ``path`` in ``document``, or ``_MISSING``."""
+    value = document
+    for segment in path.split("."):
+        if isinstance(value, dict):
+            if segment not in value:
+                return _MISSING
+            value = value[segment]
+        elif isinstance(value, list) and segment.isdigit():
+            index = int(segment)
+            if index >= len(value):
+                return _MISSING
+            value = value[index]
+        else:
+            return _MISSING
+    return value
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality with JSON's types: ``true`` is not ``1``, ``1`` equals ``1.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def _holds(op: str, operand: Any, value: Any) -> bool:
+    present = value is not _MISSING
+    if op == "exists":
+        return present is operand
+    if not present:
+        return op in ("ne", "not_in")
+    if op == "eq":
+        return json_equal(value, operand)
+    if op == "ne":
+        return not json_equal(value, operand)
+    if op == "in":
+        return any(json_equal(value, item) for item in operand)
+    if op == "not_in":
+        return not any(json_equal(value, item) for item in operand)
+    if op == "prefix":
+        return isinstance(value, str) and value.startswith(operand)
+    raise AssertionError(op)  # parse_match admits no other operator
+
+
+def _shown(value: Any) -> Any:
+    """A value as a trace records it: missing is ``None`` with ``found: false``; long text cut."""
+    if value is _MISSING:
+        return None
+    if isinstance(value, str):
+        return value if len(value) <= TRACE_VALUE_MAX_CHARS else value[:TRACE_VALUE_MAX_CHARS] + "…"
+    if isinstance(value, dict | list):
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return value if len(text) <= TRACE_VALUE_MAX_CHARS else text[:TRACE_VALUE_MAX_CHARS] + "…"
+    return value
+
+
+def evaluate(
+    conditions: Sequence[Condition], headers: Mapping[str, str], payload: Any
+) -> tuple[bool, list[dict[str, Any]]]:
+    """Whether every condition holds, and one trace entry per condition (all are evaluated, so
+    a trace shows every reason a rule missed, not only the first)."""
+    checks: list[dict[str, Any]] = []
+    matched = True
+    for condition in conditions:
+        if condition.section == "headers":
+            value = headers.get(condition.key, _MISSING)
+        else:
+            value = lookup(payload, condition.key)
+        ok = all(_holds(op, operand, value) for op, operand in condition.ops)
+        matched = matched and ok
+        checks.append(
+            {
+                "on": condition.section,
+                "key": condition.key,
+                "expect": {op: operand for op, operand in condition.ops},
+                "found": value is not _MISSING,
+                "actual": _shown(value),
+                "ok": ok,
+            }
+        )
+    return matched, checks
+
+
+# --- templates -----------------------------------------------------------------------------
+
+PLACEHOLDER = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
+
+
+def render(template: str, payload: Any) -> tuple[str, list[str]]:
+    """Replace each ``{{ path }}`` with that payload field; return the text and the missing paths.
+
+    Strings go in as they are, ``null`` as the empty string, anything else as compact JSON. Nothing
+    is evaluated: a placeholder is a path, never an expression.
+    """
+    missing: list[str] = []
+
+    def substitute(found: re.Match[str]) -> str:
+        path = found.group(1)
+        value = lookup(payload, path)
+        if value is _MISSING:
+            if path not in missing:
+                missing.append(path)
+            return ""
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    return PLACEHOLDER.sub(substitute, template), missing
+
+
+def placeholders(template: str) -> list[str]:
+    """The paths a template refers to, in order of first use."""
+    seen: list[str] = []
+    for path in PLACEHOLDER.findall(template):
+        if path not in seen:
+            seen.append(path)
+    return seen
+
+
+# --- a source's rules against one delivery -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """What routing needs of a rule; built from a ``Rule`` row (``from_rule``) or a form."""
+
+    id: int | None
+    name: str
+    position: int
+    enabled: bool
+    match: Any
+    endpoint_id: Any
+    endpoint_slug: str
+    endpoint_usable: bool  # live and owned by the source's owner
+    queue: str
+    title_template: str
+    work_order_template: str
+    max_attempts: int
+
+    @classmethod
+    def from_rule(cls, rule: Any, source_owner_id: int) -> RuleSpec:
+        endpoint = rule.endpoint
+        return cls(
+            id=rule.id,
+            name=rule.name,
+            position=rule.position,
+            enabled=rule.enabled,
+            match=rule.match,
+            endpoint_id=endpoint.id,
+            endpoint_slug=endpoint.slug,
+            endpoint_usable=endpoint.revoked_at is None and endpoint.owner_id == source_owner_id,
+            queue=rule.queue,
+            title_template=rule.title_template,
+            work_order_template=rule.work_order_template,
+            max_attempts=rule.max_attempts,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTodo:
+    """One todo a matching rule asks for, with the trace entry it carries."""
+
+    rule: RuleSpec
+    title: str
+    work_order: str
+    trace: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingPlan:
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    todos: list[PlannedTodo] = field(default_factory=list)
+
+
+def plan(
+    rules: Iterable[RuleSpec], headers: Mapping[str, str], payload: Any, *, source_slug: str
+) -> RoutingPlan:
+    """Evaluate ``rules`` in order against one delivery: the routing trace, and the todos to make.
+
+    ``headers`` must already be the stored (filtered, lower-cased) headers, so a rule can never
+    match on a credential. A rule whose match no longer parses, or whose endpoint is revoked or
+    not its source owner's, is recorded as an error and creates nothing.
+    """
+    result = RoutingPlan()
+    for rule in rules:
+        entry: dict[str, Any] = {
+            "rule_id": rule.id,
+            "rule": rule.name,
+            "position": rule.position,
+            "endpoint": rule.endpoint_slug,
+            "queue": rule.queue,
+        }
+        result.trace.append(entry)
+        if not rule.enabled:
+            entry.update(matched=False, skipped="disabled")
+            continue
+        try:
+            conditions = parse_match(rule.match)
+        except InvalidMatch as exc:
+            entry.update(matched=False, error=f"invalid match: {exc}")
+            continue
+        matched, checks = evaluate(conditions, headers, payload)
+        entry.update(matched=matched, conditions=checks)
+        if not matched:
+            continue
+        if not rule.endpoint_usable:
+            entry["error"] = "endpoint revoked or not owned by the source's owner"
+            continue
+        title, missing_title = render(rule.title_template, payload)
+        work_order, missing_order = render(rule.work_order_template, payload)
+        missing = list(dict.fromkeys(missing_title + missing_order))
+        if missing:
+            entry["missing_fields"] = missing
+        if not title.strip():
+            title = f"{source_slug}: {rule.name or rule.queue}"
+        result.todos.append(PlannedTodo(rule, title, work_order, entry))
+    return result
+
+
+# --- headers and signatures ----------------------------------------------------------------
+
+SIGNATURE_HEADERS = ("x-signature-256", "x-hub-signature-256")
+DELIVERY_HEADERS = ("x-github-delivery", "x-delivery-id")
+# Never stored, never matchable: credentials, cookies, signatures, and anything named like one.
+_DROPPED_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "x-hub-signature",
+        "x-api-key",
+        *SIGNATURE_HEADERS,
+    }
+)
+_SECRET_WORDS = ("token", "secret", "signature", "password", "api-key", "apikey", "credential")
+HEADER_VALUE_MAX_CHARS = 2048
+HEADERS_MAX = 100
+
+
+def is_secret_header(name: str) -> bool:
+    name = name.lower()
+    return name in _DROPPED_HEADERS or any(word in name for word in _SECRET_WORDS)
+
+
+def stored_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The headers an event keeps: lower-cased names, secrets dropped, values and count capped."""
+    kept: dict[str, str] = {}
+    for name, value in headers:
+        name = name.strip().lower()
+        if not name or is_secret_header(name) or name in kept or len(kept) >= HEADERS_MAX:
+            continue
+        kept[name] = value.replace("\x00", "")[:HEADER_VALUE_MAX_CHARS]
+    return kept
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    ok: bool
+    detail: dict[str, Any]
+
+
+def verify_signature(
+    secret: str, body: bytes, headers: Mapping[str, str], *, required: bool
+) -> Verification:
+    """Check ``sha256=<hex>`` HMAC-SHA256 of ``body`` in the first signature header present.
+
+    ``headers`` maps lower-cased names to values (the raw request headers, not the stored ones).
+    The digest is compared in constant time; the detail never contains the secret or the digest.
+    """
+    if not required:
+        return Verification(True, {"scheme": "none", "result": "not_required"})
+    header = next((name for name in SIGNATURE_HEADERS if name in headers), None)
+    detail: dict[str, Any] = {"scheme": "hmac-sha256", "header": header}
+    if header is None:
+        return Verification(False, detail | {"result": "missing"})
+    value = headers[header].strip()
+    algorithm, _, given = value.partition("=")
+    if algorithm.lower() != "sha256" or not re.fullmatch(r"[0-9a-fA-F]{64}", given):
+        return Verification(False, detail | {"result": "malformed"})
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, given.lower()):
+        return Verification(False, detail | {"result": "mismatch"})
+    return Verification(True, detail | {"result": "valid"})
+
+
+def has_nul(value: Any) -> bool:
+    """Whether a NUL sits in any string (key or value) of a decoded JSON ``value``."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_nul(v) for v in value)
+    return False
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The ``X-Signature-256`` value for ``body``: for tests, docs and the rule tester."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()

@@ -1,0 +1,133 @@
+"""``POST /hooks/{source_slug}``: the HTTP face of webhook intake (``todos.intake`` does the work).
+
+Every answer is JSON, never an HTML page: 202 (routed or dropped), 200 (duplicate delivery),
+400, 401, 404, 405, 413, and 503 when the database is unreachable (with ``Retry-After``, so the
+sender redelivers). The body cap is enforced twice: by ``guard`` in front of Django on the ASGI
+server, before the body is buffered, and by the view for any other way in (the test client).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+
+from todos import intake
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/hooks"
+
+
+def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
+    return JsonResponse({"error": code, "message": message, **extra}, status=status)
+
+
+def _too_large(limit: int) -> JsonResponse:
+    return error(413, "too_large", f"the body is over the {limit}-byte limit", limit=limit)
+
+
+@csrf_exempt
+@never_cache
+def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
+    if request.method != "POST":
+        response = error(405, "method_not_allowed", "deliver webhooks with POST")
+        response["Allow"] = "POST"
+        return response
+    if not source_slug or "/" in source_slug:
+        return error(404, "unknown_source", "POST to /hooks/<source-slug>")
+    limit = settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
+    declared = request.META.get("CONTENT_LENGTH") or ""
+    if declared.isdigit() and int(declared) > limit:
+        return _too_large(limit)
+    body = request.read(limit + 1)
+    if len(body) > limit:
+        return _too_large(limit)
+    try:
+        delivery = intake.receive(
+            source_slug,
+            body,
+            request.headers.items(),
+            content_type=request.content_type or "",
+        )
+    except intake.IntakeError as exc:
+        extra = {} if exc.event_id is None else {"event_id": exc.event_id}
+        return error(exc.status, exc.code, exc.message, **extra)
+    except DatabaseError:
+        log.exception("webhook intake for %s: database error", source_slug)
+        response = error(503, "unavailable", "the database is unavailable; redeliver later")
+        response["Retry-After"] = "30"
+        return response
+    return JsonResponse(delivery.as_json(), status=delivery.status)
+
+
+# --- the ASGI guard ------------------------------------------------------------------------
+
+
+def is_hook_path(path: str) -> bool:
+    return path == PREFIX or path.startswith(PREFIX + "/")
+
+
+async def guard(scope: Any, receive: Any, send: Any, app: Any) -> None:
+    """Refuse an oversized delivery (413) before the body is buffered, then hand over to ``app``.
+
+    Django's ASGI handler spools the whole body before a view runs; without this, a sender could
+    make the server store an unbounded body just to be told it is too large.
+    """
+    limit = settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
+    declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+    if declared.isdigit() and int(declared) > limit:
+        await _send_too_large(send, limit)
+        return
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            await _send_too_large(send, limit)
+            return
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        return await receive()
+
+    await app(scope, replay, send)
+
+
+async def _send_too_large(send: Any, limit: int) -> None:
+    body = json.dumps(
+        {
+            "error": "too_large",
+            "message": f"the body is over the {limit}-byte limit",
+            "limit": limit,
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
