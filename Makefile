@@ -9,12 +9,16 @@ HOST  ?= 127.0.0.1
 PORT  ?= 8000
 export HOST PORT
 
-.PHONY: run test setup lint typecheck pytest bench clean
+.PHONY: run test setup browser lint typecheck pytest bench clean
 
 run: setup
 	$(PY) manage.py serve --host "$(HOST)" --port "$(PORT)"
 
-test: setup lint typecheck pytest
+test: setup browser lint typecheck pytest
+
+# Debian's chromium for the browser tests (tests/e2e); only the tests need it, not `make run`.
+browser:
+	sh bin/setup-browser
 
 setup: $(STAMP)
 
