@@ -7,7 +7,6 @@ are what intake received. A source's secret is shown once, when it is generated.
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from django import forms
@@ -19,6 +18,7 @@ from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.http.response import HttpResponseBase
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -26,8 +26,9 @@ from django.utils.safestring import SafeString
 from attempts import admin as attempts_admin
 from switchboard.lib.admin import Shown, pretty_json, show_once
 from switchboard.scope import Scope
-from todos import lifecycle
+from todos import lifecycle, routing
 from todos.errors import LifecycleError
+from todos.intake import NotJson, new_secret, parse_body
 from todos.models import Event, Rule, Source, State, Todo
 
 # The request attribute carrying a source's new secret from save_model to response_add.
@@ -37,8 +38,8 @@ _HEAVY_TODO_COLUMNS = ("payload", "result", "routing_trace", "input_request", "w
 
 
 def new_webhook_secret() -> str:
-    """A fresh HMAC secret for a webhook source: 32 random bytes, URL-safe."""
-    return secrets.token_urlsafe(32)
+    """A fresh HMAC secret for a webhook source (``todos.intake.new_secret``)."""
+    return new_secret()
 
 
 # --- todos -------------------------------------------------------------------------------------
@@ -271,40 +272,48 @@ class RuleForm(forms.ModelForm):
         )
         widgets = {"match": forms.Textarea(attrs={"rows": 8, "style": "font-family: monospace"})}
 
-    # The table's CHECKs would refuse these with an IntegrityError (a 500); say why instead.
-    def clean_queue(self) -> str:
-        queue: str = self.cleaned_data["queue"]
-        if not queue or len(queue.encode()) > lifecycle.QUEUE_MAX_BYTES:
-            raise forms.ValidationError(
-                f"A queue name is 1 to {lifecycle.QUEUE_MAX_BYTES} bytes long."
-            )
-        return queue
-
-    def clean_max_attempts(self) -> int:
-        value: int = self.cleaned_data["max_attempts"]
-        if not 1 <= value <= lifecycle.MAX_ATTEMPTS_LIMIT:
-            raise forms.ValidationError(f"Between 1 and {lifecycle.MAX_ATTEMPTS_LIMIT}.")
-        return value
-
+    # Queue, budget, the match language and owner scope are checked by ``Rule.clean`` (the
+    # same checks as create_rule and the Board); a blank match means "everything".
     def clean_match(self) -> Any:
         match = self.cleaned_data["match"]
-        if match is None:
-            return {}
-        if not isinstance(match, dict):
-            raise forms.ValidationError("The match is a JSON object, e.g. {}.")
-        return match
+        return {} if match is None else match
 
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        source, endpoint = cleaned.get("source"), cleaned.get("endpoint")
-        if source is not None and endpoint is not None:
-            # Owner scope: a source may route only to its own owner's endpoints, or one
-            # operator's webhooks could put work on another's queues.
-            if endpoint.owner_id != source.owner_id:
-                self.add_error("endpoint", "Choose an endpoint the source's owner owns.")
-            elif endpoint.is_revoked:
-                self.add_error("endpoint", "This endpoint is revoked; todos for it are refused.")
-        return cleaned
+
+class RuleTestForm(forms.Form):
+    """A delivery to try against a source's rules: headers as ``Name: value`` lines, JSON."""
+
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5, "style": "font-family: monospace"}),
+        help_text="One header per line, e.g. X-GitHub-Event: check_run. "
+        "Secret headers are dropped, as intake drops them.",
+    )
+    payload = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 14, "style": "font-family: monospace"}),
+        help_text="The JSON body of the delivery.",
+    )
+
+    def clean_headers(self) -> list[tuple[str, str]]:
+        return parse_header_lines(self.cleaned_data["headers"])
+
+    def clean_payload(self) -> Any:
+        try:
+            return parse_body(self.cleaned_data["payload"].encode(), "application/json")
+        except NotJson as exc:
+            raise forms.ValidationError(exc.message) from None
+
+
+def parse_header_lines(text: str) -> list[tuple[str, str]]:
+    """``Name: value`` lines as pairs; raise ``ValidationError`` naming the first bad line."""
+    pairs: list[tuple[str, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name.strip():
+            raise forms.ValidationError(f"Line {number} is not “Name: value”.")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
 
 
 class RuleInline(admin.TabularInline):
@@ -347,6 +356,11 @@ class SourceAdmin(admin.ModelAdmin):
                 self.admin_site.admin_view(self.rotate_secret_view),
                 name="{}_{}_rotate_secret".format(*info),
             ),
+            path(
+                "<path:object_id>/test-rules/",
+                self.admin_site.admin_view(self.test_rules_view),
+                name="{}_{}_test_rules".format(*info),
+            ),
             *super().get_urls(),
         ]
 
@@ -378,6 +392,37 @@ class SourceAdmin(admin.ModelAdmin):
         with transaction.atomic():
             secret = self._rotate(request, source)
         return self._show_secrets(request, f"New secret for “{source.slug}”", [(source, secret)])
+
+    def test_rules_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The rule tester: a payload and headers in, the routing trace out; nothing is created."""
+        source = self.get_object(request, object_id)
+        if source is None:
+            raise Http404("no such source")
+        if not self.has_view_permission(request, source):
+            raise PermissionDenied
+        form = RuleTestForm(request.POST or None)
+        plan = None
+        if request.method == "POST" and form.is_valid():
+            rules = [
+                routing.RuleSpec.from_rule(rule, source.owner_id)
+                for rule in source.rules.select_related("endpoint").order_by("position", "id")
+            ]
+            plan = routing.plan(
+                rules,
+                routing.stored_headers(form.cleaned_data["headers"]),
+                form.cleaned_data["payload"],
+                source_slug=source.slug,
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Test the rules of “{source.slug}”",
+            "opts": self.opts,
+            "original": source,
+            "form": form,
+            "plan": plan,
+            "trace_json": None if plan is None else pretty_json(plan.trace),
+        }
+        return TemplateResponse(request, "admin/todos/source/test_rules.html", context)
 
     @admin.action(
         description="Generate a new secret for the selected sources", permissions=["change"]

@@ -91,9 +91,9 @@ class Rule(models.Model):
         if self.endpoint_id is not None and self.source_id is not None:
             endpoint = self.endpoint
             if endpoint.owner_id != self.source.owner_id:
-                errors["endpoint"] = "The endpoint must belong to the source's owner."
+                errors["endpoint"] = "Choose an endpoint the source's owner owns."
             elif endpoint.revoked_at is not None:
-                errors["endpoint"] = "The endpoint is revoked."
+                errors["endpoint"] = "This endpoint is revoked; todos for it are refused."
         queue = self.queue or ""
         if not 0 < len(queue.encode()) <= 128 or strip_control(queue.strip()) != queue:
             errors["queue"] = "A queue is 1 to 128 bytes, without spaces around it or controls."

@@ -589,7 +589,7 @@ def _rule_form(source: Source, endpoint: Endpoint, **overrides: Any) -> dict[str
         "endpoint": endpoint.pk,
         "queue": "ci",
         "max_attempts": "5",
-        "match": '{"event": "check_run"}',
+        "match": '{"headers": {"X-GitHub-Event": "check_run"}}',
         "title_template": "",
         "work_order_template": "",
         **overrides,
@@ -604,15 +604,16 @@ def test_a_rule_saves_its_match_as_a_json_object(admin_client: Client, personas:
     )
 
     assert response.status_code == 302
-    assert Rule.objects.get(source=source).match == {"event": "check_run"}
+    assert Rule.objects.get(source=source).match == {"headers": {"X-GitHub-Event": "check_run"}}
 
 
 @pytest.mark.parametrize(
     ("overrides", "field", "message"),
     [
-        ({"match": "[1, 2]"}, "match", "The match is a JSON object"),
+        ({"match": "[1, 2]"}, "match", "match must be a JSON object"),
+        ({"match": '{"payload": {"a": {"regex": "."}}}'}, "match", "unknown operator"),
         ({"max_attempts": "0"}, "max_attempts", "Between 1 and 1000."),
-        ({"queue": "q" * 129}, "queue", "A queue name is 1 to 128 bytes long."),
+        ({"queue": "q" * 129}, "queue", "A queue is 1 to 128 bytes"),
     ],
 )
 def test_a_rule_the_table_would_refuse_is_refused_by_the_form(
@@ -732,3 +733,44 @@ def test_links_to_a_todo_survive_the_admins_id_quoting(
         (link,) = re.findall(r'href="([^"]*/todos/todo/[^"]*/change/)"', html)
         assert "td_5F24" in link
         assert todo_id in _page(admin_client, link)
+
+
+def test_the_rule_tester_shows_the_trace_and_creates_nothing(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice)
+    Rule.objects.create(
+        source=source,
+        endpoint=personas.endpoint_a,
+        queue="ci",
+        name="failures",
+        match={"headers": {"X-GitHub-Event": "check_run"}, "payload": {"action": "completed"}},
+        title_template="Fix {{ check_run.name }} <b>",
+    )
+    url = admin_url("admin:todos_source_test_rules", source.pk)
+    assert url in _page(admin_client, admin_url("admin:todos_source_change", source.pk))
+
+    response = admin_client.post(
+        url,
+        {
+            "headers": "X-GitHub-Event: check_run\nAuthorization: Bearer sbk_nope",
+            "payload": '{"action": "completed", "check_run": {"name": "<script>x</script>"}}',
+        },
+    )
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "would create 1 todo" in html
+    assert "Fix &lt;script&gt;x&lt;/script&gt; &lt;b&gt;" in html
+    assert "<script>x</script>" not in html
+    # Only the form echoes what was pasted; the trace never sees a secret header.
+    assert html.count("sbk_nope") == 1
+    assert "authorization" not in html.split("Routing trace")[1].lower()
+    assert not Todo.objects.exists() and not Event.objects.exists()
+
+    dropped = admin_client.post(url, {"headers": "", "payload": '{"action": "created"}'})
+    assert "would be stored as <strong>dropped</strong>" in dropped.content.decode()
+
+    bad = admin_client.post(url, {"headers": "no colon here", "payload": "{"})
+    assert "Line 1 is not" in bad.content.decode()
+    assert "not JSON" in bad.content.decode()
