@@ -23,7 +23,7 @@ from switchboard.credentials import mint_key
 from switchboard.models import DRAIN_VERBS, Endpoint, Human
 from switchboard.scope import Scope
 from todos import lifecycle
-from todos.models import Rule, Source
+from todos.sources import create_rule, create_source
 
 USERNAME = "demo"
 ENDPOINT_SLUG = "demo-agent"
@@ -39,6 +39,15 @@ DEMO_LEASE_SECONDS = 4 * 3600
 # default backoff's thirty seconds.
 DEMO_RETRY_AFTER_SECONDS = 3600
 _LOCK_KEY = "switchboard.seed_demo"
+# The demo source's rule: GitHub check_run deliveries that failed (docs/guides/webhooks.md).
+CI_FAILURE_MATCH = {
+    "headers": {"X-GitHub-Event": "check_run"},
+    "payload": {
+        "action": "completed",
+        "check_run.conclusion": {"in": ["failure", "timed_out"]},
+        "repository.full_name": {"exists": True},
+    },
+}
 
 
 class AlreadySeeded(Exception):
@@ -85,17 +94,19 @@ def _seed(password: str) -> Seeded:
         owner=human, slug=ENDPOINT_SLUG, name="Demo agent", verbs=list(DRAIN_VERBS)
     )
     _, key = mint_key(endpoint)
-    webhook_secret = secrets.token_urlsafe(32)
-    source = Source.objects.create(
-        owner=human, slug=SOURCE_SLUG, name="Demo CI", secret=webhook_secret, verify=True
-    )
-    Rule.objects.create(
-        source=source,
-        position=0,
+    source, webhook_secret = create_source(human, SOURCE_SLUG, name="Demo CI")
+    assert webhook_secret is not None
+    create_rule(
+        source,
+        endpoint,
         name="CI failures to the demo agent",
-        endpoint=endpoint,
         queue=CI_QUEUE,
-        match={},
+        match=CI_FAILURE_MATCH,
+        title_template="Fix {{ check_run.name }} on {{ repository.full_name }}",
+        work_order_template=(
+            "The check {{ check_run.name }} ended {{ check_run.conclusion }}: "
+            "{{ check_run.html_url }}\nFind the cause and fix it; do not skip the test."
+        ),
         max_attempts=3,
     )
     todo_ids = _todos(endpoint.id, human.id)

@@ -48,7 +48,8 @@ class Command(BaseCommand):
             f"  Password        {password}",
             f"  Agent key       {seeded.key}  (endpoint {demo.ENDPOINT_SLUG}: {base}/mcp/"
             f"{demo.ENDPOINT_SLUG})",
-            f"  Webhook secret  {seeded.webhook_secret}  (POST {base}/hooks/{demo.SOURCE_SLUG})",
+            f"  Webhook secret  {seeded.webhook_secret}  (POST {base}/hooks/{demo.SOURCE_SLUG},"
+            " a GitHub check_run failure becomes a todo: docs/guides/webhooks.md)",
             f"  Todos           {len(seeded.todo_ids)} on queues {demo.CI_QUEUE}, "
             f"{demo.TRIAGE_QUEUE}",
         ]
