@@ -88,9 +88,12 @@ class Rule(models.Model):
             routing.parse_match(self.match)
         except routing.InvalidMatch as exc:
             errors["match"] = str(exc)
-        if self.endpoint_id is not None and self.source_id is not None:
+        # On the admin's "add source" page the rules' source is not saved yet (no source_id),
+        # but it is set, with its owner, before the rules are validated.
+        source = self.source if Rule.source.is_cached(self) or self.source_id else None
+        if self.endpoint_id is not None and source is not None:
             endpoint = self.endpoint
-            if endpoint.owner_id != self.source.owner_id:
+            if endpoint.owner_id != source.owner_id:
                 errors["endpoint"] = "Choose an endpoint the source's owner owns."
             elif endpoint.revoked_at is not None:
                 errors["endpoint"] = "This endpoint is revoked; todos for it are refused."
