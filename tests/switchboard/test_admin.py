@@ -779,22 +779,11 @@ def test_the_rule_tester_shows_the_trace_and_creates_nothing(
 def test_a_rule_added_with_a_new_source_is_held_to_the_owner_check(
     admin_client: Client, personas: Personas
 ) -> None:
-    form = {
-        "owner": personas.alice.pk,
-        "slug": "fresh",
-        "name": "Fresh",
-        "verify": "on",
-        "rules-TOTAL_FORMS": "1",
-        "rules-INITIAL_FORMS": "0",
-        "rules-0-position": "1",
-        "rules-0-name": "inline rule",
-        "rules-0-enabled": "on",
-        "rules-0-endpoint": personas.endpoint_b.pk,
-        "rules-0-queue": "ci",
-        "rules-0-max_attempts": "3",
-    }
+    unsaved = Source(owner=personas.alice, slug="fresh", name="Fresh")
 
-    refused = admin_client.post(reverse("admin:todos_source_add"), form)
+    refused = admin_client.post(
+        reverse("admin:todos_source_add"), _inline_rule(unsaved, personas.endpoint_b)
+    )
 
     assert refused.status_code == 200
     assert "Choose an endpoint the source&#x27;s owner owns." in refused.content.decode()
