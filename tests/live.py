@@ -1,4 +1,4 @@
-"""Live servers: the product's ASGI app under daphne, as ``make run`` serves it, on the test database.
+"""Live servers: the product's ASGI app under daphne, as ``make run`` serves it, on the test DB.
 
 A pytest plugin (``tests/conftest.py`` loads it), so one server is shared by every directory that
 needs one: the MCP tests talk to it with the official MCP client SDK, the browser tests drive the
@@ -115,7 +115,7 @@ def _stop(server: LiveServer) -> None:
 @pytest.fixture(scope="session")
 def daphne_env(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment every live server of the session shares: the test database, one key."""
-    return {
+    env = {
         **os.environ,
         "DATABASE_URL": _database_url(),
         "SECRET_KEY": secrets.token_urlsafe(48),
@@ -126,6 +126,9 @@ def daphne_env(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) 
         "SWITCHBOARD_TESTING": "1",
         "PYTHONUNBUFFERED": "1",
     }
+    # The browser tests lift Django's async guard in the test process; the server keeps it.
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    return env
 
 
 @pytest.fixture(scope="session")

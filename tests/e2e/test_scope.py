@@ -1,0 +1,36 @@
+"""Owner scope in a real browser: bob's browser cannot see alice's todos."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.base import Personas
+from tests.board.helpers import new_todo
+from tests.e2e.conftest import Board
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
+
+
+def test_bobs_browser_gets_404_for_alices_todo(
+    open_board: Callable[..., Board], personas: Personas
+) -> None:
+    todo = new_todo(personas.endpoint_a.id, title="Alice's secret work")
+    alice, bob = open_board(), open_board()
+    alice.login("alice")
+    bob.login("bob")
+
+    response = alice.goto(f"/todos/{todo.id}")
+    assert response.status == 200
+    expect(alice.page.get_by_role("heading", name="Alice's secret work")).to_be_visible()
+
+    response = bob.goto(f"/todos/{todo.id}")
+    assert response.status == 404
+    expect(bob.page.get_by_role("alert")).to_contain_text("was not found")
+    expect(bob.page.get_by_text("Alice's secret work")).to_have_count(0)
+    bob.goto("/")
+    expect(bob.page.locator("tbody")).to_contain_text("No todos match.")
+    response = bob.goto(f"/endpoints/{personas.endpoint_a.slug}")
+    assert response.status == 404
