@@ -42,7 +42,9 @@ def claimant(text: str | None) -> str | None:
         return None
     if not isinstance(text, str):
         raise InvalidInput("claimant", "must be a string")
-    cleaned, _ = cut_utf8(strip_control(text).strip(), CLAIMANT_MAX_BYTES)
+    # A printable string has no control character to strip (the usual case, checked in C).
+    kept = text if text.isprintable() else strip_control(text)
+    cleaned, _ = cut_utf8(kept.strip(), CLAIMANT_MAX_BYTES)
     return cleaned or None
 
 

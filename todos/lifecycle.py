@@ -146,7 +146,8 @@ def _jsonb(field: str, value: Any) -> Jsonb | None:
     # no NUL and jsonb stores it, so a hit is confirmed on the decoded values before refusing.
     if "\\u0000" in text and _has_nul(value):
         raise InvalidInput(field, "must not contain NUL characters")
-    return Jsonb(value)
+    # Send the text just made (psycopg's default json.dumps would make the same text again).
+    return Jsonb(value, dumps=lambda _value: text)
 
 
 def _has_nul(value: Any) -> bool:
@@ -166,7 +167,9 @@ def _name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
         raise InvalidInput(field, "must be a non-empty string")
     if len(value.encode()) > max_bytes:
         raise InvalidInput(field, f"must be at most {max_bytes} bytes")
-    if strip_control(value) != value:
+    # isprintable() is False for every control character (and for some others): only then is
+    # the per-character check needed.
+    if not value.isprintable() and strip_control(value) != value:
         raise InvalidInput(field, "must not contain control characters")
     return value
 

@@ -57,7 +57,7 @@ class TodoView:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
-        values = {f.name: row[f.name] for f in fields(cls)}
+        values = {name: row[name] for name in _TODO_FIELDS}
         for name in _JSON_COLUMNS:
             values[name] = _json(values[name])
         return cls(**values)
@@ -89,7 +89,7 @@ class AttemptView:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
-        values: dict[str, Any] = {f.name: row.get(f.name) for f in fields(cls)}
+        values: dict[str, Any] = {name: row.get(name) for name in _ATTEMPT_FIELDS}
         for name in ("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at"):
             values[name] = _ts(values[name])
         if isinstance(values["claimer_endpoint_id"], str):
@@ -105,6 +105,12 @@ class AttemptView:
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
+
+
+# The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
+# runs on every transition (docs/performance.md).
+_TODO_FIELDS = tuple(f.name for f in fields(TodoView))
+_ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptView))
 
 
 @dataclass(frozen=True, slots=True)
