@@ -12,6 +12,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from switchboard.models import Endpoint, Human
 from todos.intake import new_secret
@@ -86,3 +87,38 @@ def create_rule(
     rule.full_clean()
     rule.save()
     return rule
+
+
+def save_rule(rule: Rule) -> Rule:
+    """Store an edited ``rule`` after ``create_rule``'s checks; raise ``ValidationError``."""
+    rule.full_clean()
+    rule.save()
+    return rule
+
+
+def set_rule_enabled(rule: Rule, enabled: bool) -> bool:
+    """Enable or disable ``rule``; return whether that changed anything."""
+    changed = Rule.objects.filter(pk=rule.pk).exclude(enabled=enabled).update(enabled=enabled)
+    rule.enabled = enabled
+    return bool(changed)
+
+
+def delete_rule(rule: Rule) -> None:
+    """Delete ``rule``. Events keep its id in their routing traces; no todo refers to it."""
+    rule.delete()
+
+
+def secret_fingerprint(secret: str) -> str:
+    """A short keyed digest of ``secret``, safe to put in a page: it names which secret a form
+    was drawn against, so a replayed rotation (a reload) is told from a fresh one."""
+    return salted_hmac("switchboard.sources.secret", secret).hexdigest()[:24]
+
+
+def rotate_secret_if_current(source_id: int, fingerprint: str) -> tuple[Source, str | None]:
+    """Rotate the secret only if it is still the one ``fingerprint`` names; return the source and
+    the new secret, or ``None`` when it was rotated meanwhile (a reloaded or concurrent POST)."""
+    with transaction.atomic():
+        source = Source.objects.select_for_update().get(pk=source_id)
+        if not constant_time_compare(secret_fingerprint(source.secret), fingerprint):
+            return source, None
+        return source, rotate_secret(source)
