@@ -5,8 +5,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
 from switchboard import board, views
+from todos import sources_views, webhooks
 from todos import views as todo_views
-from todos import webhooks
 
 urlpatterns = [
     # The Board (operators' web UI).
@@ -24,7 +24,36 @@ urlpatterns = [
         name="endpoint_revoke_key",
     ),
     path("endpoints/<slug:slug>/revoke", board.endpoint_revoke, name="endpoint_revoke"),
-    path("sources/", views.sources, name="sources"),
+    path("sources/", sources_views.source_list, name="sources"),
+    path("sources/new", sources_views.source_new, name="source_new"),
+    path("sources/<slug:slug>", sources_views.source_detail, name="source_detail"),
+    path("sources/<slug:slug>/rotate", sources_views.source_rotate, name="source_rotate"),
+    path("sources/<slug:slug>/verify", sources_views.source_verify, name="source_verify"),
+    path("sources/<slug:slug>/test", sources_views.source_test, name="source_test"),
+    path(
+        "sources/<slug:slug>/events/<int:event_id>",
+        sources_views.source_event,
+        name="source_event",
+    ),
+    path("sources/<slug:slug>/rules/new", sources_views.rule_new, name="rule_new"),
+    path("sources/<slug:slug>/rules/<int:rule_id>/edit", sources_views.rule_edit, name="rule_edit"),
+    path(
+        "sources/<slug:slug>/rules/<int:rule_id>/delete",
+        sources_views.rule_delete,
+        name="rule_delete",
+    ),
+    path(
+        "sources/<slug:slug>/rules/<int:rule_id>/enable",
+        sources_views.rule_set_enabled,
+        {"enabled": True},
+        name="rule_enable",
+    ),
+    path(
+        "sources/<slug:slug>/rules/<int:rule_id>/disable",
+        sources_views.rule_set_enabled,
+        {"enabled": False},
+        name="rule_disable",
+    ),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     # Machines and staff.

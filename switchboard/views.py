@@ -1,4 +1,4 @@
-"""Core pages: the health check and the Board's placeholder pages."""
+"""Core pages: the health check and the Board's placeholder page (activity)."""
 
 from __future__ import annotations
 
@@ -22,22 +22,6 @@ def activity(request: BoardRequest) -> HttpResponse:
             "section": "activity",
             "title": "Activity",
             "message": "The activity feed across your todos arrives with the activity issue.",
-        },
-    )
-
-
-@login_required
-@require_GET
-def sources(request: BoardRequest) -> HttpResponse:
-    """Placeholder: webhook sources and routing rules arrive with the intake issue."""
-    return render(
-        request,
-        "board/placeholder.html",
-        {
-            "section": "sources",
-            "title": "Sources",
-            "message": "Webhook sources and their routing rules arrive with the intake issue."
-            " Until then, staff manage them in the admin.",
         },
     )
 

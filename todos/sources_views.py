@@ -1,0 +1,664 @@
+"""The Board's webhook pages: sources, their rules, their recent events, and the rule tester.
+
+Every read is scoped to the sources the logged-in human owns (``_own_source``); another human's
+source, rule or event answers 404 exactly like an unknown one, staff included. Sources and rules
+are written only through ``todos.sources`` (or ``Rule.full_clean`` there), so the Board holds
+rules to the same checks as the admin and the commands.
+
+A secret's plaintext exists only in the response that mints it (creation, rotation, turning
+verification on without a secret): it is rendered into that page, never into a message, a log
+line or a redirect, and the page is never cached. A reload of that page replays its POST, which
+must not show a secret again: creating answers "slug taken", turning verification on finds the
+secret already there, and rotation carries a fingerprint of the secret it replaces, so a replay
+(whose secret has since changed) rotates nothing.
+
+Payloads, headers and routing traces are what a webhook sender chose: they reach the templates
+as plain strings and are escaped there, never marked safe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.postgres.expressions import ArraySubquery
+from django.core.exceptions import ValidationError
+from django.db.models import (
+    Count,
+    DateTimeField,
+    ExpressionWrapper,
+    IntegerField,
+    OuterRef,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import Coalesce, Now
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from switchboard.lib.board import BoardRequest, login_required
+from switchboard.lib.text import cut_utf8
+from switchboard.models import Endpoint
+from todos import routing, sources
+from todos.admin import RuleTestForm
+from todos.lifecycle import TITLE_MAX_BYTES
+from todos.models import Event, Rule, Source, Todo
+
+RECENT_EVENTS = 20
+RESERVED_SLUGS = frozenset({"new"})  # /sources/new is the form, so no source may be called that
+
+# --- presentation: a routing trace as people read it -----------------------------------------
+
+_OP_WORDS = {"eq": "=", "ne": "≠", "in": "in", "not_in": "not in", "prefix": "starts with"}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _expected(expect: Any) -> str:
+    """A condition's operators as a phrase: ``= "check_run"``, ``in ["failure", …]``, ``exists``."""
+    if not isinstance(expect, dict):
+        return _json(expect)
+    parts = []
+    for op, operand in expect.items():
+        if op == "exists":
+            parts.append("exists" if operand else "absent")
+        else:
+            parts.append(f"{_OP_WORDS.get(op, op)} {_json(operand)}")
+    return " and ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    where: str
+    expected: str
+    actual: str
+    found: bool
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    """One rule's entry of a routing trace (or the note a duplicate's trace holds)."""
+
+    position: Any = None
+    rule: str = ""
+    rule_id: Any = None
+    target: str = ""
+    verdict: str = ""
+    verdict_class: str = ""
+    checks: list[CheckRow] = field(default_factory=list)
+    missing_fields: list[str] = field(default_factory=list)
+    error: str = ""
+    todo_id: str = ""
+    duplicate_of: Any = None
+
+
+def present_trace(trace: Any) -> list[TraceRow]:
+    """A stored (or planned) routing trace as rows: per rule matched or not, each condition's
+    expected and actual values, missing template fields, errors. Unknown shapes are shown, not
+    trusted: every value is a string for the template to escape."""
+    rows: list[TraceRow] = []
+    for entry in trace if isinstance(trace, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        if "duplicate_of" in entry:
+            original = entry["duplicate_of"]
+            valid = isinstance(original, int) and not isinstance(original, bool)
+            rows.append(TraceRow(verdict="duplicate", duplicate_of=original if valid else None))
+            continue
+        checks = [
+            CheckRow(
+                where=f"{'header' if c.get('on') == 'headers' else 'payload'} {c.get('key', '')}",
+                expected=_expected(c.get("expect")),
+                actual=_json(c.get("actual")) if c.get("found") else "missing",
+                found=bool(c.get("found")),
+                ok=bool(c.get("ok")),
+            )
+            for c in entry.get("conditions") or []
+            if isinstance(c, dict)
+        ]
+        error = str(entry.get("error") or "")
+        if entry.get("skipped"):
+            verdict, css = f"skipped: {entry['skipped']}", "verdict-skipped"
+        elif error:
+            verdict, css = "error", "verdict-error"
+        elif entry.get("matched"):
+            verdict, css = "matched", "verdict-matched"
+        else:
+            verdict, css = "no match", "verdict-missed"
+        rows.append(
+            TraceRow(
+                position=entry.get("position"),
+                rule=str(entry.get("rule") or ""),
+                rule_id=entry.get("rule_id"),
+                target=f"{entry.get('endpoint', '')} / {entry.get('queue', '')}",
+                verdict=verdict,
+                verdict_class=css,
+                checks=checks,
+                missing_fields=[str(f) for f in entry.get("missing_fields") or []],
+                error=error,
+                todo_id=str(entry.get("todo_id") or ""),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class WouldCreate:
+    """A todo the tester's delivery would create."""
+
+    rule: str
+    endpoint: str
+    queue: str
+    title: str
+    title_cut: bool
+    work_order: str
+    max_attempts: int
+    missing_fields: list[str]
+
+
+def _would_create(plan: routing.RoutingPlan) -> list[WouldCreate]:
+    todos = []
+    for planned in plan.todos:
+        title, cut = cut_utf8(planned.title, TITLE_MAX_BYTES)  # as intake stores it
+        todos.append(
+            WouldCreate(
+                rule=planned.rule.name or f"rule {planned.rule.id}",
+                endpoint=planned.rule.endpoint_slug,
+                queue=planned.rule.queue,
+                title=title,
+                title_cut=cut,
+                work_order=planned.work_order,
+                max_attempts=planned.rule.max_attempts,
+                missing_fields=list(planned.trace.get("missing_fields", [])),
+            )
+        )
+    return todos
+
+
+# --- forms -----------------------------------------------------------------------------------
+
+
+class SourceForm(forms.Form):
+    slug = forms.SlugField(
+        max_length=64,
+        help_text="Names the source in its URL (/hooks/<slug>); it cannot be changed later.",
+    )
+    name = forms.CharField(required=False, help_text="For people; the slug when left empty.")
+    verify = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Verify signatures",
+        help_text="Refuse deliveries without a valid HMAC-SHA256 signature (recommended). "
+        "Without it, anyone who knows the URL can create todos.",
+    )
+
+    def clean_slug(self) -> str:
+        slug: str = self.cleaned_data["slug"]
+        if slug in RESERVED_SLUGS:
+            raise ValidationError(f"“{slug}” is reserved on the Board; choose another slug.")
+        return slug
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+class MatchField(forms.CharField):
+    """The match as JSON text; cleaned to the decoded value (the language is checked by
+    ``Rule.clean``). Blank means ``{}``: match everything."""
+
+    widget = forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "class": "mono"})
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        return json.dumps({} if value is None else value, indent=2, ensure_ascii=False)
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value) or ""
+        if not text.strip():
+            return {}
+        try:
+            decoded = json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:
+            raise ValidationError("The match is nested too deeply.") from None
+        except ValueError as exc:
+            raise ValidationError(f"The match is not JSON: {exc}") from None
+        if routing.has_nul(decoded):
+            raise ValidationError("The match cannot contain NUL characters.")
+        return decoded
+
+
+class EndpointChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.slug} ({obj.name})"
+
+
+class RuleForm(forms.ModelForm):
+    append = False  # set by clean_position: a new rule without a position goes last
+
+    endpoint = EndpointChoiceField(
+        queryset=Endpoint.objects.none(),
+        help_text="Its agents receive the todos; only your live endpoints are offered.",
+    )
+    match = MatchField(
+        required=False,
+        help_text='All conditions must hold; {} matches everything. E.g. {"headers": '
+        '{"X-GitHub-Event": "check_run"}, "payload": {"check_run.conclusion": '
+        '{"in": ["failure", "timed_out"]}}}',
+    )
+    position = forms.IntegerField(
+        required=False,
+        min_value=-1_000_000,
+        max_value=1_000_000,
+        help_text="Rules are tried in ascending position; empty puts a new rule last.",
+    )
+
+    class Meta:
+        model = Rule
+        fields = (
+            "name",
+            "endpoint",
+            "queue",
+            "match",
+            "title_template",
+            "work_order_template",
+            "max_attempts",
+            "position",
+            "enabled",
+        )
+        widgets = {
+            "name": forms.TextInput(),
+            "queue": forms.TextInput(),
+            "title_template": forms.TextInput(),
+            "work_order_template": forms.Textarea(attrs={"rows": 5}),
+        }
+        help_texts = {
+            "title_template": "{{ dotted.path }} is replaced by that payload field, e.g. "
+            "Fix {{ check_run.name }} on {{ repository.full_name }}.",
+            "work_order_template": "The instructions the agent reads; placeholders as above.",
+            "max_attempts": "How many claims the todo gets before it is dead-lettered (1 to 1000).",
+        }
+
+    def __init__(self, *args: Any, owner_id: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        endpoint = self.fields["endpoint"]
+        assert isinstance(endpoint, EndpointChoiceField)
+        # Only the owner's live endpoints: a foreign or revoked id is "not one of the choices"
+        # here, and Rule.clean refuses it again if it ever got this far.
+        endpoint.queryset = Endpoint.objects.filter(owner_id=owner_id, revoked_at__isnull=True)
+        endpoint.empty_label = "Choose an endpoint"  # an edit whose endpoint died selects none
+        if self.instance.pk is None:
+            self.initial["position"] = None  # empty: after the last rule
+
+    def clean_position(self) -> int:
+        position: int | None = self.cleaned_data["position"]
+        # Empty: an edit keeps its place; a new rule is appended by create_rule (``append``).
+        self.append = position is None and self.instance.pk is None
+        return self.instance.position if position is None else position
+
+
+# --- scope -----------------------------------------------------------------------------------
+
+
+def _own_source(request: BoardRequest, slug: str) -> Source:
+    """The human's source ``slug``; 404 for an unknown or foreign one (staff too)."""
+    source = Source.objects.filter(owner_id=request.user.id, slug=slug).first()
+    if source is None:
+        raise Http404("no such source")
+    return source
+
+
+def _own_rule(source: Source, rule_id: int) -> Rule:
+    rule = Rule.objects.filter(source=source, id=rule_id).select_related("endpoint").first()
+    if rule is None:
+        raise Http404("no such rule")
+    rule.source = source
+    return rule
+
+
+def _webhook_url(request: BoardRequest, source: Source) -> str:
+    return request.build_absolute_uri(f"/hooks/{source.slug}")
+
+
+# --- the secret, shown once ------------------------------------------------------------------
+
+EXAMPLE_BODY = json.dumps(
+    {
+        "action": "completed",
+        "check_run": {
+            "name": "test (3.12)",
+            "conclusion": "failure",
+            "html_url": "https://github.com/example/shop/runs/1",
+        },
+        "repository": {"full_name": "example/shop"},
+    },
+    separators=(",", ":"),
+)
+
+
+def curl_example(url: str, secret: str | None) -> str:
+    """A shell snippet that delivers a signed check_run failure (unsigned without a secret)."""
+    lines = []
+    if secret:
+        lines.append(f"SECRET='{secret}'")
+    lines.append(f"BODY='{EXAMPLE_BODY}'")
+    if secret:
+        lines.append(
+            "SIG=$(printf '%s' \"$BODY\" | openssl dgst -sha256 -hmac \"$SECRET\" | sed 's/^.* //')"
+        )
+    lines.append(f"curl -sS {url} \\")
+    lines.append("  -H 'Content-Type: application/json' \\")
+    lines.append("  -H 'X-GitHub-Event: check_run' \\")
+    lines.append('  -H "X-GitHub-Delivery: try-$(date +%s)" \\')
+    if secret:
+        lines.append('  -H "X-Hub-Signature-256: sha256=$SIG" \\')
+    lines.append('  --data-binary "$BODY"')
+    return "\n".join(lines)
+
+
+def _show_secret(
+    request: BoardRequest, source: Source, secret: str | None, title: str
+) -> HttpResponse:
+    url = _webhook_url(request, source)
+    response = render(
+        request,
+        "sources/secret_shown.html",
+        {
+            "section": "sources",
+            "title": title,
+            "source": source,
+            "secret": secret,
+            "webhook_url": url,
+            "curl": curl_example(url, secret),
+        },
+    )
+    # The page holds plaintext: no cache may keep it, no Referer may carry its URL onward.
+    add_never_cache_headers(response)
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+# --- pages -----------------------------------------------------------------------------------
+
+
+def _count(queryset: Any) -> Coalesce:
+    """A correlated ``count(*)`` of ``queryset`` (already filtered on ``OuterRef``), 0 if none."""
+    counted = queryset.order_by().values("source_id").annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), Value(0))
+
+
+@login_required
+@require_GET
+def source_list(request: BoardRequest) -> HttpResponse:
+    """The human's sources with their rule counts and recent deliveries, in one query."""
+    since = ExpressionWrapper(Now() - Value(dt.timedelta(hours=24)), output_field=DateTimeField())
+    # Uses index: events_source_received_idx, for the count and for the last event alike.
+    events = Event.objects.filter(source_id=OuterRef("pk"))
+    last = events.order_by("-received_at", "-id")
+    rows = (
+        Source.objects.filter(owner_id=request.user.id)
+        .only("slug", "name", "verify", "created_at")
+        .annotate(
+            rule_count=_count(Rule.objects.filter(source_id=OuterRef("pk"))),
+            events_24h=_count(events.filter(received_at__gte=since)),
+            last_event_at=Subquery(last.values("received_at")[:1]),
+            last_disposition=Subquery(last.values("disposition")[:1]),
+        )
+    )
+    return render(request, "sources/source_list.html", {"section": "sources", "sources": rows})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def source_new(request: BoardRequest) -> HttpResponse:
+    """Slug, name and verification; answers the secret and the URL, shown this once."""
+    form = SourceForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            source, secret = sources.create_source(
+                request.user,
+                form.cleaned_data["slug"],
+                name=form.cleaned_data["name"].strip(),
+                verify=form.cleaned_data["verify"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            return _show_secret(request, source, secret, f"Source {source.slug} is ready")
+    return render(request, "sources/source_new.html", {"section": "sources", "form": form})
+
+
+def _recent_events(source: Source) -> list[Event]:
+    todo_ids = Todo.objects.filter(event_id=OuterRef("pk")).order_by("created_at").values("id")
+    # Uses index: events_source_received_idx. Payloads and headers stay in the database.
+    return list(
+        Event.objects.filter(source=source)
+        .defer("payload", "headers")
+        .annotate(todo_ids=ArraySubquery(todo_ids))
+        .order_by("-received_at", "-id")[:RECENT_EVENTS]
+    )
+
+
+def _event_row(event: Event) -> dict[str, Any]:
+    verification = event.verification if isinstance(event.verification, dict) else {}
+    return {
+        "event": event,
+        "verification": str(verification.get("result") or "—"),
+        "trace": present_trace(event.routing_trace),
+        "todo_ids": getattr(event, "todo_ids", None) or [],
+    }
+
+
+@login_required
+@require_GET
+def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
+    """One source: its URL, verification, rules in evaluation order, recent events, the tester."""
+    source = _own_source(request, slug)
+    rules = [
+        (rule, json.dumps(rule.match, indent=2, ensure_ascii=False))
+        for rule in source.rules.select_related("endpoint").order_by("position", "id")
+    ]
+    context = {
+        "section": "sources",
+        "source": source,
+        "webhook_url": _webhook_url(request, source),
+        "fingerprint": sources.secret_fingerprint(source.secret),
+        "rules": rules,
+        "events": [_event_row(e) for e in _recent_events(source)],
+        "tester": RuleTestForm(),
+    }
+    return render(request, "sources/source_detail.html", context)
+
+
+@login_required
+@require_POST
+def source_rotate(request: BoardRequest, slug: str) -> HttpResponse:
+    """Mint a new secret (verification on); the old one stops working at once."""
+    source = _own_source(request, slug)
+    source, secret = sources.rotate_secret_if_current(source.pk, request.POST.get("current", ""))
+    if secret is None:
+        messages.info(
+            request,
+            f"The secret of {source.slug} was already rotated from this page; a secret is shown"
+            " only once. Rotate again if it was lost.",
+        )
+        return redirect("source_detail", slug=source.slug)
+    return _show_secret(request, source, secret, f"New secret for {source.slug}")
+
+
+@login_required
+@require_POST
+def source_verify(request: BoardRequest, slug: str) -> HttpResponse:
+    """Turn verification on (minting a secret, shown once, when there is none) or off."""
+    source = _own_source(request, slug)
+    verify = request.POST.get("verify") == "on"
+    minted = sources.set_verify(source, verify)
+    if minted is not None:
+        return _show_secret(request, source, minted, f"Verification is on for {source.slug}")
+    if verify:
+        messages.success(request, f"{source.slug} verifies signatures with its current secret.")
+    else:
+        messages.warning(
+            request,
+            f"{source.slug} accepts unsigned deliveries: anyone who knows its URL can create"
+            " todos.",
+        )
+    return redirect("source_detail", slug=source.slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def source_test(request: BoardRequest, slug: str) -> HttpResponse:
+    """The rule tester: headers and a payload in, the routing trace out; nothing is stored.
+
+    The headers go through ``routing.stored_headers`` as a delivery's do, so a rule can no more
+    match a secret header here than in intake. An htmx POST gets the result fragment only.
+    """
+    source = _own_source(request, slug)
+    form = RuleTestForm(request.POST or None)
+    context: dict[str, Any] = {"section": "sources", "source": source, "tester": form}
+    if request.method == "POST" and form.is_valid():
+        rules = [
+            routing.RuleSpec.from_rule(rule, source.owner_id)
+            for rule in source.rules.select_related("endpoint").order_by("position", "id")
+        ]
+        headers = routing.stored_headers(form.cleaned_data["headers"])
+        plan = routing.plan(rules, headers, form.cleaned_data["payload"], source_slug=source.slug)
+        context |= {
+            "tested": True,
+            "headers": headers,
+            "trace": present_trace(plan.trace),
+            "would_create": _would_create(plan),
+        }
+    elif request.method == "POST":
+        context["tested"] = False
+    if request.htmx and request.method == "POST":
+        return render(request, "sources/source_test.html#result", context)
+    return render(request, "sources/source_test.html", context)
+
+
+@login_required
+@require_GET
+def source_event(request: BoardRequest, slug: str, event_id: int) -> HttpResponse:
+    """One event as received: headers (secrets were never stored), verification, payload, trace."""
+    source = _own_source(request, slug)
+    event = (
+        Event.objects.filter(source=source, id=event_id)
+        .annotate(
+            todo_ids=ArraySubquery(
+                Todo.objects.filter(event_id=OuterRef("pk")).order_by("created_at").values("id")
+            )
+        )
+        .first()
+    )
+    if event is None:
+        raise Http404("no such event")
+    context = {
+        "section": "sources",
+        "source": source,
+        **_event_row(event),
+        "headers_json": json.dumps(event.headers, indent=2, ensure_ascii=False),
+        "verification_json": json.dumps(event.verification, indent=2, ensure_ascii=False),
+        "payload_json": json.dumps(event.payload, indent=2, ensure_ascii=False),
+    }
+    return render(request, "sources/event_detail.html", context)
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+
+def _rule_form_page(
+    request: BoardRequest, source: Source, form: RuleForm, rule: Rule | None
+) -> HttpResponse:
+    return render(
+        request,
+        "sources/rule_form.html",
+        {"section": "sources", "source": source, "form": form, "rule": rule},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_new(request: BoardRequest, slug: str) -> HttpResponse:
+    """Add a rule to the source; appended after the last one unless a position is given."""
+    source = _own_source(request, slug)
+    form = RuleForm(request.POST or None, instance=Rule(source=source), owner_id=request.user.id)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            rule = sources.create_rule(
+                source,
+                data["endpoint"],
+                queue=data["queue"],
+                match=data["match"],
+                name=data["name"],
+                title_template=data["title_template"],
+                work_order_template=data["work_order_template"],
+                max_attempts=data["max_attempts"],
+                position=None if form.append else data["position"],
+                enabled=data["enabled"],
+            )
+        except ValidationError as exc:  # the endpoint was revoked since the form was checked
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Added rule “{rule}” at position {rule.position}.")
+            return redirect("source_detail", slug=source.slug)
+    return _rule_form_page(request, source, form, None)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_edit(request: BoardRequest, slug: str, rule_id: int) -> HttpResponse:
+    """Edit a rule; the next delivery is routed by the new version."""
+    source = _own_source(request, slug)
+    rule = _own_rule(source, rule_id)
+    form = RuleForm(request.POST or None, instance=rule, owner_id=request.user.id)
+    if request.method == "POST" and form.is_valid():
+        try:
+            sources.save_rule(form.instance)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Saved rule “{form.instance}”.")
+            return redirect("source_detail", slug=source.slug)
+    return _rule_form_page(request, source, form, rule)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_delete(request: BoardRequest, slug: str, rule_id: int) -> HttpResponse:
+    """Ask, then delete the rule on POST. Past events keep its id in their traces."""
+    source = _own_source(request, slug)
+    rule = _own_rule(source, rule_id)
+    if request.method == "POST":
+        sources.delete_rule(rule)
+        messages.success(request, f"Deleted rule “{rule}”.")
+        return redirect("source_detail", slug=source.slug)
+    return render(
+        request, "sources/rule_delete.html", {"section": "sources", "source": source, "rule": rule}
+    )
+
+
+@login_required
+@require_POST
+def rule_set_enabled(request: BoardRequest, slug: str, rule_id: int, enabled: bool) -> HttpResponse:
+    """Enable or disable a rule (a disabled rule is skipped, and says so in the trace)."""
+    source = _own_source(request, slug)
+    rule = _own_rule(source, rule_id)
+    changed = sources.set_rule_enabled(rule, enabled)
+    word = "Enabled" if enabled else "Disabled"
+    if changed:
+        messages.success(request, f"{word} rule “{rule}”.")
+    else:
+        messages.info(request, f"Rule “{rule}” was already {word.lower()}.")
+    return redirect("source_detail", slug=source.slug)
