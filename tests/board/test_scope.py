@@ -1,5 +1,6 @@
-"""Owner scope: bob gets 404 for alice's todos, drawers, actions and endpoints, and changes
-nothing; a foreign id answers exactly like an unknown one."""
+"""Owner scope: bob gets 404 for alice's todos, drawers, actions, endpoints, sources, rules,
+events and rule tester, and changes nothing; a foreign id answers exactly like an unknown one.
+Staff are not special on the Board."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from django.urls import reverse
 from switchboard.models import EndpointKey
 from tests.base import Personas
 from tests.board.helpers import claimed, new_todo
-from todos.models import Todo
+from tests.factories import RuleFactory, SourceFactory
+from todos.models import Event, Rule, Source, Todo
+from todos.sources import secret_fingerprint
 
 pytestmark = pytest.mark.django_db
 
@@ -112,3 +115,105 @@ def test_alices_endpoints_are_not_in_bobs_list(bob_client: Client, personas: Per
     body = bob_client.get(reverse("endpoint_list")).content.decode()
 
     assert "agent-b" in body and "agent-a<" not in body and "Alice" not in body
+
+
+# --- sources, rules, events, the rule tester --------------------------------------------------
+
+SOURCE_PROBES = [
+    ("get", "source_detail", "source"),
+    ("post", "source_rotate", "source"),
+    ("post", "source_verify", "source"),
+    ("get", "source_test", "source"),
+    ("post", "source_test", "source"),
+    ("get", "source_event", "event"),
+    ("get", "rule_new", "source"),
+    ("post", "rule_new", "source"),
+    ("get", "rule_edit", "rule"),
+    ("post", "rule_edit", "rule"),
+    ("get", "rule_delete", "rule"),
+    ("post", "rule_delete", "rule"),
+    ("post", "rule_enable", "rule"),
+    ("post", "rule_disable", "rule"),
+]
+
+
+def alices_source(personas: Personas) -> tuple[Source, Rule, Event]:
+    source = SourceFactory(owner=personas.alice, slug="alice-hooks", name="Alice's hooks")
+    rule = RuleFactory(
+        source=source, endpoint=personas.endpoint_a, name="alice's rule", queue="q", enabled=False
+    )
+    event = Event.objects.create(
+        source=source, disposition="dropped", payload={"note": "alice's payload"}
+    )
+    return source, rule, event
+
+
+def snapshot(source: Source) -> tuple[object, ...]:
+    return (
+        Source.objects.values().get(pk=source.pk),
+        list(Rule.objects.filter(source=source).values()),
+        Event.objects.filter(source=source).count(),
+        Todo.objects.count(),
+    )
+
+
+def probe_args(kind: str, slug: str, rule: Rule, event: Event) -> list[object]:
+    return {"source": [slug], "rule": [slug, rule.pk], "event": [slug, event.pk]}[kind]
+
+
+@pytest.mark.parametrize("who", ["bob", "admin"])
+@pytest.mark.parametrize(("method", "name", "kind"), SOURCE_PROBES)
+def test_only_the_owner_reaches_a_source_its_rules_events_and_tester(
+    client: Client, personas: Personas, who: str, method: str, name: str, kind: str
+) -> None:
+    source, rule, event = alices_source(personas)
+    client.force_login(personas.bob if who == "bob" else personas.admin)
+    before = snapshot(source)
+    data = {
+        "current": secret_fingerprint(source.secret),  # right, so only scope can refuse
+        "verify": "off",
+        "headers": "",
+        "payload": "{}",
+        "name": "taken over",
+        "endpoint": str(personas.endpoint_a.id),
+        "queue": "q",
+        "match": "{}",
+        "max_attempts": "5",
+        "enabled": "on",
+    }
+
+    foreign = getattr(client, method)(
+        reverse(name, args=probe_args(kind, "alice-hooks", rule, event)), data
+    )
+    unknown = getattr(client, method)(
+        reverse(name, args=probe_args(kind, "no-such", rule, event)), data
+    )
+
+    assert foreign.status_code == unknown.status_code == 404
+    assert foreign.content == unknown.content
+    assert snapshot(source) == before
+
+
+@pytest.mark.parametrize(("method", "name", "kind"), [p for p in SOURCE_PROBES if p[2] != "source"])
+def test_bob_cannot_reach_alices_rule_or_event_through_his_own_source(
+    bob_client: Client, personas: Personas, method: str, name: str, kind: str
+) -> None:
+    source, rule, event = alices_source(personas)
+    SourceFactory(owner=personas.bob, slug="bob-hooks")
+    before = snapshot(source)
+
+    response = getattr(bob_client, method)(
+        reverse(name, args=probe_args(kind, "bob-hooks", rule, event))
+    )
+
+    assert response.status_code == 404
+    assert snapshot(source) == before
+
+
+def test_alices_sources_are_not_in_bobs_list(bob_client: Client, personas: Personas) -> None:
+    alices_source(personas)
+    SourceFactory(owner=personas.bob, slug="bob-hooks")
+
+    body = bob_client.get(reverse("sources")).content.decode()
+
+    assert "bob-hooks" in body and "alice-hooks" not in body and "Alice" not in body
