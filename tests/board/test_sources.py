@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
@@ -19,7 +20,7 @@ from django.urls import reverse
 from tests.base import Personas
 from tests.factories import EndpointFactory, RuleFactory, SourceFactory
 from tests.intake.conftest import CHECK_RUN_FAILED, SECRET
-from todos import lifecycle
+from todos import lifecycle, sources
 from todos.models import Event, Rule, Source, Todo
 from todos.routing import sign
 
@@ -366,7 +367,7 @@ def test_the_rule_form_offers_only_the_owners_live_endpoints(
         ("endpoint", {"endpoint": "BOB"}, "Select a valid choice"),
         ("endpoint", {"endpoint": "REVOKED"}, "Select a valid choice"),
         ("queue", {"queue": "q" * 129}, "A queue is 1 to 128 bytes"),
-        ("max_attempts", {"max_attempts": "0"}, "1"),
+        ("max_attempts", {"max_attempts": "0"}, "Between 1 and 1000."),
         ("position", {"position": "99999999999"}, "less than or equal"),
         ("name", {"name": "a\x00b"}, "Null characters"),
     ],
@@ -394,10 +395,6 @@ def test_an_invalid_rule_is_refused_with_the_error_at_its_field(
 def test_a_bob_endpoint_is_refused_even_past_the_form(personas: Personas) -> None:
     # The form's choices keep bob's endpoint out; Rule.full_clean (through create_rule) is the
     # second wall, for every other way in.
-    from django.core.exceptions import ValidationError
-
-    from todos import sources
-
     source = github_source(personas)
     with pytest.raises(ValidationError) as refused:
         sources.create_rule(source, personas.endpoint_b, queue="x")
