@@ -21,6 +21,8 @@ ENDPOINT_SCOPE_SQL = "t.endpoint_id = %(scope_endpoint_id)s"
 HUMAN_SCOPE_SQL = (
     "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.owner_id = %(scope_human_id)s)"
 )
+# The human's side on endpoints (aliased ``e``), for reads that start from the endpoints.
+HUMAN_ENDPOINTS_SQL = "e.owner_id = %(scope_human_id)s"
 
 
 @dataclass(frozen=True, slots=True)

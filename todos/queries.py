@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
 from attempts.queries import ATTEMPTS_LIMIT_MAX, attempts_for_todo
-from switchboard.scope import Scope
+from switchboard.lib.sql import load
+from switchboard.models import Endpoint
+from switchboard.scope import HUMAN_ENDPOINTS_SQL, Scope
 from todos.errors import TodoNotFound
 from todos.models import State, Todo
 from todos.types import AttemptsPage
@@ -84,20 +88,71 @@ def _scoped(human_id: int) -> QuerySet[Todo]:
     return Todo.objects.filter(Scope.of_human(human_id).todos())
 
 
+_SQL = Path(__file__).parent / "sql"
+# The endpoint's columns the page carries, in the model's field order (``from_db`` takes the
+# values of the fields it is given in that order), and where each is found on a page row.
+_ENDPOINT_COLUMNS = tuple(
+    f.attname
+    for f in Endpoint._meta.concrete_fields
+    if f.attname in ("id", "slug", "name", "owner_id", "revoked_at")
+)
+_ENDPOINT_SOURCES = tuple("endpoint_id" if c == "id" else f"ep_{c}" for c in _ENDPOINT_COLUMNS)
+
+
+@cache
+def page_statement(endpoint: bool, queue: bool, state: bool, dead_letter: bool, after: bool) -> str:
+    """The list statement for one combination of filters, built once per combination from fixed
+    fragments (a generic ``(%(queue)s = '' OR …)`` would let a prepared plan ignore the state
+    index)."""
+    todo_filter = "".join(
+        fragment
+        for wanted, fragment in (
+            (queue, " AND t.queue = %(queue)s"),
+            (state, " AND t.state = %(state)s"),
+            (dead_letter, " AND t.state = 'failed' AND t.next_retry_at IS NULL"),
+            (after, " AND (t.created_at, t.id) < (%(after_created_at)s, %(after_id)s)"),
+        )
+        if wanted
+    )
+    return load(
+        _SQL,
+        "board_page",
+        human_endpoints=HUMAN_ENDPOINTS_SQL,
+        todo_filter=todo_filter,
+        endpoint_filter=" AND e.slug = %(endpoint)s" if endpoint else "",
+    )
+
+
 def todo_page(
     human_id: int, filters: TodoFilters, after: Cursor | None = None, size: int = PAGE_SIZE
 ) -> TodoPage:
     """One page of the human's todos, newest first, after ``after`` (one query).
 
-    Uses index: todos_board_idx (endpoint_id, created_at DESC, id DESC), or
-    todos_board_state_idx when filtered by state.
+    Reads about ``size`` rows per endpoint of the human's (todos/sql/board_page.sql). The todos
+    carry their endpoint (slug, name, owner, revoked_at) and defer their large columns
+    (payload, result, work order, traces), which the list never shows.
     """
-    qs = _scoped(human_id).filter(filters.q()).select_related("endpoint")
+    sql = page_statement(
+        bool(filters.endpoint),
+        bool(filters.queue),
+        bool(filters.state),
+        filters.dead_letter,
+        after is not None,
+    )
+    params: dict[str, Any] = {
+        "scope_human_id": human_id,
+        "size": size + 1,
+        "endpoint": filters.endpoint,
+        "queue": filters.queue,
+        "state": filters.state,
+    }
     if after is not None:
-        qs = qs.filter(
-            Q(created_at__lt=after.created_at) | Q(created_at=after.created_at, id__lt=after.id)
+        params |= {"after_created_at": after.created_at, "after_id": after.id}
+    rows = list(Todo.objects.raw(sql, params))
+    for todo in rows:
+        todo.endpoint = Endpoint.from_db(
+            "default", _ENDPOINT_COLUMNS, [getattr(todo, name) for name in _ENDPOINT_SOURCES]
         )
-    rows = list(qs.order_by("-created_at", "-id")[: size + 1])
     more = len(rows) > size
     rows = rows[:size]
     cursor = Cursor(rows[-1].created_at, rows[-1].id) if more else None

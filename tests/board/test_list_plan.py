@@ -23,6 +23,7 @@ from switchboard.models import Endpoint, Human
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from todos import queries
+from todos.models import Todo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -110,18 +111,32 @@ def test_the_human_scope_list_reads_todos_board_idx_on_every_page(shared_table: 
         assert "endpoint_id" in scans[0]["Index Cond"], scans
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="todo_page joins endpoints and sorts every one of the human's todos to show 50: "
-    "an index ordered per endpoint cannot give the order across two endpoints, and the "
-    "cursor's OR is a filter, not an index bound. A LATERAL top-N per endpoint with a row "
-    "comparison would read about a page per endpoint (todos/queries.py).",
-)
-def test_the_first_page_reads_about_a_page_of_todos_per_endpoint(shared_table: Personas) -> None:
-    sql, page = _page_sql(shared_table.alice.id)
-    plan = _plan(sql, analyze=True)  # executed inside the test's transaction
-
-    fetched = max(node["Actual Rows"] * node["Actual Loops"] for node in _todos_reads(plan))
+def test_every_page_reads_about_a_page_of_todos_per_endpoint(shared_table: Personas) -> None:
+    alice = shared_table.alice.id
     budget = Endpoint.objects.filter(owner=shared_table.alice).count() * (queries.PAGE_SIZE + 1)
-    assert len(page.todos) == queries.PAGE_SIZE
-    assert fetched <= budget, f"read {fetched} rows of todos for one page of {len(page.todos)}"
+    after = None
+    for _ in range(3):
+        sql, page = _page_sql(alice, after)
+        plan = _plan(sql, analyze=True)  # executed inside the test's transaction
+
+        fetched = max(node["Actual Rows"] * node["Actual Loops"] for node in _todos_reads(plan))
+        assert len(page.todos) == queries.PAGE_SIZE
+        assert fetched <= budget, f"read {fetched} rows of todos for one page of {len(page.todos)}"
+        after = page.next_cursor
+
+
+def test_pages_follow_each_other_without_gaps_or_repeats(shared_table: Personas) -> None:
+    alice = shared_table.alice
+    expected = list(
+        Todo.objects.filter(endpoint__owner=alice)
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)[:200]
+    )
+    seen: list[str] = []
+    after = None
+    while len(seen) < 200:
+        page = queries.todo_page(alice.id, queries.TodoFilters(), after)
+        seen += [todo.id for todo in page.todos]
+        assert all(todo.endpoint.owner_id == alice.id for todo in page.todos)
+        after = page.next_cursor
+    assert seen[:200] == expected
