@@ -28,7 +28,8 @@ from switchboard.lib.admin import Shown, pretty_json, show_once
 from switchboard.scope import Scope
 from todos import lifecycle, routing
 from todos.errors import LifecycleError
-from todos.intake import NotJson, new_secret, parse_body
+from todos.forms import RuleTestForm
+from todos.intake import new_secret
 from todos.models import Event, Rule, Source, State, Todo
 
 # The request attribute carrying a source's new secret from save_model to response_add.
@@ -277,43 +278,6 @@ class RuleForm(forms.ModelForm):
     def clean_match(self) -> Any:
         match = self.cleaned_data["match"]
         return {} if match is None else match
-
-
-class RuleTestForm(forms.Form):
-    """A delivery to try against a source's rules: headers as ``Name: value`` lines, JSON."""
-
-    headers = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 5, "style": "font-family: monospace"}),
-        help_text="One header per line, e.g. X-GitHub-Event: check_run. "
-        "Secret headers are dropped, as intake drops them.",
-    )
-    payload = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 14, "style": "font-family: monospace"}),
-        help_text="The JSON body of the delivery.",
-    )
-
-    def clean_headers(self) -> list[tuple[str, str]]:
-        return parse_header_lines(self.cleaned_data["headers"])
-
-    def clean_payload(self) -> Any:
-        try:
-            return parse_body(self.cleaned_data["payload"].encode(), "application/json")
-        except NotJson as exc:
-            raise forms.ValidationError(exc.message) from None
-
-
-def parse_header_lines(text: str) -> list[tuple[str, str]]:
-    """``Name: value`` lines as pairs; raise ``ValidationError`` naming the first bad line."""
-    pairs: list[tuple[str, str]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        name, sep, value = line.partition(":")
-        if not sep or not name.strip():
-            raise forms.ValidationError(f"Line {number} is not “Name: value”.")
-        pairs.append((name.strip(), value.strip()))
-    return pairs
 
 
 class RuleInline(admin.TabularInline):

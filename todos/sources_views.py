@@ -46,7 +46,7 @@ from switchboard.lib.board import BoardRequest, login_required
 from switchboard.lib.text import cut_utf8
 from switchboard.models import Endpoint
 from todos import routing, sources
-from todos.admin import RuleTestForm
+from todos.forms import RuleTestForm
 from todos.lifecycle import TITLE_MAX_BYTES
 from todos.models import Event, Rule, Source, Todo
 
