@@ -9,7 +9,7 @@ HOST  ?= 127.0.0.1
 PORT  ?= 8000
 export HOST PORT
 
-.PHONY: run test setup browser lint typecheck pytest bench clean
+.PHONY: run test setup browser lint typecheck pytest screenshots bench clean
 
 run: setup
 	$(PY) manage.py serve --host "$(HOST)" --port "$(PORT)"
@@ -40,6 +40,11 @@ typecheck:
 
 pytest:
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The browser tests only, writing their screenshots over the committed ones that
+# docs/guides/board.md shows (other runs write them to .data/screenshots/, outside git).
+screenshots: setup browser
+	SWITCHBOARD_SCREENSHOTS_DIR=docs/screenshots $(VENV)/bin/pytest tests/e2e $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) bench/lifecycle.py

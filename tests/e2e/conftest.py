@@ -9,8 +9,10 @@ Chromium is ``/usr/bin/chromium`` (``make test`` installs it, bin/setup-browser)
 ``CHROMIUM`` names. Playwright never downloads a browser of its own. Without chromium these
 tests fail; they never skip.
 
-Screenshots of the main pages go to docs/screenshots/ (docs/guides/board.md shows them), so
-every run refreshes them.
+Screenshots of the main pages go to the directory ``SWITCHBOARD_SCREENSHOTS_DIR`` names
+(relative to the repository), .data/screenshots/ by default: outside git, since ids and times
+differ on every run. ``make screenshots`` points it at docs/screenshots/ to refresh the copies
+docs/guides/board.md shows.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+SCREENSHOTS = ROOT / (os.environ.get("SWITCHBOARD_SCREENSHOTS_DIR") or ".data/screenshots")
 DESKTOP: ViewportSize = {"width": 1280, "height": 800}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 # Generous for a loaded CI machine, short enough that a missing element fails in seconds.
@@ -113,7 +115,7 @@ class Board:
         expect(self.page.get_by_role("heading", name="Todos", exact=True)).to_be_visible()
 
     def shot(self, name: str) -> Path:
-        """Write docs/screenshots/<name>.png: the whole page at the viewport's width.
+        """Write <SCREENSHOTS>/<name>.png: the whole page at the viewport's width.
 
         The window is made as tall as the page for the shot (then restored), so the rail and
         the drawer, which are sized to the window, are drawn as a window that tall shows them;
