@@ -114,6 +114,26 @@ class Board:
         self.page.get_by_role("button", name="Log in").click()
         expect(self.page.get_by_role("heading", name="Todos", exact=True)).to_be_visible()
 
+    def tidy_for_the_docs(self, secret: str | None = None, masked: str = "") -> None:
+        """Mask ``secret`` in every text on the page (where it is shown and in configuration
+        blocks), and show the test server's random port as ``make run``'s 8000."""
+        replacements = [[self.live.base, "http://127.0.0.1:8000"]]
+        if secret:
+            replacements.append([secret, masked])
+        self.page.evaluate(
+            """([replacements]) => {
+                const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+                for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                    for (const [from, to] of replacements) {
+                        node.nodeValue = node.nodeValue.replaceAll(from, to);
+                    }
+                }
+            }""",
+            [replacements],
+        )
+        text = self.page.locator("body").inner_text()
+        assert self.live.base not in text and (not secret or secret not in text)
+
     def shot(self, name: str) -> Path:
         """Write <SCREENSHOTS>/<name>.png: the whole page at the viewport's width.
 

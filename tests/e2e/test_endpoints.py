@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from switchboard.credentials import DISPLAY_PREFIX_CHARS
 from switchboard.models import DRAIN_VERBS, Endpoint
@@ -41,23 +41,6 @@ def claim_next_over_mcp(url: str, key: str, queue: str) -> dict[str, Any]:
         return pool.submit(run, claim()).result(timeout=60)
 
 
-def tidy_for_the_docs(page: Page, key: str, base: str) -> None:
-    """Mask the key everywhere on the page (the shown key and the configuration blocks), and
-    show the test server's random port as ``make run``'s 8000."""
-    page.evaluate(
-        """([replacements]) => {
-            const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-                for (const [from, to] of replacements) {
-                    node.nodeValue = node.nodeValue.replaceAll(from, to);
-                }
-            }
-        }""",
-        [[[key, MASKED], [base, "http://127.0.0.1:8000"]]],
-    )
-    assert key not in page.locator("body").inner_text()
-
-
 def test_a_key_vended_in_the_wizard_claims_a_todo_over_mcp(board: Board, demo: Demo) -> None:
     page = board.page
     board.login("demo")
@@ -80,7 +63,7 @@ def test_a_key_vended_in_the_wizard_claims_a_todo_over_mcp(board: Board, demo: D
     expect(page.locator("#cfg-any")).to_contain_text(f"URL: {mcp_url}")
     expect(page.locator("#cfg-any")).to_contain_text(f"Authorization: Bearer {key}")
     expect(page.locator("#cfg-claude")).to_contain_text(mcp_url)
-    tidy_for_the_docs(page, key, board.live.base)
+    board.tidy_for_the_docs(key, MASKED)
     board.shot("vend-key")
 
     # An agent given that key and URL drains the endpoint's queue.
@@ -99,7 +82,7 @@ def test_a_key_vended_in_the_wizard_claims_a_todo_over_mcp(board: Board, demo: D
     expect(keys.first).not_to_contain_text(key)
     expect(keys.first).not_to_contain_text("never")  # the MCP call used it
     expect(keys.first.locator(".badge")).to_have_text("live")
-    tidy_for_the_docs(page, key, board.live.base)
+    board.tidy_for_the_docs(key, MASKED)
     board.shot("endpoint")
 
     # The Board shows the claim the agent made.
