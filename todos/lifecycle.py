@@ -86,8 +86,10 @@ CREATE = _statement("create")
 CLAIM_NEXT = _statement("claim_next")
 CLAIM = _statement("claim", scope=ENDPOINT_SCOPE_SQL)
 OPERATOR_CLAIM = _statement("claim", scope=HUMAN_SCOPE_SQL)
-HEARTBEAT = _statement("heartbeat")
-OPERATOR_EXTEND = _statement("heartbeat", guard=_OPERATOR_GUARD)
+# A heartbeat reads the open attempt once, in its `cur` CTE; its guard checks that read.
+_FROM_CUR = {"fence": "@{fence_cur}", "current_attempt": "@{current_attempt_cur}"}
+HEARTBEAT = _statement("heartbeat", **_FROM_CUR)
+OPERATOR_EXTEND = _statement("heartbeat", guard=_OPERATOR_GUARD, **_FROM_CUR)
 COMPLETE = _statement("complete")
 OPERATOR_COMPLETE = _statement("complete", guard=_OPERATOR_GUARD)
 FAIL = _statement("fail")
