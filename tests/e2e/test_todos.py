@@ -144,9 +144,17 @@ def test_the_list_and_drawer_fit_a_phone(open_board: Callable[..., Board], demo:
     board.shot("todos-phone")
 
     drawer = open_drawer(page, "Deploy to staging times out")
-    # Below the list on a narrow screen, scrolled into view.
-    table_box, drawer_box = page.locator("table").bounding_box(), drawer.bounding_box()
-    assert table_box is not None and drawer_box is not None
-    assert drawer_box["y"] >= table_box["y"] + table_box["height"]
+    # Below the list on a narrow screen, scrolled into view. Both positions are read in one
+    # script and relative to the document: htmx scrolls the drawer into view after the swap, so
+    # two separate viewport-relative reads could straddle the scroll.
+    table_bottom, drawer_top = page.evaluate(
+        """() => {
+            const top = (el) => el.getBoundingClientRect().top + window.scrollY;
+            const table = document.querySelector("table");
+            return [top(table) + table.getBoundingClientRect().height,
+                    top(document.querySelector("#drawer"))];
+        }"""
+    )
+    assert drawer_top >= table_bottom
     expect(drawer.get_by_role("heading", name="Deploy to staging times out")).to_be_in_viewport()
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
