@@ -16,7 +16,6 @@ commits, never before.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -255,10 +254,6 @@ def _signature_message(detail: Mapping[str, Any]) -> str:
 # --- the body ------------------------------------------------------------------------------
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_body(body: bytes, content_type: str) -> Any:
     """The delivery's JSON, from a JSON body or GitHub's form encoding (``payload=<json>``).
 
@@ -276,11 +271,7 @@ def parse_body(body: bytes, content_type: str) -> Any:
             raise NotJson("a form-encoded delivery carries its JSON in a payload field")
         text = fields["payload"][0]
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise NotJson("the body is nested too deeply") from None
-    except ValueError as exc:
-        raise NotJson(f"the body is not JSON: {exc}") from None
-    if "\\u0000" in text and routing.has_nul(value):
-        raise NotJson("the body contains NUL characters, which cannot be stored")
+        value = routing.loads(text)
+    except routing.NotStorableJson as exc:
+        raise NotJson(f"the body {exc}") from None
     return value
