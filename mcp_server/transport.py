@@ -37,6 +37,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_server import doorbell, sessions
 from mcp_server import server as mcp
+from switchboard.lib import asgi
 from switchboard.lib.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.models import Endpoint
 
@@ -96,13 +97,6 @@ async def send_error(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or ():
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
 # --- Host and Origin ---------------------------------------------------------------------------
 
 
@@ -145,22 +139,12 @@ def origin_allowed(origin: str | None) -> bool:
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     """The whole request body, refusing (413) as soon as it is known to exceed ``limit``."""
-    declared = _header(scope, b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise Refused(413, f"Request body too large (limit {limit} bytes)")
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise Refused(400, "Client disconnected")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise Refused(413, f"Request body too large (limit {limit} bytes)")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    try:
+        return await asgi.read_body(scope, receive, limit)
+    except asgi.BodyTooLarge:
+        raise Refused(413, f"Request body too large (limit {limit} bytes)") from None
+    except asgi.ClientDisconnected:
+        raise Refused(400, "Client disconnected") from None
 
 
 def check_message(body: bytes) -> dict[str, Any]:
@@ -194,7 +178,7 @@ def check_message(body: bytes) -> dict[str, Any]:
 
 def is_modern(scope: Scope) -> bool:
     """The SDK's era rule: a protocol-version header that is not a handshake version is modern."""
-    version = _header(scope, PROTOCOL_VERSION_HEADER)
+    version = asgi.header(scope, PROTOCOL_VERSION_HEADER)
     return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
 
 
@@ -290,35 +274,21 @@ async def _endpoint(scope: Scope, slug: str) -> Endpoint:
     return endpoint
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that hands the SDK the body already read, then the real channel."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
 async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
     match = _PATH.match(scope.get("path", ""))
     if match is None:
         raise Refused(404, "Not Found: MCP endpoints live at /mcp/{endpoint-slug}")
     slug = match.group(1)
-    if not host_allowed(_header(scope, b"host")):
+    if not host_allowed(asgi.header(scope, b"host")):
         raise Refused(421, "Misdirected Request: Host is not in ALLOWED_HOSTS")
-    if not origin_allowed(_header(scope, b"origin")):
+    if not origin_allowed(asgi.header(scope, b"origin")):
         raise Refused(403, "Forbidden: Origin is not allowed")
     endpoint = await _endpoint(scope, slug)
 
     if (
         scope.get("method") == "GET"
         and not is_modern(scope)
-        and _header(scope, SESSION_HEADER) is not None
+        and asgi.header(scope, SESSION_HEADER) is not None
     ):
         await legacy_stream(scope, receive, guard, endpoint)
         return
@@ -328,7 +298,7 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         # forgetting it (DELETE is 405, which the legacy spec allows).
         raise Refused(405, "Method Not Allowed: use POST", headers={"Allow": "POST"})
     body = await read_body(scope, receive, settings.SWITCHBOARD_MAX_BODY_BYTES)
-    ctype = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    ctype = (asgi.header(scope, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise Refused(415, "Unsupported Media Type: send Content-Type: application/json")
     message = check_message(body)
@@ -339,7 +309,7 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         if message.get("method") == "initialize":
             session = sessions.mint(endpoint.id)
             guard.extra_headers.append((SESSION_HEADER, session.encode("ascii")))
-        elif (presented := _header(scope, SESSION_HEADER)) is not None:
+        elif (presented := asgi.header(scope, SESSION_HEADER)) is not None:
             if not sessions.is_valid(presented, endpoint.id):
                 # The transport spec's answer to an unknown session; the client re-initializes.
                 raise Refused(404, "Session not found")
@@ -348,7 +318,7 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
 
     inner: Scope = {**scope, mcp.SCOPE_ENDPOINT: endpoint, mcp.SCOPE_SESSION: session}
     manager = await mcp.RUNTIME.manager()
-    await manager.handle_request(inner, _replay(body, receive), guard.send)
+    await manager.handle_request(inner, asgi.replay(body, receive), guard.send)
 
 
 # --- the legacy GET stream (the doorbell for 2025-era clients) ----------------------------------
@@ -382,10 +352,10 @@ async def legacy_stream(
     again), sends a ``:`` comment every 15 s so idle proxies keep it open, and ends when the
     client disconnects.
     """
-    accept = (_header(scope, b"accept") or "").lower()
+    accept = (asgi.header(scope, b"accept") or "").lower()
     if "text/event-stream" not in accept:
         raise Refused(406, "Not Acceptable: the GET stream needs Accept: text/event-stream")
-    session = _header(scope, SESSION_HEADER)
+    session = asgi.header(scope, SESSION_HEADER)
     if session is None or not sessions.is_valid(session, endpoint.id):
         raise Refused(404, "Session not found")
     await mcp.RUNTIME.manager()  # starts the doorbell with the session manager

@@ -19,11 +19,10 @@ from django.db.models import Count, Max, Q
 from django.db.models.functions import Now
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from switchboard.credentials import mint_key
-from switchboard.lib.board import BoardRequest, login_required
+from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
 from switchboard.scope import Scope
 from todos import lifecycle
@@ -106,10 +105,7 @@ def _show_key(request: BoardRequest, endpoint: Endpoint, key: str, title: str) -
             "otlp_enabled": settings.SWITCHBOARD_OTLP,
         },
     )
-    # The page holds plaintext: no cache may keep it, no Referer may carry its URL onward.
-    add_never_cache_headers(response)
-    response["Referrer-Policy"] = "no-referrer"
-    return response
+    return holds_secret(response)
 
 
 @login_required

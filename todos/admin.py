@@ -29,18 +29,13 @@ from switchboard.scope import Scope
 from todos import lifecycle, routing
 from todos.errors import LifecycleError
 from todos.forms import RuleTestForm
-from todos.intake import new_secret
+from todos.intake import new_secret, plan_for
 from todos.models import Event, Rule, Source, State, Todo
 
 # The request attribute carrying a source's new secret from save_model to response_add.
 _SECRET_ON_ADD = "_switchboard_source_secret"  # noqa: S105 (a name, not a secret)
 # Columns the todo list never shows: large, and loading them for a page of rows costs.
 _HEAVY_TODO_COLUMNS = ("payload", "result", "routing_trace", "input_request", "work_order")
-
-
-def new_webhook_secret() -> str:
-    """A fresh HMAC secret for a webhook source (``todos.intake.new_secret``)."""
-    return new_secret()
 
 
 # --- todos -------------------------------------------------------------------------------------
@@ -332,7 +327,7 @@ class SourceAdmin(admin.ModelAdmin):
         if not change:
             # Always generated, even when verify is off, so turning verification on later
             # never meets an empty secret (the table's CHECK would refuse it).
-            obj.secret = new_webhook_secret()
+            obj.secret = new_secret()
             setattr(request, _SECRET_ON_ADD, obj.secret)
         super().save_model(request, obj, form, change)
 
@@ -367,15 +362,10 @@ class SourceAdmin(admin.ModelAdmin):
         form = RuleTestForm(request.POST or None)
         plan = None
         if request.method == "POST" and form.is_valid():
-            rules = [
-                routing.RuleSpec.from_rule(rule, source.owner_id)
-                for rule in source.rules.select_related("endpoint").order_by("position", "id")
-            ]
-            plan = routing.plan(
-                rules,
+            plan = plan_for(
+                source,
                 routing.stored_headers(form.cleaned_data["headers"]),
                 form.cleaned_data["payload"],
-                source_slug=source.slug,
             )
         context = {
             **self.admin_site.each_context(request),
@@ -397,7 +387,7 @@ class SourceAdmin(admin.ModelAdmin):
         return self._show_secrets(request, "New secrets", rotated)
 
     def _rotate(self, request: HttpRequest, source: Source) -> str:
-        secret = new_webhook_secret()
+        secret = new_secret()
         Source.objects.filter(pk=source.pk).update(secret=secret)
         self.log_change(request, source, "Generated a new secret.")
         return secret

@@ -28,11 +28,10 @@ from psycopg.types.json import Jsonb
 
 from switchboard.lib import metrics
 from switchboard.lib.sql import fetch_all, load
-from switchboard.lib.text import cut_utf8
 from todos import lifecycle, routing
 from todos.errors import InvalidInput
 from todos.lifecycle import TITLE_MAX_BYTES
-from todos.models import Event, EventDisposition, Rule, Source
+from todos.models import Event, EventDisposition, Source
 
 SQL_DIR = Path(__file__).parent / "sql"
 INSERT_EVENT = load(SQL_DIR, "intake_event")
@@ -137,11 +136,7 @@ def receive(
         raise parse_error
     delivery_id = _delivery_id(raw)
 
-    rules = [
-        routing.RuleSpec.from_rule(rule, source.owner_id)
-        for rule in Rule.objects.filter(source=source).select_related("endpoint")
-    ]
-    plan = routing.plan(rules, kept, payload, source_slug=source.slug)
+    plan = plan_for(source, kept, payload)
     with transaction.atomic():
         rows = fetch_all(
             INSERT_EVENT,
@@ -163,17 +158,28 @@ def receive(
     return delivery
 
 
+def plan_for(source: Source, headers: Mapping[str, str], payload: Any) -> routing.RoutingPlan:
+    """How ``source``'s rules, in order, route a delivery with these stored headers: intake
+    acts on it; the admin's and the Board's rule testers only show it."""
+    rules = [
+        routing.RuleSpec.from_rule(rule, source.owner_id)
+        for rule in source.rules.select_related("endpoint").order_by("position", "id")
+    ]
+    return routing.plan(
+        rules, headers, payload, source_slug=source.slug, title_max_bytes=TITLE_MAX_BYTES
+    )
+
+
 def _route(event_id: int, plan: routing.RoutingPlan, payload: Any) -> Delivery:
     """Create the plan's todos on the stored event and record what became of each rule."""
     todo_ids: list[str] = []
     for planned in plan.todos:
         rule = planned.rule
-        title, _ = cut_utf8(planned.title, TITLE_MAX_BYTES)
         try:
             todo = lifecycle.create(
                 rule.endpoint_id,
                 queue=rule.queue,
-                title=title,
+                title=planned.title,
                 payload=payload,
                 work_order=planned.work_order,
                 max_attempts=rule.max_attempts,

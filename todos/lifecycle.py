@@ -51,7 +51,7 @@ from attempts.queries import recent_closed_attempts
 from switchboard import runtime_settings
 from switchboard.lib import metrics
 from switchboard.lib.sql import fetch_all, fetch_one, load
-from switchboard.lib.text import strip_control
+from switchboard.lib.text import has_nul, strip_control
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos.errors import (
     AttemptInvariantViolated,
@@ -146,24 +146,13 @@ def _jsonb(field: str, value: Any) -> Jsonb | None:
         raise InvalidInput(field, f"is not JSON ({exc})") from None
     # The substring is only a hint: the text "\\u0000" (an escaped backslash, then u0000) holds
     # no NUL and jsonb stores it, so a hit is confirmed on the decoded values before refusing.
-    if "\\u0000" in text and _has_nul(value):
+    if "\\u0000" in text and has_nul(value):
         raise InvalidInput(field, "must not contain NUL characters")
     # Send the text just made (psycopg's default json.dumps would make the same text again).
     return Jsonb(value, dumps=lambda _value: text)
 
 
-def _has_nul(value: Any) -> bool:
-    """Whether a NUL sits in any string (key or value) of a JSON-able ``value``."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
-def _name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
+def check_name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
     """A short identifier (queue, owner): a non-empty string without control characters."""
     if not isinstance(value, str) or not value:
         raise InvalidInput(field, "must be a non-empty string")
@@ -204,7 +193,7 @@ def _report_params(result: Any, summary: str | None, artifact: str | None) -> di
 def _holder(endpoint_id: UUID, owner: str, lease_token: str | None) -> dict[str, Any]:
     return {
         "endpoint_id": endpoint_id,
-        "owner": _name("owner", owner, OWNER_MAX_BYTES),
+        "owner": check_name("owner", owner, OWNER_MAX_BYTES),
         "token_hash": fence.digest(lease_token),
     }
 
@@ -314,7 +303,7 @@ def _claim_params(
 ) -> tuple[dict[str, Any], str | None]:
     token, token_hash = fence.mint() if require_fence else (None, None)
     params = {
-        "owner": _name("owner", owner, OWNER_MAX_BYTES),
+        "owner": check_name("owner", owner, OWNER_MAX_BYTES),
         "ttl_seconds": _ttl(lease_ttl_seconds),
         "claimer_kind": claimer_kind,
         "claimer_endpoint_id": claimer_endpoint_id,
@@ -349,7 +338,7 @@ def create(
     assignee: str | None = None,
 ) -> TodoView:
     """Create a pending todo on a live endpoint's queue and ring the doorbell."""
-    _name("queue", queue)
+    check_name("queue", queue)
     if not isinstance(title, str) or len(title.encode()) > TITLE_MAX_BYTES:
         raise InvalidInput("title", f"must be a string of at most {TITLE_MAX_BYTES} bytes")
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
@@ -365,7 +354,7 @@ def create(
         "payload": _jsonb("payload", {} if payload is None else payload),
         "work_order": (work_order or "").replace("\x00", ""),
         "routing_trace": _jsonb("routing_trace", routing_trace),
-        "assignee": None if assignee is None else _name("assignee", assignee, OWNER_MAX_BYTES),
+        "assignee": None if assignee is None else check_name("assignee", assignee, OWNER_MAX_BYTES),
         "max_attempts": max_attempts,
     }
     rows = fetch_all(CREATE, params)
@@ -391,7 +380,7 @@ def claim_next(
     """Claim the oldest claimable todo on ``queues``; None when there is nothing to claim."""
     if isinstance(queues, str) or not queues:
         raise InvalidInput("queues", "must be a non-empty list of queue names")
-    queue_list = [_name("queues", q) for q in queues]
+    queue_list = [check_name("queues", q) for q in queues]
     params, token = _claim_params(
         owner=owner,
         lease_ttl_seconds=lease_ttl_seconds,

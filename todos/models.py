@@ -11,7 +11,6 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Now
 
-from switchboard.lib.text import strip_control
 from switchboard.models import Endpoint, Human, slug_validator
 
 
@@ -81,7 +80,8 @@ class Rule(models.Model):
         """Refuse what intake could not route: a bad match, a foreign or revoked endpoint, a
         queue or budget outside the schema's bounds. Admin, the Board and ``create_rule`` call
         this through ``full_clean``."""
-        from todos import routing
+        from todos import lifecycle, routing
+        from todos.errors import InvalidInput
 
         errors: dict[str, str] = {}
         try:
@@ -97,11 +97,19 @@ class Rule(models.Model):
                 errors["endpoint"] = "Choose an endpoint the source's owner owns."
             elif endpoint.revoked_at is not None:
                 errors["endpoint"] = "This endpoint is revoked; todos for it are refused."
-        queue = self.queue or ""
-        if not 0 < len(queue.encode()) <= 128 or strip_control(queue.strip()) != queue:
-            errors["queue"] = "A queue is 1 to 128 bytes, without spaces around it or controls."
-        if not 1 <= self.max_attempts <= 1000:
-            errors["max_attempts"] = "Between 1 and 1000."
+        try:
+            # The lifecycle's own check, plus no spaces around the name (a rule is typed in).
+            queue = lifecycle.check_name("queue", self.queue)
+            queue_ok = queue == queue.strip()
+        except InvalidInput:
+            queue_ok = False
+        if not queue_ok:
+            errors["queue"] = (
+                f"A queue is 1 to {lifecycle.QUEUE_MAX_BYTES} bytes,"
+                " without spaces around it or controls."
+            )
+        if not 1 <= self.max_attempts <= lifecycle.MAX_ATTEMPTS_LIMIT:
+            errors["max_attempts"] = f"Between 1 and {lifecycle.MAX_ATTEMPTS_LIMIT}."
         if errors:
             raise ValidationError(errors)
 

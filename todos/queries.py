@@ -34,15 +34,6 @@ class TodoFilters:
     state: str = ""
     dead_letter: bool = False
 
-    def q(self) -> Q:
-        """The filters as a predicate, the state and dead-letter ones included."""
-        q = self.q_scope_only()
-        if self.state:
-            q &= Q(state=self.state)
-        if self.dead_letter:
-            q &= Q(state=State.FAILED, next_retry_at__isnull=True)
-        return q
-
     def q_scope_only(self) -> Q:
         """Endpoint and queue only: the per-state counts are taken across states."""
         q = Q()

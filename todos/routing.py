@@ -37,6 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from switchboard.lib.text import cut_utf8, has_nul
+
 # --- the match language --------------------------------------------------------------------
 
 SECTIONS = ("headers", "payload")
@@ -299,7 +301,8 @@ class PlannedTodo:
     """One todo a matching rule asks for, with the trace entry it carries."""
 
     rule: RuleSpec
-    title: str
+    title: str  # rendered, and cut to the title's byte budget as the todo will store it
+    title_cut: bool
     work_order: str
     trace: dict[str, Any]
 
@@ -311,7 +314,12 @@ class RoutingPlan:
 
 
 def plan(
-    rules: Iterable[RuleSpec], headers: Mapping[str, str], payload: Any, *, source_slug: str
+    rules: Iterable[RuleSpec],
+    headers: Mapping[str, str],
+    payload: Any,
+    *,
+    source_slug: str,
+    title_max_bytes: int,
 ) -> RoutingPlan:
     """Evaluate ``rules`` in order against one delivery: the routing trace, and the todos to make.
 
@@ -351,7 +359,8 @@ def plan(
             entry["missing_fields"] = missing
         if not title.strip():
             title = f"{source_slug}: {rule.name or rule.queue}"
-        result.todos.append(PlannedTodo(rule, title, work_order, entry))
+        title, title_cut = cut_utf8(title, title_max_bytes)
+        result.todos.append(PlannedTodo(rule, title, title_cut, work_order, entry))
     return result
 
 
@@ -442,17 +451,6 @@ def loads(text: str) -> Any:
     if "\\u0000" in text and has_nul(value):
         raise NotStorableJson("contains NUL characters, which cannot be stored")
     return value
-
-
-def has_nul(value: Any) -> bool:
-    """Whether a NUL sits in any string (key or value) of a decoded JSON ``value``."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_nul(v) for v in value)
-    return False
 
 
 def sign(secret: str, body: bytes) -> str:

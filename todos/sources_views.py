@@ -39,15 +39,12 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Now
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from switchboard.lib.board import BoardRequest, login_required
-from switchboard.lib.text import cut_utf8
+from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from switchboard.models import Endpoint
-from todos import routing, sources
+from todos import intake, routing, sources
 from todos.forms import RuleTestForm
-from todos.lifecycle import TITLE_MAX_BYTES
 from todos.models import Event, Rule, Source, Todo
 
 RECENT_EVENTS = 20
@@ -168,14 +165,13 @@ class WouldCreate:
 def _would_create(plan: routing.RoutingPlan) -> list[WouldCreate]:
     todos = []
     for planned in plan.todos:
-        title, cut = cut_utf8(planned.title, TITLE_MAX_BYTES)  # as intake stores it
         todos.append(
             WouldCreate(
                 rule=planned.rule.name or f"rule {planned.rule.id}",
                 endpoint=planned.rule.endpoint_slug,
                 queue=planned.rule.queue,
-                title=title,
-                title_cut=cut,
+                title=planned.title,
+                title_cut=planned.title_cut,
                 work_order=planned.work_order,
                 max_attempts=planned.rule.max_attempts,
                 missing_fields=list(planned.trace.get("missing_fields", [])),
@@ -374,10 +370,7 @@ def _show_secret(
             "curl": curl_example(url, secret),
         },
     )
-    # The page holds plaintext: no cache may keep it, no Referer may carry its URL onward.
-    add_never_cache_headers(response)
-    response["Referrer-Policy"] = "no-referrer"
-    return response
+    return holds_secret(response)
 
 
 # --- pages -----------------------------------------------------------------------------------
@@ -520,12 +513,8 @@ def source_test(request: BoardRequest, slug: str) -> HttpResponse:
     form = RuleTestForm(request.POST or None)
     context: dict[str, Any] = {"section": "sources", "source": source, "tester": form}
     if request.method == "POST" and form.is_valid():
-        rules = [
-            routing.RuleSpec.from_rule(rule, source.owner_id)
-            for rule in source.rules.select_related("endpoint").order_by("position", "id")
-        ]
         headers = routing.stored_headers(form.cleaned_data["headers"])
-        plan = routing.plan(rules, headers, form.cleaned_data["payload"], source_slug=source.slug)
+        plan = intake.plan_for(source, headers, form.cleaned_data["payload"])
         context |= {
             "tested": True,
             "headers": headers,

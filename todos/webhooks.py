@@ -18,6 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
+from switchboard.lib import asgi
 from todos import intake
 
 log = logging.getLogger(__name__)
@@ -81,34 +82,14 @@ async def guard(scope: Any, receive: Any, send: Any, app: Any) -> None:
     make the server store an unbounded body just to be told it is too large.
     """
     limit = settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
-    declared = dict(scope.get("headers") or []).get(b"content-length", b"")
-    if declared.isdigit() and int(declared) > limit:
+    try:
+        body = await asgi.read_body(scope, receive, limit)
+    except asgi.BodyTooLarge:
         await _send_too_large(send, limit)
         return
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            await _send_too_large(send, limit)
-            return
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    sent = False
-
-    async def replay() -> Any:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        return await receive()
-
-    await app(scope, replay, send)
+    except asgi.ClientDisconnected:
+        return
+    await app(scope, asgi.replay(body, receive), send)
 
 
 async def _send_too_large(send: Any, limit: int) -> None:

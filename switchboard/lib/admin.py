@@ -16,9 +16,10 @@ from typing import Any
 from django.contrib.admin import ModelAdmin
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
-from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+
+from switchboard.lib.board import holds_secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +48,7 @@ def show_once(
         "links": links,
     }
     response = TemplateResponse(request, "admin/shown_once.html", context)
-    # The page holds plaintext: no browser or proxy cache may keep it, and no Referer may carry
-    # its URL onward (the URL holds nothing, but the policy costs nothing either).
-    add_never_cache_headers(response)
-    response["Referrer-Policy"] = "no-referrer"
-    return response
+    return holds_secret(response)
 
 
 def pretty_json(value: Any) -> SafeString:

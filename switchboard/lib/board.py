@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required as django_login_required
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+from django.utils.cache import add_never_cache_headers
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -41,3 +42,11 @@ def login_required(view: View) -> View:
         return guarded(request, *args, **kwargs)
 
     return wrapper
+
+
+def holds_secret[R: HttpResponseBase](response: R) -> R:
+    """Mark a response that shows a secret's plaintext (a key, a webhook secret), shown once: no
+    cache may keep it, and no Referer may carry its URL onward."""
+    add_never_cache_headers(response)
+    response["Referrer-Policy"] = "no-referrer"
+    return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 
 def cut_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
@@ -20,6 +21,18 @@ def cut_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
 def strip_nul(text: str) -> str:
     """Remove NUL characters, which PostgreSQL text cannot hold."""
     return text.replace("\x00", "")
+
+
+def has_nul(value: Any) -> bool:
+    """Whether a NUL sits in any string (key or value) of a JSON-able ``value``: jsonb cannot
+    hold one, and its text form ``\\u0000`` is only a hint (an escaped backslash looks alike)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_nul(v) for v in value)
+    return False
 
 
 def strip_control(text: str) -> str:

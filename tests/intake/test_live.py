@@ -1,6 +1,7 @@
 """The issue's check, end to end on a real server: a signed GitHub-style delivery sent over HTTP
 to daphne (as ``make run`` serves it) lands as a todo that the official MCP client claims; the
-ASGI guard refuses an oversized body before Django buffers it."""
+server answers an oversized body with JSON 413, declared or chunked (test_guard.py shows the
+guard refuses it before reading it to the end)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def test_a_signed_delivery_becomes_a_todo_an_mcp_client_claims(
 
 
 @pytest.mark.parametrize("chunked", [False, True])
-def test_an_oversized_delivery_is_refused_before_it_is_buffered(
+def test_an_oversized_delivery_over_http_is_a_json_413(
     live_daphne: LiveServer, personas: Personas, chunked: bool
 ) -> None:
     SourceFactory(owner=personas.alice, slug="github", secret=SECRET)
