@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import Counter
 
 TODO_TRANSITIONS = Counter(
@@ -22,12 +24,26 @@ WEBHOOK_DELIVERIES = Counter(
 )
 
 
+# Each (metric, labels) child, looked up once: ``labels()`` sorts, validates and locks on every
+# call, a third of a heartbeat's own Python time (docs/performance.md). Label values are a
+# closed set (transition and outcome names), so the cache stays small.
+_children: dict[tuple[Counter, str, str], Any] = {}
+
+
+def _child(counter: Counter, first: str, second: str) -> Any:
+    key = (counter, first, second)
+    child = _children.get(key)
+    if child is None:
+        child = _children.setdefault(key, counter.labels(first, second))
+    return child
+
+
 def transition(name: str, result: str, n: int = 1) -> None:
-    TODO_TRANSITIONS.labels(transition=name, result=result).inc(n)
+    _child(TODO_TRANSITIONS, name, result).inc(n)
 
 
 def attempt_closed(outcome: str, disposition: str, n: int = 1) -> None:
-    ATTEMPTS_CLOSED.labels(outcome=outcome, disposition=disposition).inc(n)
+    _child(ATTEMPTS_CLOSED, outcome, disposition).inc(n)
 
 
 def webhook_delivery(disposition: str) -> None:

@@ -17,15 +17,26 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils.asyncio import async_unsafe
 from psycopg import pq
-from psycopg.rows import dict_row
+from psycopg.abc import Loader
 
 _MARKER = re.compile(r"@\{(\w+)\}")
 _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
+
+
+def _psycopg_loader(oid: int) -> type[Loader]:
+    loader = psycopg.adapters.get_loader(oid, pq.Format.TEXT)
+    if loader is None:  # psycopg has one for every builtin type; fail at import if not
+        raise ImportError(f"psycopg has no text loader for type {oid}")
+    return loader
+
+
 # psycopg's default text loader for timestamptz: the C one where psycopg's binary package is
 # installed (pyproject's psycopg[binary]), which returns the time in the session's time zone.
-_TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(_TIMESTAMPTZ_OID, pq.Format.TEXT)
+_TIMESTAMPTZ_LOADER = _psycopg_loader(_TIMESTAMPTZ_OID)
 
 
 def load(directory: Path, name: str, **fragments: str) -> str:
@@ -51,31 +62,74 @@ def load(directory: Path, name: str, **fragments: str) -> str:
     return text
 
 
+@async_unsafe
 def fetch_all(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[str, Any]]:
-    """Run ``sql`` on Django's connection and return its rows as dicts.
+    """Run ``sql`` on Django's connection and return its rows as dicts (``[]`` when the
+    statement returns no rows).
 
-    psycopg builds the dicts (``dict_row`` reads the column names once per result); reading
-    ``cursor.description`` instead builds a Column object per column on every read, a tenth of
-    a lifecycle call's Python time (docs/performance.md). A statement that returns no rows
-    (no RETURNING) gives ``[]``.
+    This is the lifecycle's hot path, so it runs on a psycopg cursor kept for the life of
+    Django's connection rather than a new ``connection.cursor()`` per call: creating a cursor
+    through Django, its wrapper, and the adapters it needs cost more client time than the
+    statement itself (docs/performance.md, "The lifecycle's cursor"). Everything Django's cursor
+    path guarantees still holds: the health check and the connection are Django's, a statement
+    in a broken atomic block is refused, errors come out as ``django.db`` exceptions and mark
+    the connection, and it joins the caller's transaction. When Django records queries
+    (``DEBUG``, ``CaptureQueriesContext``) or an execute wrapper is installed, the statement
+    goes through Django's own cursor instead, so they see it; so it does when the connection is
+    shared between threads (a kept cursor must not be).
     """
-    with connection.cursor() as cur:
-        # Django's wrapper around a psycopg cursor of its own: row factory and loaders are this
-        # cursor's, nothing else sees them.
-        raw = cur.cursor
-        raw.row_factory = dict_row
-        if cur.db.timezone is dt.UTC and raw.connection.info.timezone is dt.UTC:
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.queries_logged or db.execute_wrappers or db.allow_thread_sharing:
+        return _fetch_all_wrapped(db, sql, params)
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    db.validate_thread_sharing()
+    db.validate_no_broken_transaction()
+    with db.wrap_database_errors:
+        cur = _cursor(db)
+        cur.execute(sql, params)
+        return _rows(cur, sql)
+
+
+def _cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
+    """The psycopg cursor kept on ``db`` for its current connection, made on first use."""
+    cur: psycopg.Cursor[Any] | None = getattr(db, "_switchboard_cursor", None)
+    if cur is None or cur.closed or cur.connection is not db.connection:
+        cur = db.create_cursor()
+        if db.timezone is dt.UTC and cur.connection.info.timezone is dt.UTC:
             # Django loads timestamptz with a pure-Python loader that reads the value in the
             # session's time zone and then sets its tzinfo to Django's (UTC). With both UTC,
             # psycopg's own loader (compiled) gives the same datetimes, tzinfo UTC, at a fraction
-            # of the cost: eight timestamps a claim + complete (docs/performance.md).
-            raw.adapters.register_loader(_TIMESTAMPTZ_OID, _TIMESTAMPTZ_LOADER)
+            # of the cost: eight timestamps a claim + complete. Registered on this cursor only.
+            cur.adapters.register_loader(_TIMESTAMPTZ_OID, _TIMESTAMPTZ_LOADER)
+        db._switchboard_cursor = cur  # type: ignore[attr-defined]
+    return cur
+
+
+# Column names by statement text, read from the first result. A statement's columns cannot
+# change under it: the server refuses to run a prepared statement whose result type changed
+# ("cached plan must not change result type"), and the count is checked on every use.
+_NAMES: dict[str, tuple[str, ...]] = {}
+
+
+def _rows(cur: psycopg.Cursor[Any], sql: str) -> list[dict[str, Any]]:
+    result = cur.pgresult
+    if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+        return []
+    names = _NAMES.get(sql)
+    if names is None or len(names) != result.nfields:
+        names = tuple(column.name for column in cur.description or ())
+        _NAMES[sql] = names
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _fetch_all_wrapped(
+    db: BaseDatabaseWrapper, sql: str, params: Mapping[str, Any] | Sequence[Any]
+) -> list[dict[str, Any]]:
+    """``fetch_all`` through Django's cursor wrapper, for query capture and execute wrappers."""
+    with db.cursor() as cur:
         cur.execute(sql, params)
-        result = raw.pgresult
-        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
-            return []
-        rows: list[dict[str, Any]] = cur.fetchall()
-        return rows
+        return _rows(cur.cursor, sql)
 
 
 def fetch_one(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any] | None:
