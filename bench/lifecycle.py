@@ -17,8 +17,8 @@ fall on all of them alike:
   ``c``  bare statements without attempt history (``bench/sql/*_no_attempts.sql``);
 - heartbeats over N claimed todos per thread: ``hb-a`` through ``lifecycle.heartbeat``, ``hb-b``
   the bare ``lifecycle.HEARTBEAT``, ``hb-c`` bare without the attempt update and the fence;
-- what each applied change was worth, undone one at a time (``a-prep``, ``a-rows``, ``a-both``,
-  ``hb-b-probes``) and, with ``--suspects``, one change each against b, c or hb-c
+- what each applied change was worth, undone one at a time (``a-prep``, ``a-cursor``, ``a-rows``,
+  ``a-both``, ``hb-b-read``) and, with ``--suspects``, one change each against b, c or hb-c
   (docs/performance.md lists them).
 
 It prints operations/s (median over rounds), client and PostgreSQL CPU per operation (the
@@ -61,6 +61,8 @@ django.setup()
 import psycopg  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.db import close_old_connections, connection, connections  # noqa: E402
+from psycopg import pq  # noqa: E402
+from psycopg.rows import dict_row  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 from switchboard import runtime_settings  # noqa: E402
@@ -69,6 +71,8 @@ from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
 
 BENCH_SQL = Path(__file__).resolve().parent / "sql"
+TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
+TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(TIMESTAMPTZ_OID, pq.Format.TEXT)
 TODOS_SQL = ROOT / "todos" / "sql"
 
 QUEUE = "bench"
@@ -107,9 +111,9 @@ PRIOR_ATTEMPTS = _bench_statement("prior_attempts")
 HEARTBEAT_UNSAMPLED = _rewrite(
     "hb-every",
     lifecycle.HEARTBEAT,
-    r"\s+AND \(cur\.last_heartbeat_at IS NULL"
-    r" OR cur\.last_heartbeat_at < now\(\) - interval '1 minute'\)",
-    "",
+    r"CASE WHEN t\.attempt_heartbeat_at IS NULL\s+OR t\.attempt_heartbeat_at < now\(\)"
+    r" - interval '1 minute'\s+THEN now\(\) ELSE t\.attempt_heartbeat_at END",
+    "now()",
 )
 # The attempt arms as they were before proposal 3 (docs/performance.md): joined to upd only, not
 # also keyed by the parameter. The planner may then put todo_attempts on the outer side and read
@@ -117,9 +121,9 @@ HEARTBEAT_UNSAMPLED = _rewrite(
 # attempts), which makes the statement O(leases in flight); the product's a.todo_id = %(id)s
 # makes it one index probe whatever the statistics.
 _UNKEYED = (r"WHERE a\.todo_id = %\(id\)s AND a\.todo_id = upd\.id", "WHERE a.todo_id = upd.id")
-# The heartbeat whose guard probes todo_attempts itself (_fence.sql, _current_attempt.sql), as
-# before it shared the `cur` read with the once-a-minute write: two probes per heartbeat.
-HEARTBEAT_TWO_PROBES = lifecycle._statement("heartbeat")
+# The heartbeat before the todo row carried copies of the attempt's fence and heartbeat write
+# time: it read the open attempt on every heartbeat (one probe of todo_attempts).
+HEARTBEAT_ATTEMPT_READ = _bench_statement("heartbeat_attempt_read")
 COMPLETE_UNKEYED = _rewrite("b-keyed", lifecycle.COMPLETE, *_UNKEYED)
 # The claim has no id parameter: the product keys its takeover arm by scalar subqueries on cand,
 # which the planner runs first (InitPlans) and then probes todo_attempts_pkey with; before, the
@@ -350,6 +354,22 @@ class BareClient:
 # --- variants ---------------------------------------------------------------------------------
 
 
+def fetch_all_django_cursor(sql: str, params: Any) -> list[dict[str, Any]]:
+    """``switchboard.lib.sql.fetch_all`` before it kept a cursor per connection: a new
+    ``connection.cursor()`` per statement (Django's wrapper, and a copy of the adapters map to
+    register the compiled timestamptz loader on it), rows by ``dict_row``."""
+    with connection.cursor() as cur:
+        raw = cur.cursor
+        raw.row_factory = dict_row
+        raw.adapters.register_loader(TIMESTAMPTZ_OID, TIMESTAMPTZ_LOADER)
+        cur.execute(sql, params)
+        result = raw.pgresult
+        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+            return []
+        rows: list[dict[str, Any]] = cur.fetchall()
+        return rows
+
+
 def fetch_all_description(sql: str, params: Any) -> list[dict[str, Any]]:
     """``switchboard.lib.sql.fetch_all`` as it was before proposal 2 (docs/performance.md): it
     read ``cursor.description`` twice, and psycopg builds a Column object per column on every
@@ -445,6 +465,15 @@ VARIANTS: tuple[Variant, ...] = (
         _django(),
         "a",
         django_options=UNPREPARED_OPTIONS,
+        suspect=True,
+    ),
+    Variant(
+        "a-cursor",
+        "cycle",
+        "a with a Django cursor per statement (before the kept cursor)",
+        _django(),
+        "a",
+        fetch_all=fetch_all_django_cursor,
         suspect=True,
     ),
     Variant(
@@ -590,10 +619,10 @@ VARIANTS: tuple[Variant, ...] = (
     ),
     Variant("hb-c", "heartbeat", "bare heartbeat, no attempt update, no fence", _bare(NO_ATTEMPTS)),
     Variant(
-        "hb-b-probes",
+        "hb-b-read",
         "heartbeat",
-        "bare HEARTBEAT with the guard's own attempt probe (two probes, not one)",
-        _bare(BareStatements(heartbeat=HEARTBEAT_TWO_PROBES)),
+        "bare HEARTBEAT reading the open attempt each time (before the todo's copies)",
+        _bare(BareStatements(heartbeat=HEARTBEAT_ATTEMPT_READ)),
         "hb-b",
         suspect=True,
     ),
@@ -1181,14 +1210,15 @@ def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool
     specs = (
         ("Django overhead", "1 - a/b", "a", "b", GOALS["django"], ""),
         ("  without prepared statements", "1 - a-prep/b", "a-prep", "b", GOALS["django"], ""),
+        ("  a Django cursor per call", "1 - a-cursor/b", "a-cursor", "b", GOALS["django"], ""),
         ("  with the old fetch_all", "1 - a-rows/b", "a-rows", "b", GOALS["django"], ""),
         ("  before proposals 1 and 2", "1 - a-both/b", "a-both", "b", GOALS["django"], ""),
         ("attempt-history cost", "1 - b/c", "b", "c", GOALS["attempts"], ""),
         ("heartbeat overhead", "1 - hb-b/hb-c", "hb-b", "hb-c", GOALS["heartbeat"], "REQ-18"),
         (
-            "  with two attempt probes",
-            "1 - hb-b-probes/hb-c",
-            "hb-b-probes",
+            "  reading the open attempt",
+            "1 - hb-b-read/hb-c",
+            "hb-b-read",
             "hb-c",
             GOALS["heartbeat"],
             "",
@@ -1248,7 +1278,7 @@ def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=5.0, help="per measurement (5)")
-    parser.add_argument("--rounds", type=int, default=3, help="repetitions, interleaved (3)")
+    parser.add_argument("--rounds", type=int, default=4, help="repetitions, interleaved (4)")
     parser.add_argument("--todos", type=int, default=20_000, help="pending todos seeded (20000)")
     parser.add_argument("--threads", default="1,4", help="thread counts, comma-separated (1,4)")
     parser.add_argument(
@@ -1296,8 +1326,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_header(admin, args, local)
         try:
             for round_no in range(args.rounds):
+                # Every other round runs the variants in reverse, so each pair compared (a with
+                # b, hb-b with hb-c) is measured first as often as second and a drift in the
+                # neighbours' load does not favour either.
+                order = variants if round_no % 2 == 0 else variants[::-1]
                 for n in args.threads:
-                    for v in variants:
+                    for v in order:
                         s = measure(
                             v,
                             n,

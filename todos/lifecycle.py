@@ -75,8 +75,9 @@ _OPERATOR_GUARD = HUMAN_SCOPE_SQL + " AND @{current_attempt}"
 
 
 def _statement(name: str, **fragments: str) -> str:
-    # Agent transitions guard on the holder unless told otherwise (``_holder.sql``).
-    return load(_SQL, name, **{"guard": "@{holder}", **fragments})
+    # Agent transitions guard on the holder (``_holder.sql``) and on their snapshot seeing the
+    # open attempt they close (``_current_attempt.sql``), unless told otherwise.
+    return load(_SQL, name, **{"guard": "@{holder} AND @{current_attempt}", **fragments})
 
 
 # Statements, loaded once at import (a missing file or fragment fails start-up).
@@ -86,10 +87,9 @@ CREATE = _statement("create")
 CLAIM_NEXT = _statement("claim_next")
 CLAIM = _statement("claim", scope=ENDPOINT_SCOPE_SQL)
 OPERATOR_CLAIM = _statement("claim", scope=HUMAN_SCOPE_SQL)
-# A heartbeat reads the open attempt once, in its `cur` CTE; its guard checks that read.
-_FROM_CUR = {"fence": "@{fence_cur}", "current_attempt": "@{current_attempt_cur}"}
-HEARTBEAT = _statement("heartbeat", **_FROM_CUR)
-OPERATOR_EXTEND = _statement("heartbeat", guard=_OPERATOR_GUARD, **_FROM_CUR)
+# A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
+HEARTBEAT = _statement("heartbeat", guard="@{holder}")
+OPERATOR_EXTEND = _statement("heartbeat", guard=HUMAN_SCOPE_SQL)
 COMPLETE = _statement("complete")
 OPERATOR_COMPLETE = _statement("complete", guard=_OPERATOR_GUARD)
 FAIL = _statement("fail")

@@ -164,6 +164,10 @@ class Todo(models.Model):
     # per-todo cap has pruned. seq of an attempt = attempts_total after its claim.
     attempts_total = models.IntegerField(db_default=0, default=0)
     attempts_pruned = models.IntegerField(db_default=0, default=0)
+    # Copies of the held lease's attempt, so a heartbeat reads one row (migrations/0003): the
+    # fence digest (NULL when unfenced) and when the attempt's last_heartbeat_at was last written.
+    lease_token_hash = models.BinaryField(null=True, blank=True, editable=False)
+    attempt_heartbeat_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         db_table = "todos"

@@ -71,6 +71,26 @@ def test_an_unfenced_claim_returns_no_token_and_stores_no_hash(personas: Persona
     assert only_attempt(result.todo.id)["lease_token_hash"] is None
 
 
+@pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced"])
+def test_the_todo_row_holds_the_open_attempts_digest_only_while_the_lease_is_held(
+    personas: Personas, fenced: bool
+) -> None:
+    # Heartbeats check the todo's copy (migrations/0003); closing the lease clears it.
+    ep = personas.endpoint_a.id
+    result = claimed(ep, require_fence=fenced)
+    todo_id = result.todo.id
+
+    copy = todo_row(todo_id)["lease_token_hash"]
+    assert copy == only_attempt(todo_id)["lease_token_hash"]
+    assert (copy is not None) is fenced
+
+    lifecycle.release(ep, todo_id, owner=OWNER, lease_token=result.lease_token)
+
+    row = todo_row(todo_id)
+    assert (row["lease_token_hash"], row["attempt_heartbeat_at"]) == (None, None)
+    assert only_attempt(todo_id)["lease_token_hash"] == copy
+
+
 def test_each_fenced_claim_gets_its_own_token(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     first = claimed(ep, require_fence=True)
@@ -152,6 +172,8 @@ def test_the_token_of_a_taken_over_attempt_no_longer_works(personas: Personas) -
     fresh = lifecycle.claim(ep, todo_id, owner=OWNER, require_fence=True)
     before = snapshot(todo_id)
 
+    with pytest.raises(LeaseConflict):
+        lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_token=stale.lease_token)
     with pytest.raises(LeaseConflict):
         lifecycle.complete(ep, todo_id, owner=OWNER, lease_token=stale.lease_token)
     assert snapshot(todo_id) == before

@@ -196,6 +196,50 @@ def test_reapplying_todo_attempts_backfills_one_open_attempt_per_claimed_todo(
     assert totals == {claimed.id: 1, waiting.id: 0}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_reapplying_the_lease_copy_backfills_the_leases_in_flight(
+    personas: Personas, restore_migrations: None
+) -> None:
+    ep = personas.endpoint_a.id
+    fenced = lifecycle.create(ep, queue="triage", title="fenced")
+    plain = lifecycle.create(ep, queue="triage", title="plain")
+    waiting = lifecycle.create(ep, queue="triage", title="waiting")
+    lifecycle.claim(ep, fenced.id, owner="agent-a", require_fence=True)
+    lifecycle.claim(ep, plain.id, owner="agent-a")
+    lifecycle.heartbeat(ep, plain.id, owner="agent-a")
+    todos_migrations = [node for node in _latest() if node[0] == "todos"]
+
+    _migrate([("todos", "0002_attempt_counters")])
+    _migrate(todos_migrations)
+
+    copies = {
+        row["id"]: (row["lease_token_hash"], row["attempt_heartbeat_at"])
+        for row in fetch_all(
+            """SELECT t.id, t.lease_token_hash = a.lease_token_hash AS lease_token_hash,
+                      t.attempt_heartbeat_at = a.last_heartbeat_at AS attempt_heartbeat_at
+                 FROM todos t LEFT JOIN todo_attempts a ON a.todo_id = t.id""",
+            {},
+        )
+    }
+    # fenced: digest copied, no heartbeat yet; plain: no digest, heartbeat time copied.
+    assert copies == {fenced.id: (True, None), plain.id: (None, True), waiting.id: (None, None)}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("lease_token_hash", "decode(repeat('ab', 32), 'hex')"), ("attempt_heartbeat_at", "now()")],
+)
+def test_a_todo_nobody_holds_cannot_carry_a_lease_copy(
+    personas: Personas, column: str, value: str
+) -> None:
+    todo = lifecycle.create(personas.endpoint_a.id, queue="triage", title="waiting")
+
+    with pytest.raises(IntegrityError) as excinfo, transaction.atomic():
+        fetch_all(f"UPDATE todos SET {column} = {value} WHERE id = %(id)s", {"id": todo.id})
+    assert "todos_lease_copy_held" in str(excinfo.value)
+
+
 # --- the queue table --------------------------------------------------------------------------
 
 

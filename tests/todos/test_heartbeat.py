@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -24,9 +25,12 @@ from todos.errors import InvalidInput, LeaseConflict, TodoNotFound
 
 
 def _set_last_heartbeat(todo_id: str, seconds_ago: int) -> None:
+    """Age the attempt's last heartbeat write, and the todo's record of it, as time would."""
     fetch_all(
-        "UPDATE todo_attempts SET last_heartbeat_at = now() - %(s)s * interval '1 second'"
-        " WHERE todo_id = %(id)s AND ended_at IS NULL",
+        "WITH a AS (UPDATE todo_attempts SET last_heartbeat_at = now() - %(s)s * interval '1 s'"
+        "            WHERE todo_id = %(id)s AND ended_at IS NULL)"
+        " UPDATE todos SET attempt_heartbeat_at = now() - %(s)s * interval '1 s'"
+        "  WHERE id = %(id)s",
         {"id": todo_id, "s": seconds_ago},
     )
 
@@ -175,3 +179,51 @@ def test_heartbeat_with_a_bad_ttl_is_invalid_and_changes_nothing(
 
     assert excinfo.value.field == "lease_ttl_seconds"
     assert snapshot(todo_id) == before
+
+
+def _attempt_pages_read(todo_id: str, endpoint_id: Any) -> tuple[int, int]:
+    """Run the agent heartbeat under EXPLAIN ANALYZE; return (pages of todo_attempts read,
+    attempt rows written)."""
+    params = {
+        "id": todo_id,
+        "endpoint_id": endpoint_id,
+        "owner": OWNER,
+        "token_hash": None,
+        "ttl_seconds": 600,
+    }
+    (row,) = fetch_all(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {lifecycle.HEARTBEAT}", params)
+    document = row["QUERY PLAN"]
+    if isinstance(document, str):
+        document = json.loads(document)
+
+    def nodes(plan: dict[str, Any]) -> Any:
+        yield plan
+        for child in plan.get("Plans", []):
+            yield from nodes(child)
+
+    pages = written = 0
+    for node in nodes(document[0]["Plan"]):
+        if node.get("Relation Name") != "todo_attempts":
+            continue
+        pages += node.get("Shared Hit Blocks", 0) + node.get("Shared Read Blocks", 0)
+        if node["Node Type"] == "ModifyTable":
+            written += node["Plans"][0]["Actual Rows"]
+    return pages, written
+
+
+def test_a_heartbeat_with_no_attempt_write_due_reads_no_attempt_page(
+    personas: Personas,
+) -> None:
+    # REQ-18: most heartbeats are one update of the todo row; the fence and the "is the write
+    # due" check read the todo's copies (migrations/0003), not the attempt.
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER)
+    _set_last_heartbeat(todo_id, 30)
+
+    assert _attempt_pages_read(todo_id, ep) == (0, 0)
+
+    _set_last_heartbeat(todo_id, 90)
+    pages, written = _attempt_pages_read(todo_id, ep)
+    assert written == 1
+    assert pages > 0

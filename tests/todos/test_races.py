@@ -399,6 +399,12 @@ INVARIANTS = {
          WHERE t.endpoint_id = %(endpoint_id)s AND a.ended_at IS NULL
            AND (t.state <> 'claimed' OR a.seq <> t.attempts_total)
     """,
+    "the todo's fence copy differs from its open attempt's digest": """
+        SELECT t.id, t.state, a.seq FROM todos t
+          JOIN todo_attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total
+         WHERE t.endpoint_id = %(endpoint_id)s AND a.ended_at IS NULL
+           AND t.lease_token_hash IS DISTINCT FROM a.lease_token_hash
+    """,
     "attempts_total out of step with the rows": """
         SELECT t.id, t.attempts_total, t.attempts_pruned, a.n, a.top FROM todos t
           LEFT JOIN (SELECT todo_id, count(*) AS n, max(seq) AS top

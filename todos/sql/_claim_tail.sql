@@ -27,6 +27,8 @@ upd AS (
     UPDATE todos t
        SET state = 'claimed', owner = %(owner)s,
            lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
+           -- The todo's copies of the new attempt's fence and heartbeat write (_fence.sql).
+           lease_token_hash = %(token_hash)s::bytea, attempt_heartbeat_at = NULL,
            attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
            attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
            claimed_at = now(), next_retry_at = NULL, finished_at = NULL, updated_at = now()

@@ -5,7 +5,7 @@
 -- Uses index: todos_pkey, todo_attempts_pkey.
 WITH upd AS (
     UPDATE todos t
-       SET state = 'canceled', owner = NULL, lease_expires_at = NULL, next_retry_at = NULL,
+       SET state = 'canceled', @{unheld}, next_retry_at = NULL,
            finished_at = now(), updated_at = now()
      WHERE t.id = %(id)s AND @{scope}
        AND (t.state = 'pending'

@@ -8,7 +8,7 @@
 -- Uses index: todos_pkey, todo_attempts_pkey.
 WITH upd AS (
     UPDATE todos t
-       SET state = 'failed', result = %(result)s, owner = NULL, lease_expires_at = NULL,
+       SET state = 'failed', result = %(result)s, @{unheld},
            next_retry_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN
                now() + COALESCE(
                    %(retry_after_seconds)s::float8,

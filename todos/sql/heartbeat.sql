@@ -3,32 +3,36 @@
 --   and lease_expires_at are written only when last_heartbeat_at would move by more than a
 --   minute (seed 000, REQ-18 fallback): the per-heartbeat attempt write cost 15–35 % of
 --   heartbeat throughput, and a minute still bounds an attempt's time of death.
--- The open attempt is read once, in `cur`: the guard's fence (or current-attempt) check and the
---   once-a-minute write both use that read, so a heartbeat probes todo_attempts once, and a
---   second time only in the minute's one write (lifecycle.py passes the `cur` forms of the
---   fence and current_attempt fragments for this statement). `cur` is read from the
---   statement's snapshot; matching it to the re-checked row's attempts_total keeps the
---   guarantee of _current_attempt.sql: a statement that cannot see the current attempt misses.
+-- Most heartbeats read and write the todo row only: the guard checks the todo's copy of the
+--   fence digest (_fence.sql), and the todo's attempt_heartbeat_at says when the attempt was
+--   last written (todos/migrations/0003). Reading the attempt on every heartbeat to decide both
+--   cost 10–16 % of heartbeat throughput (docs/performance.md).
+-- `upd` moves attempt_heartbeat_at to now() exactly when the write is due; `touched` then writes
+--   the attempt. Its seq comes from a scalar subquery (an InitPlan, run first) that is NULL when
+--   no write is due, and an index probe for seq = NULL ends before it reads a page. There is no
+--   `ended_at IS NULL` test: it would let the planner pick todo_attempts_one_open (todo_id only)
+--   and read it on every heartbeat; upd matched a claimed todo, and a claimed todo's
+--   attempts_total is the seq of its open attempt (the race tests check it while they run).
+-- A heartbeat that waited on the row (a concurrent claim) and cannot see the new attempt from its
+--   snapshot still extends the lease; only that minute's attempt write is skipped.
 -- params: id, ttl_seconds, and the guard's parameters
 -- returns: the todo and attempt_seq; no row on a miss.
--- Uses index: todos_pkey, todo_attempts_one_open (the open attempt of one todo).
-WITH cur AS MATERIALIZED (
-    SELECT a.seq, a.last_heartbeat_at, a.lease_token_hash
-      FROM todo_attempts a
-     WHERE a.todo_id = %(id)s AND a.ended_at IS NULL
-),
-upd AS (
+-- Uses index: todos_pkey; todo_attempts_pkey once a minute.
+WITH upd AS (
     UPDATE todos t
-       SET lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now()
+       SET lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now(),
+           attempt_heartbeat_at =
+               CASE WHEN t.attempt_heartbeat_at IS NULL
+                         OR t.attempt_heartbeat_at < now() - interval '1 minute'
+                    THEN now() ELSE t.attempt_heartbeat_at END
      WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
     RETURNING t.*
 ),
 touched AS (
     UPDATE todo_attempts a
-       SET last_heartbeat_at = now(), lease_expires_at = upd.lease_expires_at
-      FROM upd, cur
-     WHERE cur.seq = upd.attempts_total
-       AND (cur.last_heartbeat_at IS NULL OR cur.last_heartbeat_at < now() - interval '1 minute')
-       AND a.todo_id = %(id)s AND a.seq = cur.seq AND a.ended_at IS NULL
+       SET last_heartbeat_at = now(),
+           lease_expires_at = (SELECT lease_expires_at FROM upd)
+     WHERE a.todo_id = %(id)s
+       AND a.seq = (SELECT attempts_total FROM upd WHERE attempt_heartbeat_at = now())
 )
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

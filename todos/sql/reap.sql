@@ -18,7 +18,7 @@ upd AS (
     UPDATE todos t
        SET state = CASE WHEN t.attempt >= t.max_attempts THEN 'failed' ELSE 'pending' END,
            finished_at = CASE WHEN t.attempt >= t.max_attempts THEN now() END,
-           owner = NULL, lease_expires_at = NULL, updated_at = now()
+           @{unheld}, updated_at = now()
       FROM due
      WHERE t.id = due.id
     RETURNING t.id, t.endpoint_id, t.queue, t.state, t.attempts_total

@@ -5,7 +5,7 @@
 -- Uses index: todos_pkey, todo_attempts_pkey.
 WITH upd AS (
     UPDATE todos t
-       SET state = 'rejected', result = %(result)s, owner = NULL, lease_expires_at = NULL,
+       SET state = 'rejected', result = %(result)s, @{unheld},
            finished_at = now(), updated_at = now()
      WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
     RETURNING t.*

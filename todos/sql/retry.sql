@@ -7,7 +7,7 @@
 WITH upd AS (
     UPDATE todos t
        SET state = 'pending', attempt = 0, result = NULL, next_retry_at = NULL,
-           finished_at = NULL, owner = NULL, lease_expires_at = NULL, input_request = NULL,
+           finished_at = NULL, @{unheld}, input_request = NULL,
            updated_at = now()
      WHERE t.id = %(id)s AND t.state IN ('failed', 'canceled', 'rejected') AND @{scope}
        -- A revoked endpoint's todos stay where revocation left them: nothing could claim them.

@@ -13,7 +13,7 @@ WITH ep AS (
 ),
 upd AS (
     UPDATE todos t
-       SET state = 'failed', next_retry_at = NULL, owner = NULL, lease_expires_at = NULL,
+       SET state = 'failed', next_retry_at = NULL, @{unheld},
            finished_at = now(), updated_at = now()
       FROM ep
      WHERE t.endpoint_id = ep.id

@@ -1,0 +1,71 @@
+"""The held lease's fence digest and attempt-write time, copied onto the todo row.
+
+A heartbeat must check the fence and decide whether the open attempt's ``last_heartbeat_at`` is
+due for its once-a-minute write (seed 000, REQ-18 fallback). Both lived only on the attempt, so
+every heartbeat probed ``todo_attempts`` on top of the todo's HOT update: 10-16 % of heartbeat
+throughput on these machines, over REQ-18's 10 % budget (docs/performance.md). With the copies
+on the todo row, a heartbeat is one update of one row, and reads the attempt only in its
+once-a-minute write.
+
+- ``lease_token_hash``: the SHA-256 of the holder's lease token, as on its open attempt (NULL
+  when the claim was not fenced). The attempt keeps its own, the history's record; statements
+  compare the todo's copy (``todos/sql/_fence.sql``).
+- ``attempt_heartbeat_at``: when the open attempt's ``last_heartbeat_at`` was last written, NULL
+  until the first heartbeat of a claim.
+
+Both are written by the claim and cleared wherever the holder is (``_unheld.sql``); a CHECK keeps
+them NULL on a todo nobody holds. ADD COLUMN without a default is a catalog change; the backfill
+reads only the todos in flight. Deploy it with the code that writes the columns: a claim made by
+older code after this migration leaves the copy empty, and its fenced holder's heartbeats then
+conflict until it claims again.
+"""
+
+from django.db import migrations, models
+
+FORWARD = """
+ALTER TABLE todos
+    ADD COLUMN lease_token_hash bytea
+        CONSTRAINT todos_lease_token_hash_check CHECK (octet_length(lease_token_hash) = 32),
+    ADD COLUMN attempt_heartbeat_at timestamptz,
+    ADD CONSTRAINT todos_lease_copy_held
+        CHECK (owner IS NOT NULL OR (lease_token_hash IS NULL AND attempt_heartbeat_at IS NULL));
+
+UPDATE todos t
+   SET lease_token_hash = a.lease_token_hash, attempt_heartbeat_at = a.last_heartbeat_at
+  FROM todo_attempts a
+ WHERE a.todo_id = t.id AND a.seq = t.attempts_total AND a.ended_at IS NULL
+   AND t.owner IS NOT NULL
+   AND (a.lease_token_hash IS NOT NULL OR a.last_heartbeat_at IS NOT NULL);
+"""
+
+BACKWARD = """
+ALTER TABLE todos
+    DROP CONSTRAINT todos_lease_copy_held,
+    DROP COLUMN attempt_heartbeat_at,
+    DROP COLUMN lease_token_hash;
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("todos", "0002_attempt_counters"),
+        ("attempts", "0001_todo_attempts"),
+    ]
+
+    operations = [
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunSQL(FORWARD, BACKWARD)],
+            state_operations=[
+                migrations.AddField(
+                    model_name="todo",
+                    name="lease_token_hash",
+                    field=models.BinaryField(blank=True, editable=False, null=True),
+                ),
+                migrations.AddField(
+                    model_name="todo",
+                    name="attempt_heartbeat_at",
+                    field=models.DateTimeField(blank=True, editable=False, null=True),
+                ),
+            ],
+        )
+    ]
