@@ -22,6 +22,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.asyncio import async_unsafe
 from psycopg import pq
 from psycopg.abc import Loader
+from psycopg.rows import dict_row
 
 _MARKER = re.compile(r"@\{(\w+)\}")
 _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
@@ -88,7 +89,7 @@ def fetch_all(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[
     with db.wrap_database_errors:
         cur = _cursor(db)
         cur.execute(sql, params)
-        return _rows(cur, sql)
+        return _rows(cur)
 
 
 def _cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
@@ -96,6 +97,9 @@ def _cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
     cur: psycopg.Cursor[Any] | None = getattr(db, "_switchboard_cursor", None)
     if cur is None or cur.closed or cur.connection is not db.connection:
         cur = db.create_cursor()
+        # psycopg makes the dicts, reading the column names from each result (a cache of them
+        # per statement text would go wrong after a migration that changes a table's columns).
+        cur.row_factory = dict_row
         if db.timezone is dt.UTC and cur.connection.info.timezone is dt.UTC:
             # Django loads timestamptz with a pure-Python loader that reads the value in the
             # session's time zone and then sets its tzinfo to Django's (UTC). With both UTC,
@@ -106,21 +110,12 @@ def _cursor(db: BaseDatabaseWrapper) -> psycopg.Cursor[Any]:
     return cur
 
 
-# Column names by statement text, read from the first result. A statement's columns cannot
-# change under it: the server refuses to run a prepared statement whose result type changed
-# ("cached plan must not change result type"), and the count is checked on every use.
-_NAMES: dict[str, tuple[str, ...]] = {}
-
-
-def _rows(cur: psycopg.Cursor[Any], sql: str) -> list[dict[str, Any]]:
+def _rows(cur: psycopg.Cursor[Any]) -> list[dict[str, Any]]:
     result = cur.pgresult
     if result is None or result.status != pq.ExecStatus.TUPLES_OK:
         return []
-    names = _NAMES.get(sql)
-    if names is None or len(names) != result.nfields:
-        names = tuple(column.name for column in cur.description or ())
-        _NAMES[sql] = names
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    rows: list[dict[str, Any]] = cur.fetchall()
+    return rows
 
 
 def _fetch_all_wrapped(
@@ -128,8 +123,9 @@ def _fetch_all_wrapped(
 ) -> list[dict[str, Any]]:
     """``fetch_all`` through Django's cursor wrapper, for query capture and execute wrappers."""
     with db.cursor() as cur:
+        cur.cursor.row_factory = dict_row
         cur.execute(sql, params)
-        return _rows(cur.cursor, sql)
+        return _rows(cur.cursor)
 
 
 def fetch_one(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any] | None:
