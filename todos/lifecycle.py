@@ -25,6 +25,17 @@ A transition runs in autocommit when called outside ``transaction.atomic``: its 
 is its own transaction, which is the single round trip the benchmarks measure. Inside a
 caller's atomic block it joins that transaction, and its metrics are counted on commit.
 
+Plans
+-----
+A transition on one todo names it by id, and its other conditions (state, holder, scope) sit
+inside a ``CASE`` so that the planner can only reach the row through ``todos_pkey``. Written
+plainly, ``t.state = 'claimed' AND t.endpoint_id = …`` also matches ``todos_inflight_idx``
+(partial on claimed rows) and ``todos_board_state_idx`` (endpoint, state, …), and when the
+statistics were taken with few leases in flight those look cheaper than the primary key: the
+generic plan a prepared statement keeps then walks every lease in flight, or every one of the
+endpoint's, on each heartbeat and report (docs/performance.md, "Plans that walk the leases").
+``tests/switchboard/test_plans.py`` checks each statement's generic plan under such statistics.
+
 Misses
 ------
 A statement that matched nothing is classified after the fact (``in_scope.sql``): no row in the

@@ -5,6 +5,8 @@
 -- Uses index: todos_pkey.
 UPDATE todos t
    SET lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now()
- WHERE t.id = %(id)s AND t.state = 'claimed'
-   AND t.endpoint_id = %(endpoint_id)s AND t.owner = %(owner)s
+ -- By todos_pkey alone, as the product's statements (see "Plans" in todos/lifecycle.py).
+ WHERE t.id = %(id)s
+   AND CASE WHEN t.state = 'claimed' AND t.endpoint_id = %(endpoint_id)s AND t.owner = %(owner)s
+            THEN true ELSE false END
 RETURNING t.*, t.attempts_total AS attempt_seq

@@ -25,7 +25,11 @@ WITH upd AS (
                CASE WHEN t.attempt_heartbeat_at IS NULL
                          OR t.attempt_heartbeat_at < now() - interval '1 minute'
                     THEN now() ELSE t.attempt_heartbeat_at END
-     WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
+     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
+     -- in todos/lifecycle.py).
+     WHERE t.id = %(id)s
+       AND CASE WHEN t.state = 'claimed' AND @{guard}
+                THEN true ELSE false END
     RETURNING t.*
 ),
 touched AS (

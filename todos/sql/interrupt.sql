@@ -7,7 +7,11 @@ WITH upd AS (
     UPDATE todos t
        SET state = %(to_state)s, input_request = %(input_request)s, lease_expires_at = NULL,
            updated_at = now()
-     WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
+     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
+     -- in todos/lifecycle.py).
+     WHERE t.id = %(id)s
+       AND CASE WHEN t.state = 'claimed' AND @{guard}
+                THEN true ELSE false END
     RETURNING t.*
 )
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

@@ -6,7 +6,11 @@
 WITH upd AS (
     UPDATE todos t
        SET state = 'pending', @{unheld}, updated_at = now()
-     WHERE t.id = %(id)s AND t.state = 'claimed' AND @{guard}
+     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
+     -- in todos/lifecycle.py).
+     WHERE t.id = %(id)s
+       AND CASE WHEN t.state = 'claimed' AND @{guard}
+                THEN true ELSE false END
     RETURNING t.*
 ),
 closed AS (

@@ -12,8 +12,12 @@ WITH upd AS (
                                 ELSE COALESCE(t.input_request, '{}'::jsonb)
                                      || jsonb_build_object('response', %(response)s::jsonb) END,
            updated_at = now()
-     WHERE t.id = %(id)s AND t.state IN ('input-required', 'auth-required') AND @{scope}
-       AND @{current_attempt}
+     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
+     -- in todos/lifecycle.py).
+     WHERE t.id = %(id)s
+       AND CASE WHEN t.state IN ('input-required', 'auth-required') AND @{scope}
+                     AND @{current_attempt}
+                THEN true ELSE false END
     RETURNING t.*
 ),
 touched AS (

@@ -9,7 +9,11 @@ WITH upd AS (
        SET state = 'pending', attempt = 0, result = NULL, next_retry_at = NULL,
            finished_at = NULL, @{unheld}, input_request = NULL,
            updated_at = now()
-     WHERE t.id = %(id)s AND t.state IN ('failed', 'canceled', 'rejected') AND @{scope}
+     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
+     -- in todos/lifecycle.py).
+     WHERE t.id = %(id)s
+       AND CASE WHEN t.state IN ('failed', 'canceled', 'rejected') AND @{scope}
+                THEN true ELSE false END
        -- A revoked endpoint's todos stay where revocation left them: nothing could claim them.
        AND NOT EXISTS (SELECT 1 FROM endpoints e
                         WHERE e.id = t.endpoint_id AND e.revoked_at IS NOT NULL)

@@ -1,0 +1,145 @@
+"""Single-todo transitions reach their row through todos_pkey, whatever the statistics say.
+
+The statements run prepared (psycopg prepares after five executions), and PostgreSQL then keeps
+a generic plan built from the statistics of the moment. Taken while few leases were in flight,
+those statistics make todos_inflight_idx (partial on claimed rows) and todos_board_state_idx
+(endpoint, state, …) look cheaper than the primary key for ``state = 'claimed' AND endpoint_id
+= …``, and such a plan walks every lease in flight on each heartbeat (docs/performance.md,
+"Plans that walk the leases"). These tests build exactly those statistics and read each
+statement's generic plan (PostgreSQL 15 has no EXPLAIN (GENERIC_PLAN): PREPARE with declared
+types, then EXPLAIN EXECUTE under plan_cache_mode = force_generic_plan).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from tests.base import Personas
+from tests.todos.helpers import OWNER, claimed
+from todos import lifecycle
+
+# Every parameter the statements below take, with its type.
+TYPES = {
+    "id": "text",
+    "endpoint_id": "uuid",
+    "owner": "text",
+    "token_hash": "bytea",
+    "ttl_seconds": "int",
+    "result": "jsonb",
+    "summary": "text",
+    "summary_truncated": "boolean",
+    "artifact": "text",
+    "retryable": "boolean",
+    "retry_after_seconds": "int",
+    "retry_base_seconds": "int",
+    "retry_max_seconds": "int",
+    "to_state": "text",
+    "input_request": "jsonb",
+    "response": "jsonb",
+    "scope_human_id": "bigint",
+}
+STATEMENTS = [
+    "HEARTBEAT",
+    "OPERATOR_EXTEND",
+    "COMPLETE",
+    "OPERATOR_COMPLETE",
+    "FAIL",
+    "OPERATOR_FAIL",
+    "RELEASE",
+    "OPERATOR_RELEASE",
+    "REJECT",
+    "INTERRUPT",
+    "RESUME",
+    "RETRY",
+]
+
+
+@pytest.fixture
+def few_leases_in_the_statistics(personas: Personas) -> Personas:
+    """A thousand finished todos and a hundred pending ones, analyzed with no lease in flight;
+    then twenty leases taken, which the statistics do not know of."""
+    ep = personas.endpoint_a.id
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO todos (id, endpoint_id, queue, title, state, attempt, finished_at)
+               SELECT u.id, %s, 'triage', 'done', 'completed', 1, now()
+                 FROM unnest(%s::text[]) AS u(id)""",
+            [ep, [lifecycle.new_todo_id() for _ in range(1_000)]],
+        )
+        cur.execute(
+            """INSERT INTO todos (id, endpoint_id, queue, title)
+               SELECT u.id, %s, 'triage', 'waiting' FROM unnest(%s::text[]) AS u(id)""",
+            [ep, [lifecycle.new_todo_id() for _ in range(100)]],
+        )
+        cur.execute("ANALYZE todos")
+    for _ in range(20):
+        claimed(ep)
+    return personas
+
+
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from _nodes(child)
+
+
+def _generic_plan(sql: str, values: dict[str, Any]) -> dict[str, Any]:
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    text = re.sub(r"%\((\w+)\)s", number, sql)
+    raw = connection.connection
+    assert raw is not None
+    cur = psycopg.ClientCursor(raw)
+    cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+    cur.execute(f"PREPARE plan_probe ({', '.join(TYPES[n] for n in names)}) AS {text}")
+    try:
+        args = ", ".join(f"%s::{TYPES[n]}" for n in names)
+        cur.execute(
+            f"EXPLAIN (FORMAT JSON) EXECUTE plan_probe ({args})", [values.get(n) for n in names]
+        )
+        row = cur.fetchone()
+    finally:
+        cur.execute("DEALLOCATE plan_probe")
+    assert row is not None
+    plan: dict[str, Any] = row[0][0]["Plan"]
+    return plan
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", STATEMENTS)
+def test_a_single_todo_transition_reads_todos_only_through_its_primary_key(
+    few_leases_in_the_statistics: Personas, name: str
+) -> None:
+    personas = few_leases_in_the_statistics
+    values = {
+        "id": "td_aaaaaaaaaaaaaaaaaaaa",
+        "endpoint_id": personas.endpoint_a.id,
+        "owner": OWNER,
+        "ttl_seconds": 300,
+        "scope_human_id": personas.alice.id,
+        "summary_truncated": False,
+        "retryable": True,
+        "retry_base_seconds": 30,
+        "retry_max_seconds": 3600,
+        "to_state": "input-required",
+    }
+
+    plan = _generic_plan(getattr(lifecycle, name), values)
+
+    scans = [node for node in _nodes(plan) if node.get("Relation Name") == "todos"]
+    reads = [node for node in scans if node["Node Type"] != "ModifyTable"]
+    assert reads, f"{name}: no read of todos in {plan}"
+    for node in reads:
+        assert node["Node Type"] == "Index Scan", (name, node)
+        assert node["Index Name"] == "todos_pkey", (name, node)
