@@ -5,8 +5,8 @@
 --   heartbeat throughput, and a minute still bounds an attempt's time of death.
 -- Most heartbeats read and write the todo row only: the guard checks the todo's copy of the
 --   fence digest (_fence.sql), and the todo's attempt_heartbeat_at says when the attempt was
---   last written (todos/migrations/0003). Reading the attempt on every heartbeat to decide both
---   cost 10–16 % of heartbeat throughput (docs/performance.md).
+--   last written (todos/migrations/0003), so no attempt page is read (the probe the statement
+--   made before, 2-3 buffers; docs/performance.md).
 -- `upd` moves attempt_heartbeat_at to now() exactly when the write is due; `touched` then writes
 --   the attempt. Its seq comes from a scalar subquery (an InitPlan, run first) that is NULL when
 --   no write is due, and an index probe for seq = NULL ends before it reads a page. There is no
