@@ -2,10 +2,9 @@
 
 A heartbeat must check the fence and decide whether the open attempt's ``last_heartbeat_at`` is
 due for its once-a-minute write (seed 000, REQ-18 fallback). Both lived only on the attempt, so
-every heartbeat probed ``todo_attempts`` on top of the todo's HOT update: 10-16 % of heartbeat
-throughput on these machines, over REQ-18's 10 % budget (docs/performance.md). With the copies
-on the todo row, a heartbeat is one update of one row, and reads the attempt only in its
-once-a-minute write.
+every heartbeat probed ``todo_attempts`` (2-3 buffers) on top of the todo's HOT update, against
+REQ-18's 10 % budget (docs/performance.md). With the copies on the todo row, a heartbeat reads
+and writes one row, and reads the attempt only in its once-a-minute write.
 
 - ``lease_token_hash``: the SHA-256 of the holder's lease token, as on its open attempt (NULL
   when the claim was not fenced). The attempt keeps its own, the history's record; statements
