@@ -22,6 +22,7 @@ from django.test.utils import CaptureQueriesContext
 from switchboard.models import Endpoint, Human
 from tests.base import Personas
 from tests.factories import EndpointFactory
+from tests.plans import plan_nodes
 from todos import queries
 from todos.models import Todo
 
@@ -82,17 +83,11 @@ def _plan(sql: str, *, analyze: bool = False) -> dict[str, Any]:
     return plan
 
 
-def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _nodes(child)
-
-
 def _todos_reads(plan: dict[str, Any]) -> list[dict[str, Any]]:
     """The nodes that read the todos table or one of its indexes."""
     return [
         node
-        for node in _nodes(plan)
+        for node in plan_nodes(plan)
         if node.get("Relation Name") == "todos" or node.get("Index Name", "").startswith("todos_")
     ]
 

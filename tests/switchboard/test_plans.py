@@ -13,7 +13,6 @@ types, then EXPLAIN EXECUTE under plan_cache_mode = force_generic_plan).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -21,6 +20,7 @@ import pytest
 from django.db import connection
 
 from tests.base import Personas
+from tests.plans import plan_nodes
 from tests.todos.helpers import OWNER, claimed
 from todos import lifecycle
 
@@ -83,12 +83,6 @@ def few_leases_in_the_statistics(personas: Personas) -> Personas:
     return personas
 
 
-def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _nodes(child)
-
-
 def _generic_plan(sql: str, values: dict[str, Any]) -> dict[str, Any]:
     names: list[str] = []
 
@@ -137,7 +131,7 @@ def test_a_single_todo_transition_reads_todos_only_through_its_primary_key(
 
     plan = _generic_plan(getattr(lifecycle, name), values)
 
-    scans = [node for node in _nodes(plan) if node.get("Relation Name") == "todos"]
+    scans = [node for node in plan_nodes(plan) if node.get("Relation Name") == "todos"]
     reads = [node for node in scans if node["Node Type"] != "ModifyTable"]
     assert reads, f"{name}: no read of todos in {plan}"
     for node in reads:

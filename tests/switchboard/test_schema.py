@@ -18,6 +18,7 @@ from attempts.models import ClaimerKind, Disposition, Outcome
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.models import Verb
 from tests.base import Personas
+from tests.plans import plan_nodes
 from todos import lifecycle
 from todos.models import EventDisposition, State
 
@@ -269,14 +270,8 @@ def test_the_claim_index_is_on_endpoint_then_created_at_over_claimable_rows_only
         assert f"'{state}'" not in where
 
 
-def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("Plans", []):
-        yield from _nodes(child)
-
-
 def _reads_todos(plan: dict[str, Any]) -> bool:
-    return any(node.get("Relation Name") == "todos" for node in _nodes(plan))
+    return any(node.get("Relation Name") == "todos" for node in plan_nodes(plan))
 
 
 @pytest.fixture
@@ -336,7 +331,7 @@ def _claim_next_plan(personas: Personas, *, analyze: bool = False) -> dict[str, 
 
 
 def _candidate(plan: dict[str, Any]) -> dict[str, Any]:
-    found = [node for node in _nodes(plan) if node.get("Subplan Name") == "CTE cand"]
+    found = [node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE cand"]
     assert len(found) == 1, "claim_next's plan has no `cand` CTE"
     return found[0]
 
@@ -347,7 +342,7 @@ def test_claim_next_reads_the_claim_index_in_order_without_sorting_the_backlog(
 ) -> None:
     plan = _claim_next_plan(backlog)
     cand = _candidate(plan)
-    cand_nodes = list(_nodes(cand))
+    cand_nodes = list(plan_nodes(cand))
 
     scans = [node for node in cand_nodes if node.get("Relation Name") == "todos"]
     assert [node["Node Type"] for node in scans] == ["Index Scan"], scans
@@ -356,7 +351,7 @@ def test_claim_next_reads_the_claim_index_in_order_without_sorting_the_backlog(
     assert not [node for node in cand_nodes if "Sort" in node["Node Type"]]
     # Nowhere else in the statement may a sort run over todos rows either (the attempts CTE
     # sorts at most attempts_cap rows of one todo, which is fine).
-    for node in _nodes(plan):
+    for node in plan_nodes(plan):
         if "Sort" in node["Node Type"]:
             assert not _reads_todos(node), node
 
@@ -366,7 +361,7 @@ def test_claim_next_touches_only_the_rows_ahead_of_the_one_it_takes(backlog: Per
     # Executed (inside the test's transaction, rolled back after): the index scan stops at the
     # first claimable row of the endpoint's queues instead of reading its thousand-row backlog.
     cand = _candidate(_claim_next_plan(backlog, analyze=True))
-    (scan,) = [node for node in _nodes(cand) if node.get("Relation Name") == "todos"]
+    (scan,) = [node for node in plan_nodes(cand) if node.get("Relation Name") == "todos"]
 
     assert scan["Actual Rows"] == 1
     assert scan.get("Rows Removed by Filter", 0) <= 5

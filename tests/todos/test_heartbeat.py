@@ -9,6 +9,7 @@ import pytest
 
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
+from tests.plans import plan_nodes
 from tests.todos.helpers import (
     OWNER,
     claimed,
@@ -196,13 +197,8 @@ def _attempt_pages_read(todo_id: str, endpoint_id: Any) -> tuple[int, int]:
     if isinstance(document, str):
         document = json.loads(document)
 
-    def nodes(plan: dict[str, Any]) -> Any:
-        yield plan
-        for child in plan.get("Plans", []):
-            yield from nodes(child)
-
     pages = written = 0
-    for node in nodes(document[0]["Plan"]):
+    for node in plan_nodes(document[0]["Plan"]):
         if node.get("Relation Name") != "todo_attempts":
             continue
         pages += node.get("Shared Hit Blocks", 0) + node.get("Shared Read Blocks", 0)
