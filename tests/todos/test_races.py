@@ -804,6 +804,37 @@ def test_a_fenced_report_that_waited_on_a_takeover_is_refused(personas: Personas
     assert [(a["seq"], a["outcome"]) for a in attempts] == [(1, "lease_expired"), (2, None)]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_extend_that_waited_on_a_takeover_leaves_the_new_attempts_first_write_due(
+    personas: Personas,
+) -> None:
+    # The owner's extend passes on whoever holds the lease, so it extends the new holder's. Its
+    # snapshot cannot see the new attempt, so it must not record an attempt write on the todo
+    # either: the new holder's first heartbeat then writes its attempt.
+    endpoint_id = personas.endpoint_a.id
+    todo = lifecycle.create(endpoint_id, queue="waits")
+    stale = lifecycle.claim(endpoint_id, todo.id, owner="agent")
+    assert lapse(todo.id, stale.attempt_seq) == 1
+    crew = Crew()
+    with transaction.atomic():
+        fresh = lifecycle.claim(endpoint_id, todo.id, owner="agent-2")
+        assert fresh.took_over and fresh.attempt_seq == 2
+        extended = behind_this_transaction(
+            crew, "extend", lambda: lifecycle.operator_extend(personas.alice.id, todo.id)
+        )
+    crew.join(timeout=10)
+    assert not crew.problems, crew.problems
+    (result,) = extended
+    assert not isinstance(result, Exception), repr(result)
+    assert todo_of(todo.id)["attempt_heartbeat_at"] is None
+    assert attempts_of(todo.id)[-1]["last_heartbeat_at"] is None
+
+    lifecycle.heartbeat(endpoint_id, todo.id, owner="agent-2")
+
+    assert todo_of(todo.id)["attempt_heartbeat_at"] is not None
+    assert attempts_of(todo.id)[-1]["last_heartbeat_at"] is not None
+
+
 FODDER = 250
 
 

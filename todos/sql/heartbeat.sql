@@ -14,7 +14,10 @@
 --   and read it on every heartbeat; upd matched a claimed todo, and a claimed todo's
 --   attempts_total is the seq of its open attempt (the race tests check it while they run).
 -- A heartbeat that waited on the row (a concurrent claim) and cannot see the new attempt from its
---   snapshot still extends the lease; only that minute's attempt write is skipped.
+--   snapshot still extends the lease, but neither writes the attempt nor moves the todo's record
+--   of the write: the due write is checked against the attempt (_current_attempt.sql) before the
+--   copy moves, and only when it is due (AND stops at the first false), so the probe runs once a
+--   minute, not on every heartbeat.
 -- params: id, ttl_seconds, and the guard's parameters
 -- returns: the todo and attempt_seq; no row on a miss.
 -- Uses index: todos_pkey; todo_attempts_pkey once a minute.
@@ -22,8 +25,9 @@ WITH upd AS (
     UPDATE todos t
        SET lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now(),
            attempt_heartbeat_at =
-               CASE WHEN t.attempt_heartbeat_at IS NULL
-                         OR t.attempt_heartbeat_at < now() - interval '1 minute'
+               CASE WHEN (t.attempt_heartbeat_at IS NULL
+                          OR t.attempt_heartbeat_at < now() - interval '1 minute')
+                         AND @{current_attempt}
                     THEN now() ELSE t.attempt_heartbeat_at END
      -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
      -- in todos/lifecycle.py).
