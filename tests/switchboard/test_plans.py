@@ -44,6 +44,8 @@ TYPES = {
     "response": "jsonb",
     "scope_human_id": "bigint",
 }
+# RESUME and RETRY (states other than claimed, the human's scope) have no index competing with
+# the primary key today, so they pass in the plain form too; they are here for the next index.
 STATEMENTS = [
     "HEARTBEAT",
     "OPERATOR_EXTEND",

@@ -204,26 +204,50 @@ def test_reapplying_the_lease_copy_backfills_the_leases_in_flight(
     ep = personas.endpoint_a.id
     fenced = lifecycle.create(ep, queue="triage", title="fenced")
     plain = lifecycle.create(ep, queue="triage", title="plain")
+    again = lifecycle.create(ep, queue="triage", title="released, then claimed again")
     waiting = lifecycle.create(ep, queue="triage", title="waiting")
     lifecycle.claim(ep, fenced.id, owner="agent-a", require_fence=True)
     lifecycle.claim(ep, plain.id, owner="agent-a")
     lifecycle.heartbeat(ep, plain.id, owner="agent-a")
+    first = lifecycle.claim(ep, again.id, owner="agent-a", require_fence=True)
+    lifecycle.heartbeat(ep, again.id, owner="agent-a", lease_token=first.lease_token)
+    lifecycle.release(ep, again.id, owner="agent-a", lease_token=first.lease_token)
+    lifecycle.claim(ep, again.id, owner="agent-a", require_fence=True)
+    before = _lease_copies()
     todos_migrations = [node for node in _latest() if node[0] == "todos"]
 
     _migrate([("todos", "0002_attempt_counters")])
     _migrate(todos_migrations)
 
-    copies = {
-        row["id"]: (row["lease_token_hash"], row["attempt_heartbeat_at"])
-        for row in fetch_all(
-            """SELECT t.id, t.lease_token_hash = a.lease_token_hash AS lease_token_hash,
-                      t.attempt_heartbeat_at = a.last_heartbeat_at AS attempt_heartbeat_at
-                 FROM todos t LEFT JOIN todo_attempts a ON a.todo_id = t.id""",
-            {},
+    after = _lease_copies()
+    assert after == before
+    # Each copy is its open attempt's, NULL where the attempt has none, NULL with no holder.
+    digest, beat = 0, 1
+    assert after[fenced.id][digest] is not None and after[fenced.id][beat] is None
+    assert after[plain.id][digest] is None and after[plain.id][beat] is not None
+    assert after[again.id][digest] is not None and after[again.id][beat] is None
+    assert after[waiting.id] == (None, None, None, None)
+    for todo_id, (copy, copied_beat, held, held_beat) in after.items():
+        assert (copy, copied_beat) == (held, held_beat), todo_id
+
+
+def _lease_copies() -> dict[str, tuple[Any, ...]]:
+    """Per todo: its two copies, then the open attempt's digest and last heartbeat write."""
+    rows = fetch_all(
+        """SELECT t.id, t.lease_token_hash AS copy, t.attempt_heartbeat_at AS copied_beat,
+                  a.lease_token_hash AS held, a.last_heartbeat_at AS held_beat
+             FROM todos t
+             LEFT JOIN todo_attempts a
+               ON a.todo_id = t.id AND a.seq = t.attempts_total AND a.ended_at IS NULL""",
+        {},
+    )
+    return {
+        row["id"]: tuple(
+            None if v is None else bytes(v) if isinstance(v, memoryview) else v
+            for v in (row["copy"], row["copied_beat"], row["held"], row["held_beat"])
         )
+        for row in rows
     }
-    # fenced: digest copied, no heartbeat yet; plain: no digest, heartbeat time copied.
-    assert copies == {fenced.id: (True, None), plain.id: (None, True), waiting.id: (None, None)}
 
 
 @pytest.mark.django_db
