@@ -12,6 +12,7 @@ types, then EXPLAIN EXECUTE under plan_cache_mode = force_generic_plan).
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -43,6 +44,14 @@ TYPES = {
     "input_request": "jsonb",
     "response": "jsonb",
     "scope_human_id": "bigint",
+    "scope_endpoint_id": "uuid",
+    "queues": "text[]",
+    "attempts_cap": "int",
+    "claimer_kind": "text",
+    "claimer_endpoint_id": "uuid",
+    "claimer_session": "text",
+    "claimant": "text",
+    "limit": "int",
 }
 # RESUME and RETRY (states other than claimed, the human's scope) have no index competing with
 # the primary key today, so they pass in the plain form too; they are here for the next index.
@@ -64,22 +73,30 @@ STATEMENTS = [
 
 @pytest.fixture
 def few_leases_in_the_statistics(personas: Personas) -> Personas:
-    """A thousand finished todos and a hundred pending ones, analyzed with no lease in flight;
-    then twenty leases taken, which the statistics do not know of."""
+    """A thousand finished todos, each with its closed attempt, and a hundred pending ones,
+    analyzed with no lease in flight; then twenty leases taken, which the statistics do not know
+    of."""
     ep = personas.endpoint_a.id
     with connection.cursor() as cur:
         cur.execute(
-            """INSERT INTO todos (id, endpoint_id, queue, title, state, attempt, finished_at)
-               SELECT u.id, %s, 'triage', 'done', 'completed', 1, now()
+            """INSERT INTO todos (id, endpoint_id, queue, title, state, attempt, attempts_total,
+                                  finished_at)
+               SELECT u.id, %s, 'triage', 'done', 'completed', 1, 1, now()
                  FROM unnest(%s::text[]) AS u(id)""",
             [ep, [lifecycle.new_todo_id() for _ in range(1_000)]],
+        )
+        cur.execute(
+            """INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, owner,
+                                          lease_expires_at, ended_at, outcome, disposition)
+               SELECT id, 1, 1, 'endpoint', 'endpoint:done', now(), now(), 'completed', 'done'
+                 FROM todos WHERE state = 'completed'"""
         )
         cur.execute(
             """INSERT INTO todos (id, endpoint_id, queue, title)
                SELECT u.id, %s, 'triage', 'waiting' FROM unnest(%s::text[]) AS u(id)""",
             [ep, [lifecycle.new_todo_id() for _ in range(100)]],
         )
-        cur.execute("ANALYZE todos")
+        cur.execute("ANALYZE todos, todo_attempts")
     for _ in range(20):
         claimed(ep)
     return personas
@@ -139,3 +156,53 @@ def test_a_single_todo_transition_reads_todos_only_through_its_primary_key(
     for node in reads:
         assert node["Node Type"] == "Index Scan", (name, node)
         assert node["Index Name"] == "todos_pkey", (name, node)
+
+
+def _statements_reading_attempts() -> list[tuple[str, str]]:
+    found = []
+    for name, value in vars(lifecycle).items():
+        variants = value.items() if isinstance(value, dict) else [("", value)]
+        for key, sql in variants:
+            if name.isupper() and isinstance(sql, str) and "todo_attempts" in sql:
+                found.append((f"{name}[{key}]" if key != "" else name, sql))
+    return found
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "sql"), _statements_reading_attempts())
+def test_no_statement_hashes_the_open_attempts(
+    few_leases_in_the_statistics: Personas, name: str, sql: str
+) -> None:
+    """A correlated EXISTS on todo_attempts (the "current attempt" guard, the claim's
+    prior_stale) may be planned as a hashed subplan: every open attempt read and hashed on each
+    call, O(leases in flight) per transition, which is what statistics showing few open attempts
+    make the planner pick. Each must stay a per-row probe (OFFSET 0 in the subquery)."""
+    personas = few_leases_in_the_statistics
+    values = {
+        "id": "td_aaaaaaaaaaaaaaaaaaaa",
+        "endpoint_id": personas.endpoint_a.id,
+        "scope_endpoint_id": personas.endpoint_a.id,
+        "claimer_endpoint_id": personas.endpoint_a.id,
+        "owner": OWNER,
+        "queues": ["triage"],
+        "claimer_kind": "endpoint",
+        "attempts_cap": 50,
+        "ttl_seconds": 300,
+        "scope_human_id": personas.alice.id,
+        "summary_truncated": False,
+        "retryable": True,
+        "retry_base_seconds": 30,
+        "retry_max_seconds": 3600,
+        "to_state": "input-required",
+        "limit": 500,
+    }
+
+    plan = _generic_plan(sql, values)
+
+    # A hashed subplan shows as "hashed SubPlan N" in its parent's conditions. Hashing the
+    # human's endpoints (HUMAN_SCOPE_SQL, uncorrelated) is fine: it is bounded by one owner.
+    hashed = set(re.findall(r"hashed (SubPlan \d+)", json.dumps(plan)))
+    for node in plan_nodes(plan):
+        if node.get("Subplan Name") in hashed:
+            relations = {n.get("Relation Name") for n in plan_nodes(node)}
+            assert "todo_attempts" not in relations, (name, node)

@@ -71,7 +71,9 @@ SELECT upd.*,
        -- waited on the row, see _current_attempt.sql): `prior` may then miss that attempt's
        -- ending, and the caller re-reads the history after commit instead.
        (upd.prior_state <> 'claimed' AND upd.attempts_total > 1
+        -- OFFSET 0: a probe by key, never a hashed read of every attempt (_current_attempt.sql).
         AND NOT EXISTS (SELECT 1 FROM todo_attempts a
                          WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total - 1
-                           AND a.ended_at IS NOT NULL)) AS prior_stale
+                           AND a.ended_at IS NOT NULL
+                        OFFSET 0)) AS prior_stale
   FROM upd

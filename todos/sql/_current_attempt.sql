@@ -8,5 +8,11 @@
 -- re-checked row's attempts_total, this predicate is false exactly then, so the statement does
 -- not match; the caller gets a conflict (or the sweep leaves the row for its next pass) instead
 -- of leaving an attempt open behind a finished todo.
+--
+-- OFFSET 0 keeps it one probe of the todo's key per row checked. Without it PostgreSQL may plan
+-- the EXISTS as a hashed subplan (it does whenever the statistics show few open attempts): every
+-- open attempt read and hashed on each call, so each transition costs O(leases in flight), 458
+-- buffers instead of 3 with 500 leases held (tests/switchboard/test_plans.py).
 EXISTS (SELECT 1 FROM todo_attempts ca
-         WHERE ca.todo_id = t.id AND ca.seq = t.attempts_total AND ca.ended_at IS NULL)
+         WHERE ca.todo_id = t.id AND ca.seq = t.attempts_total AND ca.ended_at IS NULL
+        OFFSET 0)
