@@ -20,7 +20,14 @@ from switchboard import runtime_settings
 from switchboard.lib.sql import fetch_all, fetch_one
 from tests.base import Personas
 from tests.factories import SourceFactory
-from tests.todos.helpers import attempt_rows, claimed, expire_lease, new_todo, todo_row
+from tests.todos.helpers import (
+    attempt_rows,
+    claimed,
+    expire_lease,
+    make_retry_due,
+    new_todo,
+    todo_row,
+)
 from todos import lifecycle, sweeps
 from todos.models import Event
 
@@ -213,3 +220,40 @@ def test_sweeper_stops_cleanly_on_sigterm(personas: Personas) -> None:
     assert proc.returncode == 0
     assert "SIGTERM, finishing the pass and stopping" in out
     assert out.rstrip().endswith("sweeper: stopped")
+
+
+@pytest.mark.django_db
+def test_the_sweeps_run_against_the_demo_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an operator trying the product sees: `make run`'s demo data, its open lease lapsed,
+    its scheduled retry due and its finished todos aged past retention, swept by each command."""
+    monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
+    run("seed_demo", "--if-empty")
+    (held,) = fetch_all("SELECT id FROM todos WHERE state = 'claimed'", {})
+    (retrying,) = fetch_all(
+        "SELECT id FROM todos WHERE state = 'failed' AND next_retry_at IS NOT NULL", {}
+    )
+    expire_lease(held["id"])
+    make_retry_due(retrying["id"])
+    fetch_all(
+        "UPDATE todos SET finished_at = finished_at - interval '400 days'"
+        " WHERE finished_at IS NOT NULL",
+        {},
+    )
+    finished = fetch_all("SELECT id FROM todos WHERE finished_at IS NOT NULL", {})
+    total = fetch_one("SELECT count(*) AS n FROM todos", {})
+
+    assert f"reap: requeued 1: {held['id']}" in run("reap")
+    assert todo_row(held["id"])["state"] == "pending"
+    assert [(a["outcome"], a["disposition"]) for a in attempt_rows(held["id"])][-1] == (
+        "reaped",
+        "requeued",
+    )
+    assert f"requeue_retries: requeued 1: {retrying['id']}" in run("requeue_retries")
+    assert todo_row(retrying["id"])["state"] == "pending"
+    assert f"would delete {len(finished)} todos" in run("retention", "--dry-run")
+    assert fetch_one("SELECT count(*) AS n FROM todos", {}) == total
+    # One pass of the loop: nothing left to reap or requeue, so it reports only what retention
+    # deleted, attempts with their todos.
+    sweep = run("sweeper", "--once")
+    assert sweep.strip().endswith(f"retention: deleted {len(finished)} todos, 0 events"), sweep
+    assert not any(exists(t["id"]) or attempt_rows(t["id"]) for t in finished)
