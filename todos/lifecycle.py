@@ -34,6 +34,9 @@ plainly, ``t.state = 'claimed' AND t.endpoint_id = …`` also matches ``todos_in
 statistics were taken with few leases in flight those look cheaper than the primary key: the
 generic plan a prepared statement keeps then walks every lease in flight, or every one of the
 endpoint's, on each heartbeat and report (docs/performance.md, "Plans that walk the leases").
+The same statistics make a correlated ``EXISTS`` on ``todo_attempts`` (the current-attempt
+guard) look cheapest as a hashed subplan that reads every open attempt on each call; ``OFFSET
+0`` in the subquery keeps it a probe by key (``_current_attempt.sql``).
 ``tests/switchboard/test_plans.py`` checks each statement's generic plan under such statistics.
 
 Misses
