@@ -83,6 +83,9 @@ SUMMARY = "fixed the flaky check; reran the suite twice, green both times"
 WARMUP_CYCLES = 10  # past psycopg's prepare threshold (5) before the clock starts
 
 GOALS = {"django": 0.15, "attempts": 0.30, "heartbeat": 0.10}
+# What the heartbeat may cost through Django with its attempt write, if each overhead is within
+# its own budget: 1 - (1 - 0.15) * (1 - 0.10) = 23.5 %.
+END_TO_END_GOAL = 1 - (1 - GOALS["django"]) * (1 - GOALS["heartbeat"])
 
 # Baselines without attempt history share the product's claim predicate, with the takeover's
 # "its open attempt is visible" check (_current_attempt.sql) true: without attempts there is none.
@@ -1265,19 +1268,28 @@ def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool
             "",
         ),
         (
+            "  Django on the heartbeat",
+            "1 - hb-a/hb-b",
+            "hb-a",
+            "hb-b",
+            GOALS["django"],
+            "the cycle's budget",
+        ),
+        # Through Django with the attempt write, the heartbeat carries both budgets at once.
+        (
             "  end to end",
             "1 - hb-a/hb-c",
             "hb-a",
             "hb-c",
-            GOALS["heartbeat"],
-            "adds Django's overhead",
+            END_TO_END_GOAL,
+            "Django's and REQ-18's together",
         ),
         (
             "  end to end, before 1 and 2",
             "1 - hb-a-both/hb-c",
             "hb-a-both",
             "hb-c",
-            GOALS["heartbeat"],
+            END_TO_END_GOAL,
             "",
         ),
     )
@@ -1306,7 +1318,7 @@ def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool
             cells.append(f"{n} thr: {cost * 100:5.1f} %{cpu:<11}")
         verdict = "met" if ok else "NOT met"
         extra = f" ({note})" if note else ""
-        goal_text = f"goal <= {goal * 100:.0f} %: {verdict}{extra}"
+        goal_text = f"goal <= {goal * 100:g} %: {verdict}{extra}"
         print(f"  {name:<31}{formula:<20}{'  '.join(cells)}  {goal_text}")
         if not name.startswith("  "):
             met.append(ok)
