@@ -134,16 +134,18 @@ def _generic_plan(sql: str, values: dict[str, Any]) -> dict[str, Any]:
     return plan
 
 
-@pytest.mark.django_db
-@pytest.mark.parametrize("name", STATEMENTS)
-def test_a_single_todo_transition_reads_todos_only_through_its_primary_key(
-    few_leases_in_the_statistics: Personas, name: str
-) -> None:
-    personas = few_leases_in_the_statistics
-    values = {
+def _values(personas: Personas) -> dict[str, Any]:
+    """A value for every parameter the statements take (the plan is generic, so only the types
+    matter, and a value where EXPLAIN EXECUTE needs one)."""
+    return {
         "id": "td_aaaaaaaaaaaaaaaaaaaa",
         "endpoint_id": personas.endpoint_a.id,
+        "scope_endpoint_id": personas.endpoint_a.id,
+        "claimer_endpoint_id": personas.endpoint_a.id,
         "owner": OWNER,
+        "queues": ["triage"],
+        "claimer_kind": "endpoint",
+        "attempts_cap": 50,
         "ttl_seconds": 300,
         "scope_human_id": personas.alice.id,
         "summary_truncated": False,
@@ -151,11 +153,16 @@ def test_a_single_todo_transition_reads_todos_only_through_its_primary_key(
         "retry_base_seconds": 30,
         "retry_max_seconds": 3600,
         "to_state": "input-required",
-        "scope_endpoint_id": personas.endpoint_a.id,
-        "claimer_endpoint_id": personas.endpoint_a.id,
-        "claimer_kind": "endpoint",
-        "attempts_cap": 50,
+        "limit": 500,
     }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", STATEMENTS)
+def test_a_single_todo_transition_reads_todos_only_through_its_primary_key(
+    few_leases_in_the_statistics: Personas, name: str
+) -> None:
+    values = _values(few_leases_in_the_statistics)
 
     sqls = getattr(lifecycle, name)
     for sql in sqls.values() if isinstance(sqls, dict) else [sqls]:
@@ -190,25 +197,7 @@ def test_no_statement_hashes_the_open_attempts(
     prior_stale) may be planned as a hashed subplan: every open attempt read and hashed on each
     call, O(leases in flight) per transition, which is what statistics showing few open attempts
     make the planner pick. Each must stay a per-row probe (OFFSET 0 in the subquery)."""
-    personas = few_leases_in_the_statistics
-    values = {
-        "id": "td_aaaaaaaaaaaaaaaaaaaa",
-        "endpoint_id": personas.endpoint_a.id,
-        "scope_endpoint_id": personas.endpoint_a.id,
-        "claimer_endpoint_id": personas.endpoint_a.id,
-        "owner": OWNER,
-        "queues": ["triage"],
-        "claimer_kind": "endpoint",
-        "attempts_cap": 50,
-        "ttl_seconds": 300,
-        "scope_human_id": personas.alice.id,
-        "summary_truncated": False,
-        "retryable": True,
-        "retry_base_seconds": 30,
-        "retry_max_seconds": 3600,
-        "to_state": "input-required",
-        "limit": 500,
-    }
+    values = _values(few_leases_in_the_statistics)
 
     plan = _generic_plan(sql, values)
 
