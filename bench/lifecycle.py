@@ -705,12 +705,7 @@ class Catalog:
                 raise SystemExit(f"index {name} is missing: {_RECREATE}")
             self.defs[name] = row[0]
         # todo_attempts' CHECK constraints, by name; a run killed inside b-checks leaves none.
-        self.checks = dict(
-            admin.execute(
-                "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
-                " WHERE conrelid = 'todo_attempts'::regclass AND contype = 'c'"
-            ).fetchall()
-        )
+        self.checks = self._attempt_checks()
         if not self.checks:
             raise SystemExit(f"todo_attempts has no CHECK constraint: {_RECREATE}")
         row = admin.execute(
@@ -744,13 +739,7 @@ class Catalog:
                 self.defs[words[1]].replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1)
             )
         elif kind == "checks":
-            present = {
-                name
-                for (name,) in self.admin.execute(
-                    "SELECT conname FROM pg_constraint"
-                    " WHERE conrelid = 'todo_attempts'::regclass AND contype = 'c'"
-                ).fetchall()
-            }
+            present = self._attempt_checks()
             for name, definition in self.checks.items():
                 if name not in present:
                     self.admin.execute(
@@ -761,6 +750,13 @@ class Catalog:
             self.admin.execute(f"ALTER TABLE todos SET ({self.todos_reloptions})")
         else:
             raise ValueError(f"cannot restore {words}")
+
+    def _attempt_checks(self) -> dict[str, str]:
+        rows = self.admin.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = 'todo_attempts'::regclass AND contype = 'c'"
+        ).fetchall()
+        return dict(rows)
 
     def restore_all(self) -> None:
         for variant in VARIANTS:
