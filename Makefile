@@ -34,6 +34,7 @@ $(STAMP): pyproject.toml | $(PY)
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck:
 	$(VENV)/bin/mypy

@@ -13,7 +13,7 @@ import hashlib
 import re
 import secrets
 
-from todos.errors import InvalidInput
+from switchboard.lib.errors import InvalidInput
 
 TOKEN_BYTES = 16
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{22}")

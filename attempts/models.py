@@ -11,7 +11,6 @@ from django.db import models
 from django.db.models.functions import Now
 
 from switchboard.models import Endpoint
-from todos.models import Todo
 
 
 class ClaimerKind(models.TextChoices):
@@ -43,7 +42,7 @@ DIED_OUTCOMES = (Outcome.LEASE_EXPIRED, Outcome.REAPED)
 
 class TodoAttempt(models.Model):
     pk = models.CompositePrimaryKey("todo_id", "seq")
-    todo = models.ForeignKey(Todo, on_delete=models.DO_NOTHING, related_name="attempts")
+    todo = models.ForeignKey("todos.Todo", on_delete=models.DO_NOTHING, related_name="attempts")
     seq = models.IntegerField()
     attempt = models.IntegerField()
     claimer_kind = models.TextField(choices=ClaimerKind.choices)

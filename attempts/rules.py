@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+from switchboard.lib.errors import InvalidInput
 from switchboard.lib.text import cut_utf8, has_control_or_space, strip_control, strip_nul
-from todos.errors import InvalidInput
 
 SUMMARY_MAX_BYTES = 2048
 CLAIMANT_MAX_BYTES = 128

@@ -19,7 +19,7 @@ from django.db.models.functions import Now
 
 from mcp_server import shapes, tools, verbs
 from mcp_server.schemas import ATTEMPTS_LIMIT_DEFAULT
-from todos.errors import TodoNotFound
+from switchboard.lib.errors import TodoNotFound
 from todos.models import Rule, State, Todo
 
 SCHEME = "switchboard://"

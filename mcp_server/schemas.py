@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from attempts.fence import TOKEN_BYTES
-from attempts.queries import ATTEMPTS_LIMIT_MAX
 from attempts.rules import ARTIFACT_MAX_BYTES
 from todos.lifecycle import (
     LEASE_TTL_MAX_SECONDS,
@@ -24,6 +23,7 @@ from todos.lifecycle import (
     RETRY_AFTER_MAX_SECONDS,
 )
 from todos.models import State
+from todos.queries import ATTEMPTS_LIMIT_MAX
 
 Schema = dict[str, Any]
 

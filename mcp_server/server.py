@@ -40,8 +40,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from mcp_server import doorbell, resources, schemas, tools, verbs
+from switchboard.lib.errors import LifecycleError
 from switchboard.models import Endpoint
-from todos.errors import LifecycleError
 
 logger = logging.getLogger(__name__)
 

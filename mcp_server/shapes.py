@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from attempts.types import AttemptView
 from todos.models import Todo
-from todos.types import AttemptView, ClaimResult, TodoView
+from todos.types import ClaimResult, TodoView
 
 
 def iso(value: dt.datetime | None) -> str | None:

@@ -23,7 +23,6 @@ from typing import Any
 
 from django.db.models import Q
 
-from attempts.queries import attempts_for_todo
 from mcp_server import shapes
 from mcp_server.schemas import (
     ATTEMPTS_LIMIT_DEFAULT,
@@ -32,11 +31,12 @@ from mcp_server.schemas import (
 )
 from mcp_server.verbs import owner_of
 from switchboard.lib import traceparent as tp
+from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import lifecycle
-from todos.errors import TodoNotFound
 from todos.models import Todo
+from todos.queries import attempts_for_todo
 
 Args = Mapping[str, Any]
 Out = dict[str, Any]

@@ -2,7 +2,7 @@
 
 In order, before the SDK sees a request: the path names an endpoint; Host and Origin pass
 ``ALLOWED_HOSTS`` (DNS-rebinding protection, the transport spec's MUST); the bearer resolves to
-that endpoint (``switchboard.lib.auth``, 401 otherwise); a legacy GET with a session id
+that endpoint (``switchboard.auth``, 401 otherwise); a legacy GET with a session id
 becomes the doorbell's SSE stream (``legacy_stream``), anything else must be POST; the body fits
 ``SWITCHBOARD_MAX_BODY_BYTES`` (413); it is JSON and one JSON-RPC 2.0 message (the right JSON-RPC
 error otherwise, the same in both eras). For the legacy era it also mints the session id on
@@ -37,8 +37,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_server import doorbell, sessions
 from mcp_server import server as mcp
+from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.lib import asgi
-from switchboard.lib.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)

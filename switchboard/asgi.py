@@ -23,15 +23,15 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
-from todos import webhooks  # noqa: E402
+from todos.intake import views as hooks  # noqa: E402
 
 
 async def http(scope: Any, receive: Any, send: Any) -> None:
     path = scope.get("path", "")
     if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
         await mcp_transport.application(scope, receive, send)
-    elif webhooks.is_hook_path(path):
-        await webhooks.guard(scope, receive, send, django_application)
+    elif hooks.is_hook_path(path):
+        await hooks.guard(scope, receive, send, django_application)
     else:
         await django_application(scope, receive, send)
 

@@ -23,7 +23,7 @@ from switchboard.credentials import mint_key
 from switchboard.models import DRAIN_VERBS, Endpoint, Human
 from switchboard.scope import Scope
 from todos import lifecycle
-from todos.sources import create_rule, create_source
+from todos.intake.sources import create_rule, create_source
 
 USERNAME = "demo"
 ENDPOINT_SLUG = "demo-agent"

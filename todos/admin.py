@@ -25,11 +25,12 @@ from django.utils.safestring import SafeString
 
 from attempts import admin as attempts_admin
 from switchboard.lib.admin import Shown, pretty_json, show_once
+from switchboard.lib.errors import LifecycleError
 from switchboard.scope import Scope
-from todos import lifecycle, routing
-from todos.errors import LifecycleError
-from todos.forms import RuleTestForm
-from todos.intake import new_secret, plan_for
+from todos import lifecycle
+from todos.intake import routing
+from todos.intake.deliveries import new_secret, plan_for
+from todos.intake.forms import RuleTestForm
 from todos.models import Event, Rule, Source, State, Todo
 
 # The request attribute carrying a source's new secret from save_model to response_add.

@@ -61,18 +61,18 @@ from django.db import IntegrityError, transaction
 from psycopg.types.json import Jsonb
 
 from attempts import fence, rules
-from attempts.queries import recent_closed_attempts
 from switchboard import runtime_settings
 from switchboard.lib import metrics
-from switchboard.lib.sql import fetch_all, fetch_one, load
-from switchboard.lib.text import has_nul, strip_control
-from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
-from todos.errors import (
+from switchboard.lib.errors import (
     AttemptInvariantViolated,
     InvalidInput,
     LeaseConflict,
     TodoNotFound,
 )
+from switchboard.lib.sql import fetch_all, fetch_one, load
+from switchboard.lib.text import has_nul, strip_control
+from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
+from todos.queries import recent_closed_attempts
 from todos.types import (
     AttemptView,
     ClaimResult,

@@ -80,8 +80,9 @@ class Rule(models.Model):
         """Refuse what intake could not route: a bad match, a foreign or revoked endpoint, a
         queue or budget outside the schema's bounds. Admin, the Board and ``create_rule`` call
         this through ``full_clean``."""
-        from todos import lifecycle, routing
-        from todos.errors import InvalidInput
+        from switchboard.lib.errors import InvalidInput
+        from todos import lifecycle
+        from todos.intake import routing
 
         errors: dict[str, str] = {}
         try:

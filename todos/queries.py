@@ -1,4 +1,5 @@
-"""Owner-scoped reads of todos for the Board: the list page, its counts, one todo's drawer.
+"""Owner-scoped reads of todos and their attempts: the list page, its counts, one todo's drawer,
+the attempt history.
 
 Every read here starts from ``Scope.of_human(...).todos()``: a todo outside the human's
 endpoints is never returned, and a foreign id reads exactly like an unknown one.
@@ -7,22 +8,25 @@ endpoints is never returned, and a foreign id reads exactly like an unknown one.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from attempts.queries import ATTEMPTS_LIMIT_MAX, attempts_for_todo
+from attempts.models import TodoAttempt
+from attempts.types import AttemptView
+from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.lib.sql import load
 from switchboard.models import Endpoint
 from switchboard.scope import HUMAN_ENDPOINTS_SQL, Scope
-from todos.errors import TodoNotFound
 from todos.models import State, Todo
 from todos.types import AttemptsPage
 
 PAGE_SIZE = 50
+ATTEMPTS_LIMIT_MAX = 200
+_ATTEMPT_FIELDS = [f.name for f in fields(AttemptView)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,3 +186,42 @@ def drawer(human_id: int, todo_id: str) -> Drawer:
     # The newest 200 at most; the drawer says how many stored ones it leaves out.
     history = attempts_for_todo(Scope.of_human(human_id), todo_id, limit=ATTEMPTS_LIMIT_MAX)
     return Drawer(todo, history)
+
+
+# --- attempt history -------------------------------------------------------------------------
+
+
+def attempts_for_todo(scope: Scope, todo_id: str, limit: int = 20) -> AttemptsPage:
+    """Return a todo's attempts newest first (the open one included), its total and pruned count.
+
+    Raises ``TodoNotFound`` for an id outside ``scope``, exactly as for an unknown one.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInput("attempts_limit", "must be an integer")
+    if not 1 <= limit <= ATTEMPTS_LIMIT_MAX:
+        raise InvalidInput("attempts_limit", f"must be between 1 and {ATTEMPTS_LIMIT_MAX}")
+    counts = (
+        Todo.objects.filter(scope.todos(), id=todo_id)
+        .values_list("attempts_total", "attempts_pruned")
+        .first()
+    )
+    if counts is None:
+        raise TodoNotFound(todo_id)
+    # Uses index: todo_attempts_pkey (todo_id, seq), read backwards.
+    rows = TodoAttempt.objects.filter(todo_id=todo_id).order_by("-seq").values(*_ATTEMPT_FIELDS)
+    return AttemptsPage(
+        attempts=tuple(AttemptView.from_row(row) for row in rows[:limit]),
+        total=counts[0],
+        pruned=counts[1],
+    )
+
+
+def recent_closed_attempts(todo_id: str, n: int) -> tuple[AttemptView, ...]:
+    """The ``n`` most recently closed attempts of a todo, newest first (no scope check: callers
+    have already matched the todo in scope)."""
+    rows = (
+        TodoAttempt.objects.filter(todo_id=todo_id, ended_at__isnull=False)
+        .order_by("-seq")
+        .values(*_ATTEMPT_FIELDS)[:n]
+    )
+    return tuple(AttemptView.from_row(row) for row in rows)

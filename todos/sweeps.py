@@ -123,7 +123,9 @@ class Sweeper:
         self.interval = interval
         self.emit = emit or log.info
         self._stop = threading.Event()
-        self._last_retention = 0.0
+        # None until the first pass, which always runs retention: time.monotonic() counts from
+        # boot, so a start value of 0.0 skipped retention for the first hour after a reboot.
+        self._last_retention: float | None = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -142,7 +144,8 @@ class Sweeper:
 
     def tick(self) -> PassReport | None:
         now = time.monotonic()
-        with_retention = now - self._last_retention >= RETENTION_EVERY_SECONDS
+        last = self._last_retention
+        with_retention = last is None or now - last >= RETENTION_EVERY_SECONDS
         try:
             report = run_pass(with_retention=with_retention)
         except Exception:

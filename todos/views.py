@@ -24,12 +24,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from attempts.models import DIED_OUTCOMES, ClaimerKind, Outcome
+from attempts.types import AttemptView
 from switchboard.lib.board import BoardRequest, login_required
+from switchboard.lib.errors import InvalidInput, LeaseConflict, LifecycleError, TodoNotFound
 from switchboard.models import Endpoint
 from todos import lifecycle, queries
-from todos.errors import InvalidInput, LeaseConflict, LifecycleError, TodoNotFound
 from todos.models import State, Todo
-from todos.types import AttemptView
 
 DRAWER = "todos/todo_detail.html#drawer"
 ROW = "todos/todo_list.html#row"

@@ -1,6 +1,6 @@
 """Reading a request body at the ASGI level, under a cap, before an application sees it.
 
-MCP (``mcp_server.transport``) and webhooks (``todos.webhooks.guard``) refuse an oversized body
+MCP (``mcp_server.transport``) and webhooks (``todos.intake.views.guard``) refuse an oversized body
 as soon as it is known to be one: from its Content-Length, or while it streams in. Django's
 ASGI handler would otherwise spool the whole body before any view could say no.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -15,7 +15,8 @@ from django.utils.cache import add_never_cache_headers
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
-from switchboard.models import Human
+if TYPE_CHECKING:  # the type only: lib imports no app at run time
+    from switchboard.models import Human
 
 type View = Callable[..., HttpResponseBase]
 

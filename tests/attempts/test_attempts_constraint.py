@@ -12,6 +12,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from psycopg import errors
 
+from switchboard.lib.errors import AttemptInvariantViolated
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.todos.helpers import (
@@ -25,7 +26,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import AttemptInvariantViolated
 
 PLANT = (
     "INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, owner, lease_expires_at)"

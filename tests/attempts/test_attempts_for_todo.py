@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from attempts.queries import attempts_for_todo
+from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.todos.helpers import claimed, expire_lease, make_retry_due, reclaim
 from todos import lifecycle
-from todos.errors import InvalidInput, TodoNotFound
+from todos.queries import attempts_for_todo
 
 
 @pytest.mark.django_db

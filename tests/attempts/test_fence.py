@@ -10,6 +10,7 @@ from uuid import UUID
 
 import pytest
 
+from switchboard.lib.errors import InvalidInput, LeaseConflict
 from tests.base import Personas
 from tests.todos.helpers import (
     OWNER,
@@ -21,7 +22,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import InvalidInput, LeaseConflict
 
 Call = Callable[[UUID, str, str, str | None], Any]
 

@@ -14,11 +14,11 @@ import pytest
 from django.test import override_settings
 
 from attempts import rules
+from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.todos.helpers import OWNER, claimed, new_todo, only_attempt, snapshot, todo_row
 from todos import lifecycle
-from todos.errors import InvalidInput
 
 ALLOWED_SCHEMES = ["mcp", "https", "s3", "gs"]
 

@@ -14,8 +14,8 @@ from switchboard.models import EndpointKey
 from tests.base import Personas
 from tests.board.helpers import claimed, new_todo
 from tests.factories import RuleFactory, SourceFactory
+from todos.intake.sources import secret_fingerprint
 from todos.models import Event, Rule, Source, Todo
-from todos.sources import secret_fingerprint
 
 pytestmark = pytest.mark.django_db
 

@@ -20,9 +20,10 @@ from django.urls import reverse
 from tests.base import Personas
 from tests.factories import EndpointFactory, RuleFactory, SourceFactory
 from tests.intake.conftest import CHECK_RUN_FAILED, SECRET
-from todos import lifecycle, sources
+from todos import lifecycle
+from todos.intake import sources
+from todos.intake.routing import sign
 from todos.models import Event, Rule, Source, Todo
-from todos.routing import sign
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,8 @@ from tests.base import Personas
 from tests.e2e.conftest import PHONE, Board
 from tests.factories import RuleFactory, SourceFactory
 from tests.live import LiveServer
+from todos.intake.routing import sign
 from todos.models import Event, Source, Todo
-from todos.routing import sign
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 

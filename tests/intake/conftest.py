@@ -11,8 +11,8 @@ from django.test import Client
 
 from tests.base import Personas
 from tests.factories import RuleFactory, SourceFactory
+from todos.intake.routing import sign
 from todos.models import Rule, Source
-from todos.routing import sign
 
 SECRET = "it-is-a-secret"
 

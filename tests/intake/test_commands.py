@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.base import Personas
+from todos.intake.routing import sign
 from todos.models import Rule, Source
-from todos.routing import sign
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.test import override_settings
 
-from todos import webhooks
+from todos.intake import views as hooks
 
 CHUNK = b"x" * 1024
 
@@ -39,7 +39,7 @@ def guarded(channel: Channel, headers: list[tuple[bytes, bytes]]) -> list[bytes]
         seen.append((await receive())["body"])
 
     scope = {"type": "http", "path": "/hooks/github", "headers": headers}
-    asyncio.run(webhooks.guard(scope, channel.receive, channel.send, app))
+    asyncio.run(hooks.guard(scope, channel.receive, channel.send, app))
     return seen
 
 

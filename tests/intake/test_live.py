@@ -14,8 +14,8 @@ from tests.base import Personas
 from tests.factories import RuleFactory, SourceFactory
 from tests.intake.conftest import CHECK_RUN_FAILED, SECRET
 from tests.live import LiveServer, mcp_client, run
+from todos.intake.routing import sign
 from todos.models import Event
-from todos.routing import sign
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from todos import routing
-from todos.routing import InvalidMatch, evaluate, parse_match, render
+from todos.intake import routing
+from todos.intake.routing import InvalidMatch, evaluate, parse_match, render
 
 PAYLOAD = {
     "action": "completed",

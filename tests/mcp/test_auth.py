@@ -1,4 +1,4 @@
-"""The endpoint bearer resolver (switchboard/lib/auth.py): one answer for every way of failing."""
+"""The endpoint bearer resolver (switchboard/auth.py): one answer for every way of failing."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from django.db import connection
 from django.test import RequestFactory
 from django.utils import timezone
 
+from switchboard.auth import BearerRejected, bearer_token, resolve_endpoint_bearer
 from switchboard.credentials import mint_key
-from switchboard.lib.auth import BearerRejected, bearer_token, resolve_endpoint_bearer
 from switchboard.models import EndpointKey
 from tests.base import Personas
 from todos import lifecycle

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.todos.helpers import (
@@ -17,7 +18,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import InvalidInput, LeaseConflict, TodoNotFound
 
 
 @pytest.mark.parametrize("state", ["input-required", "auth-required"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from switchboard.lib.errors import LeaseConflict, TodoNotFound
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.todos.helpers import (
@@ -17,7 +18,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import LeaseConflict, TodoNotFound
 
 
 def test_cancel_of_a_claimed_todo_closes_its_attempt_canceled(personas: Personas) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.todos.helpers import (
@@ -23,7 +24,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import InvalidInput, LeaseConflict, TodoNotFound
 
 
 def test_claim_next_takes_a_pending_todo_and_opens_its_first_attempt(personas: Personas) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from tests.base import Personas
 from tests.todos.helpers import (
     OWNER,
@@ -17,7 +18,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import InvalidInput, LeaseConflict, TodoNotFound
 
 
 def test_complete_closes_the_open_attempt_completed_done(personas: Personas) -> None:

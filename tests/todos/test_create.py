@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from switchboard.lib.errors import InvalidInput
 from tests.base import Personas
 from tests.todos.helpers import attempt_rows, count, todo_row
 from todos import lifecycle
-from todos.errors import InvalidInput
 
 
 def test_create_stores_a_pending_todo_with_no_attempt(personas: Personas) -> None:

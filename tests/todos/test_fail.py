@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from switchboard import runtime_settings
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from tests.base import Personas
 from tests.todos.helpers import (
     OWNER,
@@ -21,7 +22,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import InvalidInput, LeaseConflict, TodoNotFound
 
 
 def _fail_again(ep: Any, todo_id: str, **kwargs: Any) -> None:

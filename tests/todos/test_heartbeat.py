@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.plans import plan_nodes
@@ -22,7 +23,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import InvalidInput, LeaseConflict, TodoNotFound
 
 
 def _set_last_heartbeat(todo_id: str, seconds_ago: int) -> None:

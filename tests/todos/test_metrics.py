@@ -10,10 +10,10 @@ import pytest
 from django.db import transaction
 from prometheus_client import REGISTRY
 
+from switchboard.lib.errors import LeaseConflict
 from tests.base import Personas
 from tests.todos.helpers import OWNER, claimed, expire_lease, make_retry_due, new_todo
 from todos import lifecycle
-from todos.errors import LeaseConflict
 
 Capture = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]
 

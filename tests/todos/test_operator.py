@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from switchboard.lib.errors import LeaseConflict, TodoNotFound
 from tests.base import Personas
 from tests.todos.helpers import (
     OWNER,
@@ -22,7 +23,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import LeaseConflict, TodoNotFound
 
 
 def test_operator_claim_opens_an_owner_attempt_without_a_fence(personas: Personas) -> None:

@@ -21,10 +21,10 @@ from uuid import UUID
 import pytest
 from django.db import connection, transaction
 
+from switchboard.lib.errors import LeaseConflict
 from switchboard.lib.sql import fetch_all, fetch_one
 from tests.base import Personas
 from todos import lifecycle
-from todos.errors import LeaseConflict
 from todos.types import ClaimResult, FailResult, ReportResult, SweepResult
 
 TTL = lifecycle.LEASE_TTL_MIN_SECONDS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from switchboard.lib.errors import LeaseConflict, TodoNotFound
 from tests.base import Personas
 from tests.todos.helpers import (
     OWNER,
@@ -16,7 +17,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import LeaseConflict, TodoNotFound
 
 
 def test_release_returns_the_todo_to_pending_and_closes_the_attempt(personas: Personas) -> None:

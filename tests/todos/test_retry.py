@@ -6,6 +6,7 @@ from uuid import UUID
 
 import pytest
 
+from switchboard.lib.errors import LeaseConflict, TodoNotFound
 from tests.base import Personas
 from tests.todos.helpers import (
     OWNER,
@@ -16,7 +17,6 @@ from tests.todos.helpers import (
     todo_row,
 )
 from todos import lifecycle
-from todos.errors import LeaseConflict, TodoNotFound
 
 
 def _dead_lettered(ep: UUID) -> str:

@@ -1,7 +1,7 @@
 """Add a routing rule to a webhook source; print the new rule's id on stdout.
 
-The match is the JSON language of ``todos.routing`` (docs/guides/webhooks.md), the same one the
-admin and the Board edit; a bad match is refused with the reason, and nothing is created.
+The match is the JSON language of ``todos.intake.routing`` (docs/guides/webhooks.md), the same
+one the admin and the Board edit; a bad match is refused with the reason, and nothing is created.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard.models import Endpoint
+from todos.intake.sources import create_rule
 from todos.management.commands.create_source import problems
 from todos.models import Source
-from todos.sources import create_rule
 
 
 class Command(BaseCommand):

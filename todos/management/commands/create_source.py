@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard.models import Human
-from todos.sources import create_source
+from todos.intake.sources import create_source
 
 
 def problems(exc: ValidationError) -> str:

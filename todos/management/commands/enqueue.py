@@ -10,9 +10,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from switchboard.lib.errors import InvalidInput
 from switchboard.models import Endpoint
 from todos import lifecycle
-from todos.errors import InvalidInput
 
 
 class Command(BaseCommand):

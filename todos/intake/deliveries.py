@@ -27,9 +27,10 @@ from django.db import transaction
 from psycopg.types.json import Jsonb
 
 from switchboard.lib import metrics
+from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, load
-from todos import lifecycle, routing
-from todos.errors import InvalidInput
+from todos import lifecycle
+from todos.intake import routing
 from todos.lifecycle import TITLE_MAX_BYTES
 from todos.models import Event, EventDisposition, Source
 

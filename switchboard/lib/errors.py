@@ -1,4 +1,4 @@
-"""Domain errors of the lifecycle. Each surface maps them in one place (MCP, Board, OTLP).
+"""The domain's typed errors. Each surface maps them in one place (MCP, Board, OTLP).
 
 ``TodoNotFound`` and ``LeaseConflict`` are the two answers to a transition that matched no row,
 classified after the fact: no row in the caller's scope is "not found" (an unknown id and a

@@ -1,4 +1,4 @@
-"""``POST /hooks/{source_slug}``: the HTTP face of webhook intake (``todos.intake`` does the work).
+"""``POST /hooks/{source_slug}``: the HTTP face of webhook intake (``deliveries`` does the work).
 
 Every answer is JSON, never an HTML page: 202 (routed or dropped), 200 (duplicate delivery),
 400, 401, 404, 405, 413, and 503 when the database is unreachable (with ``Retry-After``, so the
@@ -19,7 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
 from switchboard.lib import asgi
-from todos import intake
+from todos.intake import deliveries
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +51,13 @@ def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
     if len(body) > limit:
         return _too_large(limit)
     try:
-        delivery = intake.receive(
+        delivery = deliveries.receive(
             source_slug,
             body,
             request.headers.items(),
             content_type=request.content_type or "",
         )
-    except intake.IntakeError as exc:
+    except deliveries.IntakeError as exc:
         extra = {} if exc.event_id is None else {"event_id": exc.event_id}
         return error(exc.status, exc.code, exc.message, **extra)
     except DatabaseError:

@@ -2,7 +2,7 @@
 
 Every read is scoped to the sources the logged-in human owns (``_own_source``); another human's
 source, rule or event answers 404 exactly like an unknown one, staff included. Sources and rules
-are written only through ``todos.sources`` (or ``Rule.full_clean`` there), so the Board holds
+are written only through ``todos.intake.sources`` (or ``Rule.full_clean`` there), so the Board holds
 rules to the same checks as the admin and the commands.
 
 A secret's plaintext exists only in the response that mints it (creation, rotation, turning
@@ -43,8 +43,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from switchboard.models import Endpoint
-from todos import intake, routing, sources
-from todos.forms import RuleTestForm
+from todos.intake import deliveries, routing, sources
+from todos.intake.forms import RuleTestForm
 from todos.models import Event, Rule, Source, Todo
 
 RECENT_EVENTS = 20
@@ -514,7 +514,7 @@ def source_test(request: BoardRequest, slug: str) -> HttpResponse:
     context: dict[str, Any] = {"section": "sources", "source": source, "tester": form}
     if request.method == "POST" and form.is_valid():
         headers = routing.stored_headers(form.cleaned_data["headers"])
-        plan = intake.plan_for(source, headers, form.cleaned_data["payload"])
+        plan = deliveries.plan_for(source, headers, form.cleaned_data["payload"])
         context |= {
             "tested": True,
             "headers": headers,

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from todos.intake import NotJson, parse_body
+from todos.intake.deliveries import NotJson, parse_body
 
 
 class RuleTestForm(forms.Form):

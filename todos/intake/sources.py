@@ -15,7 +15,7 @@ from django.db.models import Max
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from switchboard.models import Endpoint, Human
-from todos.intake import new_secret
+from todos.intake.deliveries import new_secret
 from todos.models import Rule, Source
 
 

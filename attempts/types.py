@@ -1,0 +1,62 @@
+"""The attempt's value type, built from a statement's row (or a jsonb copy) by ``from_row``."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, fields
+from typing import Any, Self
+from uuid import UUID
+
+from attempts.models import DIED_OUTCOMES
+
+
+def timestamp(value: Any) -> dt.datetime | None:
+    """A timestamp from a row (datetime) or from jsonb (ISO-8601 text)."""
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    return dt.datetime.fromisoformat(value)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptView:
+    todo_id: str
+    seq: int
+    attempt: int
+    claimer_kind: str
+    claimer_endpoint_id: UUID | None
+    claimer_session: str | None
+    owner: str
+    claimant: str | None
+    claimed_at: dt.datetime
+    last_heartbeat_at: dt.datetime | None
+    lease_expires_at: dt.datetime
+    ended_at: dt.datetime | None
+    outcome: str | None
+    disposition: str | None
+    summary: str | None
+    summary_truncated: bool
+    artifact: str | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Self:
+        values: dict[str, Any] = {name: row.get(name) for name in _ATTEMPT_FIELDS}
+        for name in ("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at"):
+            values[name] = timestamp(values[name])
+        if isinstance(values["claimer_endpoint_id"], str):
+            values["claimer_endpoint_id"] = UUID(values["claimer_endpoint_id"])
+        values["summary_truncated"] = bool(values["summary_truncated"])
+        return cls(**values)
+
+    @property
+    def died(self) -> bool:
+        """The lease ended without its holder reporting (lapsed and taken over, or reaped)."""
+        return self.outcome in DIED_OUTCOMES
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+# Read once: dataclasses.fields() builds its tuple on every call, and from_row runs on every
+# claim that carries prior attempts.
+_ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptView))

@@ -1,0 +1,98 @@
+"""The dependency direction of docs/architecture.md, as `lint-imports` checks it.
+
+The layers contract in pyproject.toml names modules, not whole packages (import-linter's layers
+cannot contain one another, and ``todos.intake`` sits above the rest of ``todos``), so a module
+the contract does not name would escape it: one test makes sure every product module is named.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+PACKAGES = CONFIG["root_packages"]
+
+# Configuration Django loads before any app, and app plumbing with no imports of its own.
+OUTSIDE_THE_LAYERS = {"switchboard.settings", "switchboard.embedded", "switchboard.secret_key"}
+
+
+def _layer_modules() -> list[str]:
+    (contract,) = CONFIG["contracts"]
+    return [
+        name.strip()
+        for layer in contract["layers"]
+        for name in layer.replace("|", ":").split(":")
+        if name.strip()
+    ]
+
+
+def _product_modules() -> list[str]:
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "migrations" in parts or parts[-1] in ("__init__", "apps"):
+                continue
+            found.append(".".join(parts))
+    return found
+
+
+def _lint(cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(cwd)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_every_product_module_sits_in_a_layer() -> None:
+    layers = _layer_modules()
+    unplaced = [
+        module
+        for module in _product_modules()
+        if module not in OUTSIDE_THE_LAYERS
+        and not any(module == name or module.startswith(name + ".") for name in layers)
+    ]
+    assert unplaced == [], f"add these modules to a layer in pyproject.toml: {unplaced}"
+
+
+def test_the_layers_contract_is_kept() -> None:
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 1 kept, 0 broken." in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted"),
+    [
+        ("attempts/rules.py", "from todos import lifecycle"),
+        ("switchboard/scope.py", "import attempts.models"),
+        ("switchboard/lib/text.py", "from switchboard import models"),
+        ("todos/lifecycle.py", "from todos.intake import deliveries"),
+        ("todos/intake/sources.py", "import mcp_server.tools"),
+    ],
+)
+def test_a_reverse_import_breaks_the_contract(tmp_path: Path, module: str, planted: str) -> None:
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
+    target = tmp_path / module
+    target.write_text(target.read_text() + f"\n{planted}  # planted by the test\n")
+
+    result = _lint(tmp_path)
+
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout, result.stdout + result.stderr
