@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class ActivityConfig(AppConfig):
-    """Activity, the trail and the live feed (seed 001); models arrive with the activity issue."""
+    """Activity: ``todo_activity``, the record of what happened to each todo beyond its state."""
 
     name = "activity"
     verbose_name = "Activity"

@@ -67,10 +67,20 @@ class TodoAttempt(models.Model):
     summary_truncated = models.BooleanField(db_default=False, default=False)
     artifact = models.TextField(null=True, blank=True)
     lease_token_hash = models.BinaryField(null=True, blank=True, editable=False)
+    # Progress notes refused once the attempt held its cap of notes (migrations/0002_activity).
+    notes_dropped = models.IntegerField(db_default=0, default=0)
 
     class Meta:
         db_table = "todo_attempts"
         ordering = ["todo_id", "-seq"]
+        # Created CONCURRENTLY by migrations/0002_activity.py, which names the query it serves.
+        indexes = [
+            models.Index(
+                fields=["-ended_at"],
+                condition=models.Q(ended_at__isnull=False),
+                name="idx_todo_attempts_ended",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.todo_id}#{self.seq}"

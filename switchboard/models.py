@@ -18,6 +18,9 @@ from django.db import models
 class Human(AbstractUser):
     """An operator: logs in to the Board and owns endpoints (and through them, todos)."""
 
+    # When the human last opened the Activity feed; NULL until then (migrations/0002).
+    activity_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
+
     class Meta:
         db_table = "humans"
         verbose_name = "human"

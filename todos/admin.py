@@ -23,6 +23,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from activity import admin as activity_admin
 from attempts import admin as attempts_admin
 from switchboard.lib.admin import Shown, pretty_json, show_once
 from switchboard.lib.errors import LifecycleError
@@ -165,8 +166,13 @@ class TodoAdmin(admin.ModelAdmin):
         return LeanChangeList
 
     def get_urls(self) -> list[URLPattern]:
-        # The attempts list lives under this admin's URLs: its model cannot be registered.
-        return [*attempts_admin.urls(self.admin_site), *super().get_urls()]
+        # The attempts and activity lists live under this admin's URLs: their models cannot be
+        # registered (composite primary keys).
+        return [
+            *attempts_admin.urls(self.admin_site),
+            *activity_admin.urls(self.admin_site),
+            *super().get_urls(),
+        ]
 
     # Read-only: the lifecycle is the only writer -----------------------------------------------
 

@@ -169,6 +169,8 @@ class Todo(models.Model):
     # fence digest (NULL when unfenced) and when the attempt's last_heartbeat_at was last written.
     lease_token_hash = models.BinaryField(null=True, blank=True, editable=False)
     attempt_heartbeat_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The last seq handed to one of the todo's todo_activity rows (migrations/0004).
+    activity_seq = models.BigIntegerField(db_default=0, default=0)
 
     class Meta:
         db_table = "todos"

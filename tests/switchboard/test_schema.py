@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.db import IntegrityError, connection, models, transaction
 from django.db.migrations.executor import MigrationExecutor
 
+from activity.models import ActorKind, Kind
 from attempts.models import ClaimerKind, Disposition, Outcome
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.models import Verb
@@ -23,7 +24,7 @@ from todos import lifecycle
 from todos.models import EventDisposition, State
 
 # The apps whose migrations hold hand-written SQL, latest first (reverse dependency order).
-PROJECT_APPS = ("attempts", "todos", "switchboard")
+PROJECT_APPS = ("activity", "attempts", "todos", "switchboard")
 
 
 # --- migrations and models --------------------------------------------------------------------
@@ -69,6 +70,8 @@ def _check_values(table: str, column: str) -> list[str]:
         ("todo_attempts", "outcome", Outcome),
         ("todo_attempts", "disposition", Disposition),
         ("todo_attempts", "claimer_kind", ClaimerKind),
+        ("todo_activity", "kind", Kind),
+        ("todo_activity", "actor_kind", ActorKind),
         ("endpoints", "verbs", Verb),
     ],
     ids=lambda v: v if isinstance(v, str) else v.__name__,
@@ -149,7 +152,7 @@ def test_all_migrations_reverse_to_zero_and_apply_again_to_the_same_schema(
     restore_migrations: None,
 ) -> None:
     before = _schema()
-    assert {"todos", "todo_attempts", "endpoints", "settings"} <= _public_tables()
+    assert {"todos", "todo_attempts", "todo_activity", "endpoints", "settings"} <= _public_tables()
     others = sorted({app for app, _ in _latest()} - set(PROJECT_APPS))
 
     for app in (*PROJECT_APPS, *others):
