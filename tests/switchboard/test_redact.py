@@ -13,7 +13,7 @@ import pytest
 from switchboard.credentials import KEY_PREFIX
 from switchboard.lib import redact
 from switchboard.lib.redact import mask
-from todos.intake import new_secret
+from todos.intake.deliveries import new_secret
 
 # Fabricated credentials in each provider's shape (none of them works anywhere).
 AWS_KEY_ID = "AKIA" + "Z7EXAMPLE0K3Y9Q2"
