@@ -108,7 +108,7 @@ class AttemptView:
 
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
-# runs on every transition (docs/performance.md).
+# runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
 _TODO_FIELDS = tuple(f.name for f in fields(TodoView))
 _ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptView))
 
