@@ -1,9 +1,8 @@
-"""Benchmark the todo lifecycle's hot path and print its figures (a benchmark, not a test).
+"""Benchmark the todo lifecycle's hot path against its budgets (a benchmark, not a test).
 
-Run it alone: ``.venv/bin/python bench/lifecycle.py`` (``--quick`` for a smoke run, ``--suspects``
-for the ablations behind docs/performance.md). It uses ``DATABASE_URL`` (else the embedded
-server, through settings) and TRUNCATEs ``todos`` and ``todo_attempts`` there, so point it at a
-database of its own.
+Run it alone: ``.venv/bin/python bench/lifecycle.py`` (``make bench``; ``--quick`` for a smoke
+run). It uses ``DATABASE_URL`` (else the embedded server, through settings) and TRUNCATEs
+``todos`` and ``todo_attempts`` there, so point it at a database of its own.
 
 What it measures, each for ``--seconds`` at every ``--threads`` count, on 20,000 freshly seeded
 pending todos (after 10,000 completed ones, so statistics and index sizes are a live system's),
@@ -16,18 +15,15 @@ fall on all of them alike:
   bare psycopg connection per thread in autocommit,
   ``c``  bare statements without attempt history (``bench/sql/*_no_attempts.sql``);
 - heartbeats over N claimed todos per thread: ``hb-a`` through ``lifecycle.heartbeat``, ``hb-b``
-  the bare ``lifecycle.HEARTBEAT``, ``hb-c`` bare without the attempt update and the fence;
-- what each applied change was worth, undone one at a time (``a-prep``, ``a-cursor``, ``a-rows``,
-  ``a-both``, ``hb-b-read``) and, with ``--suspects``, one change each against b, c or hb-c
-  (docs/performance.md lists them).
+  the bare ``lifecycle.HEARTBEAT``, ``hb-c`` bare without the attempt update and the fence.
 
 It prints operations/s (median over rounds), client and PostgreSQL CPU per operation (the
 backends' ``/proc`` times, when the server is local) and WAL per operation (pg_walinspect,
 filtered to this database: the WAL position alone is cluster-wide and other databases write to
-it), then three ratios, each the median of its per-round ratios and next to it the CPU-bound
-ratio (client + server CPU per operation, steadier on a shared machine): Django overhead
-1 - a/b (goal <= 15 %), attempt-history cost 1 - b/c (goal <= 30 %), heartbeat overhead
-1 - hb-b/hb-c (seed 000 REQ-18, goal <= 10 %).
+it), then the budgets' ratios (docs/performance.md, "Budgets"), each the median of its
+per-round ratios and next to it the CPU-bound ratio (client + server CPU per operation,
+steadier on a shared machine). Ablations, which change the schema or the statements to price one
+decision, are in ``bench/ablations/`` and reuse this module's machinery.
 """
 
 from __future__ import annotations
@@ -35,14 +31,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import re
 import statistics
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -60,9 +55,7 @@ django.setup()
 
 import psycopg  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.db import close_old_connections, connection, connections  # noqa: E402
-from psycopg import pq  # noqa: E402
-from psycopg.rows import dict_row  # noqa: E402
+from django.db import connection, connections  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 from switchboard import runtime_settings  # noqa: E402
@@ -71,8 +64,6 @@ from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
 
 BENCH_SQL = Path(__file__).resolve().parent / "sql"
-TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
-TIMESTAMPTZ_LOADER = psycopg.adapters.get_loader(TIMESTAMPTZ_OID, pq.Format.TEXT)
 TODOS_SQL = ROOT / "todos" / "sql"
 
 QUEUE = "bench"
@@ -96,58 +87,9 @@ def _bench_statement(name: str) -> str:
     return load(BENCH_SQL, name, **_NO_ATTEMPT_FRAGMENTS)
 
 
-def _rewrite(name: str, sql: str, pattern: str, replacement: str) -> str:
-    """``sql`` with the one match of ``pattern`` replaced: a variant derived from the product's
-    statement as it stands, so it cannot drift; if the statement changed shape, say so."""
-    out, n = re.subn(pattern, replacement, sql)
-    if n != 1:
-        raise SystemExit(f"bench variant {name}: {pattern!r} matched {n} times; update bench/")
-    return out
-
-
 CLAIM_NEXT_NO_ATTEMPTS = _bench_statement("claim_next_no_attempts")
 COMPLETE_NO_ATTEMPTS = _bench_statement("complete_no_attempts")
 HEARTBEAT_NO_ATTEMPTS = _bench_statement("heartbeat_no_attempts")
-PRIOR_ATTEMPTS = _bench_statement("prior_attempts")
-# The seed's heartbeat: the open attempt written on every heartbeat, not at most once a minute.
-# It is what each heartbeat costs when agents heartbeat less often than once a minute.
-HEARTBEAT_UNSAMPLED = _rewrite(
-    "hb-every",
-    lifecycle.HEARTBEAT,
-    r"(?s)CASE WHEN \(t\.attempt_heartbeat_at IS NULL"
-    r".*?THEN now\(\) ELSE t\.attempt_heartbeat_at END",
-    "now()",
-)
-# The attempt arms as they were before proposal 3 (docs/performance.md): joined to upd only, not
-# also keyed by the parameter. The planner may then put todo_attempts on the outer side and read
-# every open attempt through todo_attempts_one_open (it does whenever statistics show few open
-# attempts), which makes the statement O(leases in flight); the product's a.todo_id = %(id)s
-# makes it one index probe whatever the statistics.
-_UNKEYED = (r"WHERE a\.todo_id = %\(id\)s AND a\.todo_id = upd\.id", "WHERE a.todo_id = upd.id")
-# The heartbeat before the todo row carried copies of the attempt's fence and heartbeat write
-# time: it read the open attempt on every heartbeat (one probe of todo_attempts).
-HEARTBEAT_ATTEMPT_READ = _bench_statement("heartbeat_attempt_read")
-COMPLETE_UNKEYED = _rewrite("b-keyed", lifecycle.COMPLETE, *_UNKEYED)
-# The claim has no id parameter: the product keys its takeover arm by scalar subqueries on cand,
-# which the planner runs first (InitPlans) and then probes todo_attempts_pkey with; before, the
-# arm was joined to cand.
-CLAIM_NEXT_UNKEYED = _rewrite(
-    "b-keyed",
-    lifecycle.CLAIM_NEXT,
-    r"WHERE a\.todo_id = \(SELECT cand_id FROM cand WHERE prior_state = 'claimed'\)\s+"
-    r"AND a\.seq = \(SELECT prior_total FROM cand\) AND a\.ended_at IS NULL",
-    "FROM cand\n     WHERE a.todo_id = cand.cand_id AND a.seq = cand.prior_total"
-    " AND a.ended_at IS NULL\n       AND cand.prior_state = 'claimed'",
-)
-# The seed's claim: no `prior` arm; the prior attempts are read by a second statement
-# (prior_attempts.sql) once the claim has committed.
-CLAIM_NEXT_UNFOLDED = _rewrite(
-    "b-unfolded",
-    lifecycle.CLAIM_NEXT,
-    r"(?s),\s*prior AS \(.*\Z",
-    "\nSELECT upd.*, (SELECT seq FROM opened) AS attempt_seq, '[]'::jsonb AS prior_attempts"
-    "\n  FROM upd",
-)
 
 # Seeding in one statement: ids are md5 hex with 0/1/8/9 mapped to w/x/y/z, which satisfies
 # todos_id_check ('^td_[a-z2-7]{20}$') and is unique per (nonce, i). created_at is spread 1 ms
@@ -238,16 +180,11 @@ class Target:
 class DjangoClient:
     """The product's path: ``todos.lifecycle`` on this thread's Django connection."""
 
-    def __init__(self, target: Target, owner: str, *, per_request: bool = False) -> None:
+    def __init__(self, target: Target, owner: str) -> None:
         self.endpoint_id = target.endpoint_id
         self.owner = owner
-        # Emulate a request boundary before each call (what request_started does), which arms
-        # the CONN_HEALTH_CHECKS probe: one "SELECT 1" round trip per request.
-        self.per_request = per_request
 
     def claim(self) -> str | None:
-        if self.per_request:
-            close_old_connections()
         result = lifecycle.claim_next(
             self.endpoint_id,
             [QUEUE],
@@ -258,15 +195,11 @@ class DjangoClient:
         return None if result is None else result.todo.id
 
     def complete(self, todo_id: str) -> None:
-        if self.per_request:
-            close_old_connections()
         lifecycle.complete(
             self.endpoint_id, todo_id, owner=self.owner, result=RESULT, summary=SUMMARY
         )
 
     def heartbeat(self, todo_id: str) -> None:
-        if self.per_request:
-            close_old_connections()
         lifecycle.heartbeat(
             self.endpoint_id, todo_id, owner=self.owner, lease_ttl_seconds=TTL_SECONDS
         )
@@ -286,7 +219,6 @@ class BareStatements:
     claim: str = lifecycle.CLAIM_NEXT
     complete: str = lifecycle.COMPLETE
     heartbeat: str = lifecycle.HEARTBEAT
-    after_claim: str | None = None  # a second round trip after the claim (b-unfolded)
 
 
 class BareClient:
@@ -319,13 +251,7 @@ class BareClient:
     def claim(self) -> str | None:
         self.cur.execute(self.sql.claim, self.claim_params)
         row = self.cur.fetchone()
-        if row is None:
-            return None
-        todo_id = str(row[0])
-        if self.sql.after_claim is not None:
-            self.cur.execute(self.sql.after_claim, {**self.base, "id": todo_id})
-            self.cur.fetchone()
-        return todo_id
+        return None if row is None else str(row[0])
 
     def complete(self, todo_id: str) -> None:
         params = {
@@ -357,42 +283,6 @@ class BareClient:
 # --- variants ---------------------------------------------------------------------------------
 
 
-def fetch_all_django_cursor(sql: str, params: Any) -> list[dict[str, Any]]:
-    """``switchboard.lib.sql.fetch_all`` before it kept a cursor per connection: a new
-    ``connection.cursor()`` per statement (Django's wrapper, and a copy of the adapters map to
-    register the compiled timestamptz loader on it), rows by ``dict_row``."""
-    with connection.cursor() as cur:
-        raw = cur.cursor
-        raw.row_factory = dict_row
-        raw.adapters.register_loader(TIMESTAMPTZ_OID, TIMESTAMPTZ_LOADER)
-        cur.execute(sql, params)
-        result = raw.pgresult
-        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
-            return []
-        rows: list[dict[str, Any]] = cur.fetchall()
-        return rows
-
-
-def fetch_all_description(sql: str, params: Any) -> list[dict[str, Any]]:
-    """``switchboard.lib.sql.fetch_all`` as it was before proposal 2 (docs/performance.md): it
-    read ``cursor.description`` twice, and psycopg builds a Column object per column on every
-    read: 27 columns, two statements a cycle, about a tenth of the lifecycle's Python time."""
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        if cur.description is None:
-            return []
-        columns = [col.name for col in cur.description]
-        return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
-
-
-@dataclass(frozen=True, slots=True)
-class Schema:
-    """A temporary schema change for a suspect; ``undo`` is idempotent and always runs."""
-
-    apply: tuple[str, ...]
-    undo: tuple[str, ...]
-
-
 @dataclass(frozen=True, slots=True)
 class Variant:
     key: str
@@ -400,374 +290,47 @@ class Variant:
     label: str
     make: Callable[[Target, str], Client]
     baseline: str | None = None  # the variant whose throughput this one is compared with
-    schema: Schema | None = None
-    django_options: dict[str, Any] | None = None
-    # Stands in for switchboard.lib.sql.fetch_all inside todos.lifecycle while this runs.
-    fetch_all: Callable[[str, Any], list[dict[str, Any]]] | None = None
-    held: bool = False  # another agent holds --held leases on the oldest todos meanwhile
-    suspect: bool = False
+    # Entered before each measurement's seeding and left after it (an ablation's schema change).
+    around: Callable[[], AbstractContextManager[object]] | None = None
+    # Run after seeding, before the workers start (an ablation's leases held by another agent).
+    after_seed: Callable[[Target], None] | None = None
 
 
-def _django(per_request: bool = False) -> Callable[[Target, str], Client]:
-    return lambda target, owner: DjangoClient(target, owner, per_request=per_request)
-
-
-def _bare(statements: BareStatements, prepare: bool = True) -> Callable[[Target, str], Client]:
-    return lambda target, owner: BareClient(target, owner, statements, prepare=prepare)
+def bare_client(statements: BareStatements) -> Callable[[Target, str], Client]:
+    return lambda target, owner: BareClient(target, owner, statements, prepare=True)
 
 
 LIFECYCLE = BareStatements()
-UNKEYED = BareStatements(claim=CLAIM_NEXT_UNKEYED, complete=COMPLETE_UNKEYED)
 NO_ATTEMPTS = BareStatements(
     claim=CLAIM_NEXT_NO_ATTEMPTS, complete=COMPLETE_NO_ATTEMPTS, heartbeat=HEARTBEAT_NO_ATTEMPTS
 )
-# Django's defaults, which the product's DATABASES OPTIONS override (proposal 1): client-side
-# binding and no prepared statements, so every statement is parsed and planned on every call.
-UNPREPARED_OPTIONS: dict[str, Any] = {"server_side_binding": False, "prepare_threshold": None}
 
-# Schema objects a suspect removes are recreated from their catalog definitions (_Catalog).
-CLAIMER_FK = Schema(
-    apply=(
-        "ALTER TABLE todo_attempts ADD CONSTRAINT bench_claimer_endpoint_fk"
-        " FOREIGN KEY (claimer_endpoint_id) REFERENCES endpoints(id) ON DELETE SET NULL",
-    ),
-    undo=("ALTER TABLE todo_attempts DROP CONSTRAINT IF EXISTS bench_claimer_endpoint_fk",),
-)
-LEASE_INDEX = Schema(
-    apply=(
-        "CREATE INDEX bench_todos_lease_idx ON todos (lease_expires_at) WHERE state = 'claimed'",
-    ),
-    undo=("DROP INDEX IF EXISTS bench_todos_lease_idx",),
-)
-FILLFACTOR_100 = Schema(
-    apply=("ALTER TABLE todos SET (fillfactor = 100)",),
-    undo=("@restore todos reloptions",),
-)
-NO_EXCLUSION = Schema(
-    apply=("ALTER TABLE todo_attempts DROP CONSTRAINT todo_attempts_one_open",),
-    undo=("@restore constraint todo_attempts todo_attempts_one_open",),
-)
-# PostgreSQL re-reads every CHECK constraint of a table from its stored node text (pg_strtok,
-# byte by byte for an IN list's array constant) once per INSERT or UPDATE statement that writes
-# the table, and evaluates them all on every row written, changed columns or not.
-NO_ATTEMPT_CHECKS = Schema(
-    apply=("@drop checks todo_attempts",),
-    undo=("@restore checks todo_attempts",),
-)
-NO_TODO_FK = Schema(
-    apply=("ALTER TABLE todo_attempts DROP CONSTRAINT todo_attempts_todo_id_fkey",),
-    undo=("@restore constraint todo_attempts todo_attempts_todo_id_fkey",),
-)
-FULL_CLAIM_INDEX = Schema(
-    apply=(
-        "DROP INDEX todos_claimable_idx",
-        "CREATE INDEX bench_todos_claim_full_idx ON todos (endpoint_id, created_at)",
-    ),
-    undo=("DROP INDEX IF EXISTS bench_todos_claim_full_idx", "@restore index todos_claimable_idx"),
-)
-
+# The variants the budgets' ratios are made of, and nothing else (docs/performance.md).
 VARIANTS: tuple[Variant, ...] = (
-    Variant("a", "cycle", "lifecycle via Django (the product's settings)", _django(), "b"),
+    Variant("a", "cycle", "lifecycle via Django (the product's settings)", DjangoClient, "b"),
+    Variant("b", "cycle", "bare psycopg, lifecycle SQL (prepared after 5)", bare_client(LIFECYCLE)),
     Variant(
-        "a-prep",
-        "cycle",
-        "a with Django's default OPTIONS: client-side binding, never prepared",
-        _django(),
-        "a",
-        django_options=UNPREPARED_OPTIONS,
-        suspect=True,
+        "c", "cycle", "bare psycopg, no attempt arms (prepared after 5)", bare_client(NO_ATTEMPTS)
     ),
-    Variant(
-        "a-cursor",
-        "cycle",
-        "a with a Django cursor per statement (before the kept cursor)",
-        _django(),
-        "a",
-        fetch_all=fetch_all_django_cursor,
-        suspect=True,
-    ),
-    Variant(
-        "a-rows",
-        "cycle",
-        "a with fetch_all reading cursor.description (before proposal 2)",
-        _django(),
-        "a",
-        fetch_all=fetch_all_description,
-        suspect=True,
-    ),
-    Variant(
-        "a-both",
-        "cycle",
-        "a with neither (the lifecycle before proposals 1 and 2)",
-        _django(),
-        "a",
-        django_options=UNPREPARED_OPTIONS,
-        fetch_all=fetch_all_description,
-        suspect=True,
-    ),
-    Variant("b", "cycle", "bare psycopg, lifecycle SQL (prepared after 5)", _bare(LIFECYCLE)),
-    Variant(
-        "b-noprep",
-        "cycle",
-        "bare psycopg, lifecycle SQL, never prepared",
-        _bare(LIFECYCLE, False),
-        "b",
-    ),
-    Variant("c", "cycle", "bare psycopg, no attempt arms (prepared after 5)", _bare(NO_ATTEMPTS)),
-    Variant(
-        "c-noprep",
-        "cycle",
-        "bare, no attempt arms, never prepared",
-        _bare(NO_ATTEMPTS, False),
-        "c",
-        suspect=True,
-    ),
-    Variant(
-        "a+req",
-        "cycle",
-        "lifecycle via Django + per-request health check (CONN_HEALTH_CHECKS)",
-        _django(per_request=True),
-        "a",
-        suspect=True,
-    ),
-    Variant(
-        "b+fk",
-        "cycle",
-        "b + FK on claimer_endpoint_id (as in the seed)",
-        _bare(LIFECYCLE),
-        "b",
-        CLAIMER_FK,
-        suspect=True,
-    ),
-    Variant(
-        "b-excl",
-        "cycle",
-        "b without the deferred exclusion constraint",
-        _bare(LIFECYCLE),
-        "b",
-        NO_EXCLUSION,
-        suspect=True,
-    ),
-    Variant(
-        "b-checks",
-        "cycle",
-        "b without todo_attempts' CHECK constraints (re-read per statement)",
-        _bare(LIFECYCLE),
-        "b",
-        NO_ATTEMPT_CHECKS,
-        suspect=True,
-    ),
-    Variant(
-        "b-todofk",
-        "cycle",
-        "b without the todo_id FK (no RI check per insert)",
-        _bare(LIFECYCLE),
-        "b",
-        NO_TODO_FK,
-        suspect=True,
-    ),
-    Variant(
-        "b-keyed",
-        "cycle",
-        "b with claim_next and complete before proposal 3 (attempt arms joined only)",
-        _bare(UNKEYED),
-        "b",
-        suspect=True,
-    ),
-    Variant(
-        "b+held",
-        "cycle",
-        "b while another agent holds --held leases",
-        _bare(LIFECYCLE),
-        "b",
-        held=True,
-        suspect=True,
-    ),
-    Variant(
-        "b+held-keyed",
-        "cycle",
-        "b-keyed while another agent holds --held leases",
-        _bare(UNKEYED),
-        "b+held",
-        held=True,
-        suspect=True,
-    ),
-    Variant(
-        "c+held",
-        "cycle",
-        "c while another agent holds --held leases",
-        _bare(NO_ATTEMPTS),
-        "c",
-        held=True,
-        suspect=True,
-    ),
-    Variant(
-        "b-unfolded",
-        "cycle",
-        "b with prior attempts read by a second statement",
-        _bare(BareStatements(claim=CLAIM_NEXT_UNFOLDED, after_claim=PRIOR_ATTEMPTS)),
-        "b",
-        suspect=True,
-    ),
-    Variant(
-        "b-fullidx",
-        "cycle",
-        "b with a full (not partial) claim index",
-        _bare(LIFECYCLE),
-        "b",
-        FULL_CLAIM_INDEX,
-        suspect=True,
-    ),
-    Variant("hb-a", "heartbeat", "lifecycle.heartbeat via Django", _django(), "hb-b"),
-    Variant(
-        "hb-a-both",
-        "heartbeat",
-        "hb-a before proposals 1 and 2 (Django's OPTIONS, fetch_all by description)",
-        _django(),
-        "hb-a",
-        django_options=UNPREPARED_OPTIONS,
-        fetch_all=fetch_all_description,
-        suspect=True,
-    ),
+    Variant("hb-a", "heartbeat", "lifecycle.heartbeat via Django", DjangoClient, "hb-b"),
     Variant(
         "hb-b",
         "heartbeat",
         "bare HEARTBEAT (attempt written once a minute)",
-        _bare(LIFECYCLE),
+        bare_client(LIFECYCLE),
         "hb-c",
     ),
-    Variant("hb-c", "heartbeat", "bare heartbeat, no attempt update, no fence", _bare(NO_ATTEMPTS)),
     Variant(
-        "hb-b-read",
-        "heartbeat",
-        "bare HEARTBEAT reading the open attempt each time (before the todo's copies)",
-        _bare(BareStatements(heartbeat=HEARTBEAT_ATTEMPT_READ)),
-        "hb-b",
-        suspect=True,
-    ),
-    Variant(
-        "hb-every",
-        "heartbeat",
-        "bare heartbeat, attempt written every time (seed)",
-        _bare(BareStatements(heartbeat=HEARTBEAT_UNSAMPLED)),
         "hb-c",
-        suspect=True,
-    ),
-    Variant(
-        "hb-c+leaseidx",
         "heartbeat",
-        "hb-c + reaper index on lease_expires_at (not HOT)",
-        _bare(NO_ATTEMPTS),
-        "hb-c",
-        LEASE_INDEX,
-        suspect=True,
-    ),
-    Variant(
-        "hb-c+ff100",
-        "heartbeat",
-        "hb-c with todos fillfactor 100",
-        _bare(NO_ATTEMPTS),
-        "hb-c",
-        FILLFACTOR_100,
-        suspect=True,
+        "bare heartbeat, no attempt update, no fence",
+        bare_client(NO_ATTEMPTS),
     ),
 )
 BY_KEY = {v.key: v for v in VARIANTS}
 
 
-# --- the database: schema guard, seeding, costs ---------------------------------------------
-
-
-class Catalog:
-    """Definitions of the schema objects a suspect removes, read before any change.
-
-    Suspects drop a constraint or an index and recreate it from the catalog's own definition,
-    so the database ends as migrated. A run killed mid-suspect leaves one missing; the next run
-    says so instead of measuring a different schema.
-    """
-
-    CONSTRAINTS = ("todo_attempts_one_open", "todo_attempts_todo_id_fkey")
-    INDEXES = ("todos_claimable_idx",)
-
-    def __init__(self, admin: psycopg.Connection[Any]) -> None:
-        self.admin = admin
-        self.defs: dict[str, str] = {}
-        for name in self.CONSTRAINTS:
-            row = admin.execute(
-                "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = %s", [name]
-            ).fetchone()
-            if row is None:
-                raise SystemExit(f"constraint {name} is missing: {_RECREATE}")
-            self.defs[name] = row[0]
-        for name in self.INDEXES:
-            row = admin.execute("SELECT pg_get_indexdef(to_regclass(%s))", [name]).fetchone()
-            if row is None or row[0] is None:
-                raise SystemExit(f"index {name} is missing: {_RECREATE}")
-            self.defs[name] = row[0]
-        # todo_attempts' CHECK constraints, by name; a run killed inside b-checks leaves none.
-        self.checks = self._attempt_checks()
-        if not self.checks:
-            raise SystemExit(f"todo_attempts has no CHECK constraint: {_RECREATE}")
-        row = admin.execute(
-            "SELECT COALESCE(array_to_string(reloptions, ', '), '')"
-            " FROM pg_class WHERE oid = 'todos'::regclass"
-        ).fetchone()
-        assert row is not None
-        self.todos_reloptions = row[0]
-
-    def run(self, statements: Sequence[str]) -> None:
-        for sql in statements:
-            if sql == "@drop checks todo_attempts":
-                for name in self.checks:
-                    self.admin.execute(f"ALTER TABLE todo_attempts DROP CONSTRAINT {name}")
-            elif sql.startswith("@restore "):
-                self._restore(sql.split()[1:])
-            else:
-                self.admin.execute(sql)
-
-    def _restore(self, words: list[str]) -> None:
-        kind = words[0]
-        if kind == "constraint":
-            table, name = words[1], words[2]
-            exists = self.admin.execute(
-                "SELECT 1 FROM pg_constraint WHERE conname = %s", [name]
-            ).fetchone()
-            if not exists:
-                self.admin.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} {self.defs[name]}")
-        elif kind == "index":
-            self.admin.execute(
-                self.defs[words[1]].replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1)
-            )
-        elif kind == "checks":
-            present = self._attempt_checks()
-            for name, definition in self.checks.items():
-                if name not in present:
-                    self.admin.execute(
-                        f"ALTER TABLE todo_attempts ADD CONSTRAINT {name} {definition}"
-                    )
-        elif kind == "todos":
-            # The migration's storage parameters, exactly as they were before the run.
-            self.admin.execute(f"ALTER TABLE todos SET ({self.todos_reloptions})")
-        else:
-            raise ValueError(f"cannot restore {words}")
-
-    def _attempt_checks(self) -> dict[str, str]:
-        rows = self.admin.execute(
-            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
-            " WHERE conrelid = 'todo_attempts'::regclass AND contype = 'c'"
-        ).fetchall()
-        return dict(rows)
-
-    def restore_all(self) -> None:
-        for variant in VARIANTS:
-            if variant.schema is not None:
-                self.run(variant.schema.undo)
-
-
-_RECREATE = (
-    "a run was interrupted; drop and recreate the benchmark database, then migrate it"
-    " (docs/performance.md, 'Running it')"
-)
+# --- the database: seeding, costs -------------------------------------------------------------
 
 
 def ensure_endpoint() -> uuid.UUID:
@@ -787,7 +350,7 @@ def ensure_endpoint() -> uuid.UUID:
 def seed(admin: psycopg.Connection[Any], endpoint_id: uuid.UUID, n: int, history: int) -> None:
     """Replace every todo (and, by cascade, attempt) with ``history`` completed todos and ``n``
     fresh pending ones."""
-    # Both named: a suspect drops the FK through which CASCADE would reach todo_attempts.
+    # Both named: an ablation drops the FK through which CASCADE would reach todo_attempts.
     admin.execute("TRUNCATE todos, todo_attempts CASCADE")
     params = {"nonce": uuid.uuid4().hex, "endpoint_id": endpoint_id, "queue": QUEUE}
     if history:
@@ -945,7 +508,7 @@ class _Phases:
     deadline: float = 0.0
 
 
-def _claim_for_heartbeats(target: Target, owner: str, n: int) -> list[str]:
+def claim_for_heartbeats(target: Target, owner: str, n: int) -> list[str]:
     """Claim ``n`` todos for ``owner`` with the product's claim (so every heartbeat variant
     starts from the same rows and open attempts)."""
     setup = BareClient(target, owner, LIFECYCLE, prepare=False)
@@ -972,7 +535,7 @@ def _work(
                 assert todo_id is not None
                 client.complete(todo_id)
         else:
-            ids = _claim_for_heartbeats(target, owner, hb_todos)
+            ids = claim_for_heartbeats(target, owner, hb_todos)
             # One pass first: prepares the statement, and the sampled attempt write happens
             # here, so the clock sees the steady state of an agent heartbeating more often than
             # once a minute.
@@ -1010,104 +573,63 @@ def _work(
             client.close()
 
 
-@contextmanager
-def patched_fetch_all(
-    replacement: Callable[[str, Any], list[dict[str, Any]]] | None,
-) -> Iterator[None]:
-    """Let ``todos.lifecycle`` run with another ``fetch_all`` (it imported the name)."""
-    if replacement is None:
-        yield
-        return
-    saved = lifecycle.fetch_all
-    lifecycle.fetch_all = replacement  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        lifecycle.fetch_all = saved  # type: ignore[assignment]
-
-
-@contextmanager
-def django_options(extra: dict[str, Any] | None) -> Iterator[None]:
-    """Run with extra DATABASES OPTIONS; connections opened meanwhile (the workers') use them."""
-    if not extra:
-        yield
-        return
-    options = connections.settings["default"]["OPTIONS"]
-    saved = dict(options)
-    options.update(extra)
-    try:
-        yield
-    finally:
-        options.clear()
-        options.update(saved)
-
-
 def measure(
     variant: Variant,
     threads: int,
     round_no: int,
     *,
     admin: psycopg.Connection[Any],
-    catalog: Catalog,
     wal: WalMeter,
     target: Target,
     args: argparse.Namespace,
     local: bool,
 ) -> Sample:
-    schema = variant.schema
-    try:
-        if schema is not None:
-            catalog.run(schema.apply)
+    with variant.around() if variant.around is not None else nullcontext():
         seed(admin, target.endpoint_id, args.todos, args.history)
-        if variant.held:
-            # Long-running work: leases held (not expired) on the oldest todos, in front of
-            # every pending one in the claim index.
-            _claim_for_heartbeats(target, "bench-holder", args.held)
-        with django_options(variant.django_options), patched_fetch_all(variant.fetch_all):
-            workers = [_Worker(i) for i in range(threads)]
-            phases = _Phases(threading.Barrier(threads + 1), threading.Barrier(threads + 1))
-            pool = [
-                threading.Thread(
-                    target=_work, args=(variant, target, w, phases, args.heartbeat_todos)
-                )
-                for w in workers
-            ]
+        if variant.after_seed is not None:
+            variant.after_seed(target)
+        workers = [_Worker(i) for i in range(threads)]
+        phases = _Phases(threading.Barrier(threads + 1), threading.Barrier(threads + 1))
+        pool = [
+            threading.Thread(target=_work, args=(variant, target, w, phases, args.heartbeat_todos))
+            for w in workers
+        ]
+        for t in pool:
+            t.start()
+        pids: list[int] = []
+        cpu0: list[float | None] = []
+        cpu1: list[float | None] = []
+        lsn0 = lsn1 = None
+        client0 = client1 = start = 0.0
+        try:
+            phases.ready.wait()
+            pids = [w.pid for w in workers]
+            if not (local and all(_is_postgres(p) for p in pids)):
+                pids = []
+            cpu0 = [_cpu_seconds(p) for p in pids]
+            lsn0 = wal.start()
+            client0 = time.process_time()
+            start = time.monotonic()
+            phases.deadline = start + args.seconds
+            phases.go.set()
+            phases.done.wait()
+            client1 = time.process_time()
+            cpu1 = [_cpu_seconds(p) for p in pids]
+            lsn1 = wal.position()
+        except threading.BrokenBarrierError:
+            pass
+        finally:
+            phases.go.set()
+            phases.release.set()
             for t in pool:
-                t.start()
-            pids: list[int] = []
-            cpu0: list[float | None] = []
-            cpu1: list[float | None] = []
-            lsn0 = lsn1 = None
-            client0 = client1 = start = 0.0
-            try:
-                phases.ready.wait()
-                pids = [w.pid for w in workers]
-                if not (local and all(_is_postgres(p) for p in pids)):
-                    pids = []
-                cpu0 = [_cpu_seconds(p) for p in pids]
-                lsn0 = wal.start()
-                client0 = time.process_time()
-                start = time.monotonic()
-                phases.deadline = start + args.seconds
-                phases.go.set()
-                phases.done.wait()
-                client1 = time.process_time()
-                cpu1 = [_cpu_seconds(p) for p in pids]
-                lsn1 = wal.position()
-            except threading.BrokenBarrierError:
-                pass
-            finally:
-                phases.go.set()
-                phases.release.set()
-                for t in pool:
-                    t.join()
+                t.join()
         for w in workers:
             if w.error is not None:
                 raise RuntimeError(f"{variant.key} thread {w.index} failed") from w.error
         elapsed = max(w.end for w in workers) - start
         server = None
         if pids and None not in cpu0 and None not in cpu1:
-            server = sum(b - a for a, b in zip(cpu0, cpu1, strict=True))  # type: ignore[operator]
+            server = sum((b or 0.0) - (a or 0.0) for a, b in zip(cpu0, cpu1, strict=True))
         return Sample(
             key=variant.key,
             threads=threads,
@@ -1119,9 +641,6 @@ def measure(
             wal=wal.between(lsn0, lsn1),
             exhausted=any(w.exhausted for w in workers),
         )
-    finally:
-        if schema is not None:
-            catalog.run(schema.undo)
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -1245,55 +764,25 @@ def _hot(samples: Sequence[Sample], table: str) -> str:
     return f"{hot / updates * 100:.0f}%" if updates else "-"
 
 
+# The budgets' ratios (docs/performance.md, "Budgets"): name, formula, variant, its base, budget,
+# note. Indented names are read beside the budget above them and not counted in the verdict.
+RATIOS: tuple[tuple[str, str, str, str, float, str], ...] = (
+    ("Django overhead", "1 - a/b", "a", "b", GOALS["django"], ""),
+    ("attempt-history cost", "1 - b/c", "b", "c", GOALS["attempts"], ""),
+    ("heartbeat overhead", "1 - hb-b/hb-c", "hb-b", "hb-c", GOALS["heartbeat"], ""),
+    ("  Django on the heartbeat", "1 - hb-a/hb-b", "hb-a", "hb-b", GOALS["django"], "the cycle's"),
+    # Through Django with the attempt write, the heartbeat carries both budgets at once.
+    ("  end to end", "1 - hb-a/hb-c", "hb-a", "hb-c", END_TO_END_GOAL, "both together"),
+)
+
+
 def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool]:
-    """Print the three ratios against their goals; return whether each measured one met it."""
-    specs = (
-        ("Django overhead", "1 - a/b", "a", "b", GOALS["django"], ""),
-        ("  without prepared statements", "1 - a-prep/b", "a-prep", "b", GOALS["django"], ""),
-        ("  a Django cursor per call", "1 - a-cursor/b", "a-cursor", "b", GOALS["django"], ""),
-        ("  with the old fetch_all", "1 - a-rows/b", "a-rows", "b", GOALS["django"], ""),
-        ("  before proposals 1 and 2", "1 - a-both/b", "a-both", "b", GOALS["django"], ""),
-        ("attempt-history cost", "1 - b/c", "b", "c", GOALS["attempts"], ""),
-        ("heartbeat overhead", "1 - hb-b/hb-c", "hb-b", "hb-c", GOALS["heartbeat"], "REQ-18"),
-        (
-            "  reading the open attempt",
-            "1 - hb-b-read/hb-c",
-            "hb-b-read",
-            "hb-c",
-            GOALS["heartbeat"],
-            "",
-        ),
-        (
-            "  Django on the heartbeat",
-            "1 - hb-a/hb-b",
-            "hb-a",
-            "hb-b",
-            GOALS["django"],
-            "the cycle's budget",
-        ),
-        # Through Django with the attempt write, the heartbeat carries both budgets at once.
-        (
-            "  end to end",
-            "1 - hb-a/hb-c",
-            "hb-a",
-            "hb-c",
-            END_TO_END_GOAL,
-            "Django's and REQ-18's together",
-        ),
-        (
-            "  end to end, before 1 and 2",
-            "1 - hb-a-both/hb-c",
-            "hb-a-both",
-            "hb-c",
-            END_TO_END_GOAL,
-            "",
-        ),
-    )
+    """Print the budgets' ratios; return whether each measured budget was met."""
     print()
     print("ratios: throughput (median of per-round ratios), and CPU-bound (client + PostgreSQL")
     print("CPU per op, what the throughput ratio tends to when the cores are the limit)")
     met: list[bool] = []
-    for name, formula, key, base, goal, note in specs:
+    for name, formula, key, base, goal, note in RATIOS:
         values = [paired_ratio(samples, key, base, n) for n in threads]
         if all(v is None for v in values):
             continue
@@ -1324,8 +813,9 @@ def print_ratios(samples: Sequence[Sample], threads: Sequence[int]) -> list[bool
 # --- main -------------------------------------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+def argument_parser(description: str) -> argparse.ArgumentParser:
+    """The options every lifecycle benchmark takes (this one and ``bench/ablations/``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seconds", type=float, default=5.0, help="per measurement (5)")
     parser.add_argument("--rounds", type=int, default=4, help="repetitions, interleaved (4)")
     parser.add_argument("--todos", type=int, default=20_000, help="pending todos seeded (20000)")
@@ -1336,41 +826,38 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--history", type=int, default=10_000, help="completed todos seeded first (10000)"
     )
-    parser.add_argument(
-        "--held", type=int, default=500, help="leases held by another agent in *+held (500)"
-    )
-    parser.add_argument("--suspects", action="store_true", help="also run the ablations")
     parser.add_argument("--only", default="", help="comma-separated variant keys to run")
     parser.add_argument("--no-wal", action="store_true", help="skip the WAL figures")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 s, 1 round, 5000 todos")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def finish_args(args: argparse.Namespace) -> argparse.Namespace:
     if args.quick:
         args.seconds, args.rounds, args.todos, args.history = 1.0, 1, 5_000, 1_000
     args.threads = [int(t) for t in str(args.threads).split(",") if t.strip()]
     return args
 
 
-def select(args: argparse.Namespace) -> list[Variant]:
-    if args.only:
-        keys = [k.strip() for k in args.only.split(",") if k.strip()]
-        unknown = [k for k in keys if k not in BY_KEY]
-        if unknown:
-            raise SystemExit(f"unknown variant(s) {unknown}; known: {', '.join(BY_KEY)}")
-        return [BY_KEY[k] for k in keys]
-    return [v for v in VARIANTS if args.suspects or not v.suspect]
+def select(args: argparse.Namespace, known: dict[str, Variant]) -> list[Variant]:
+    """The variants ``--only`` names, else all of ``known``."""
+    if not args.only:
+        return list(known.values())
+    keys = [k.strip() for k in args.only.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {unknown}; known: {', '.join(known)}")
+    return [known[k] for k in keys]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    variants = select(args)
+def run(variants: Sequence[Variant], args: argparse.Namespace) -> list[Sample]:
+    """Measure ``variants`` for ``args.rounds`` rounds and print their table."""
     url = str(settings.DATABASE_URL)
     local = server_is_local(url)
     endpoint_id = ensure_endpoint()
     target = Target(url, endpoint_id, runtime_settings.current().attempts_max_per_todo)
     samples: list[Sample] = []
     with psycopg.connect(url, autocommit=True, application_name="switchboard-bench") as admin:
-        catalog = Catalog(admin)
-        catalog.restore_all()  # drop what an interrupted run may have added
         wal = WalMeter(admin, enabled=not args.no_wal)
         print_header(admin, args, local)
         try:
@@ -1386,7 +873,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                             n,
                             round_no,
                             admin=admin,
-                            catalog=catalog,
                             wal=wal,
                             target=target,
                             args=args,
@@ -1402,8 +888,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             wal.release()
             admin.execute("TRUNCATE todos, todo_attempts CASCADE")
-            catalog.restore_all()
     print_table(samples, variants, args.threads)
+    return samples
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argument_parser(__doc__.split("\n")[0] if __doc__ else "")
+    args = finish_args(parser.parse_args(argv))
+    samples = run(select(args, BY_KEY), args)
     print_ratios(samples, args.threads)
     return 0
 

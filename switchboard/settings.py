@@ -96,7 +96,7 @@ if _db["ENGINE"] != "django.db.backends.postgresql":
 # Server-side binding lets psycopg prepare a statement after its 5th execution on a connection
 # (Django turns both off by default): planning the lifecycle's CTE statements cost more than
 # running them, and prepared they halve PostgreSQL's CPU per claim + complete
-# (docs/performance.md). Binding on the server takes one statement per execute. Behind a
+# (docs/decisions/0001-prepared-statements.md). It takes one statement per execute. Behind a
 # transaction-mode pooler without prepared-statement support, set prepare_threshold to None.
 _db["OPTIONS"] = {
     **_db.get("OPTIONS", {}),

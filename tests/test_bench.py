@@ -1,6 +1,7 @@
-"""The benchmarks still start: their variants are rewritten from the product's statements at
-import, and a statement that changed shape stops them with a message (bench/lifecycle.py
-``_rewrite``). They are not run here (they TRUNCATE their database); ``--help`` imports them."""
+"""The benchmarks still start: at import they splice the product's SQL fragments into their
+baselines (bench/sql/), and the ablations rewrite the product's statements, stopping with a
+message if one changed shape (bench/ablations/lifecycle_ablations.py ``_rewrite``). They are not
+run here (they TRUNCATE their database); ``--help`` imports them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("script", ["bench/lifecycle.py", "bench/mcp.py"])
+@pytest.mark.parametrize(
+    "script", ["bench/lifecycle.py", "bench/mcp.py", "bench/ablations/lifecycle_ablations.py"]
+)
 def test_the_benchmark_imports_and_parses_its_options(script: str) -> None:
     done = subprocess.run(
         [sys.executable, script, "--help"],

@@ -33,7 +33,7 @@ plainly, ``t.state = 'claimed' AND t.endpoint_id = …`` also matches ``todos_in
 (partial on claimed rows) and ``todos_board_state_idx`` (endpoint, state, …), and when the
 statistics were taken with few leases in flight those look cheaper than the primary key: the
 generic plan a prepared statement keeps then walks every lease in flight, or every one of the
-endpoint's, on each heartbeat and report (docs/performance.md, "Plans that walk the leases").
+endpoint's, on each heartbeat and report (docs/decisions/0003-primary-key-guards.md).
 The same statistics make a correlated ``EXISTS`` on ``todo_attempts`` (the current-attempt
 guard) look cheapest as a hashed subplan that reads every open attempt on each call; ``OFFSET
 0`` in the subquery keeps it a probe by key (``_current_attempt.sql``).

@@ -60,7 +60,7 @@ class TodoView:
 
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
-# runs on every transition (docs/performance.md).
+# runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
 _TODO_FIELDS = tuple(f.name for f in fields(TodoView))
 
 

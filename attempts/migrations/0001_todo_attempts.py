@@ -2,7 +2,7 @@
 
 The table is the seed's, with one deliberate difference: claimer_endpoint_id carries no foreign
 key. Every claim would otherwise take FOR KEY SHARE on one hot ``endpoints`` row (MultiXacts
-under concurrency, measured in docs/performance.md), and the key adds no safety here: an
+under concurrency; docs/decisions/0007-no-claimer-fk.md), and the key adds no safety here: an
 endpoint claimer is always the todo's own endpoint, which ``todos.endpoint_id`` already keeps
 alive, and an attempt lives exactly as long as its todo (ON DELETE CASCADE below).
 """

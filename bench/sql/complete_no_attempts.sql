@@ -1,5 +1,5 @@
 -- complete_no_attempts: benchmark baseline "c", complete without attempt history: no closed arm
---   and no fence EXISTS (the fence lives on the open attempt), so the guard is endpoint + owner.
+--   and no fence (the fence comes with attempt history), so the guard is endpoint + owner.
 -- params: id, endpoint_id, owner, result (jsonb); complete's other parameters are ignored.
 -- returns: the todo and attempt_seq, the shape complete has; no row on a miss.
 -- Uses index: todos_pkey.

@@ -1,5 +1,5 @@
 -- heartbeat_no_attempts: benchmark baseline "hb-c", heartbeat without attempt history: no touched
---   arm and no fence EXISTS, so it is one HOT update of the todo by primary key.
+--   arm and no fence, so it is one HOT update of the todo by primary key.
 -- params: id, endpoint_id, owner, ttl_seconds; token_hash is passed and ignored.
 -- returns: the todo and attempt_seq, the shape heartbeat has; no row on a miss.
 -- Uses index: todos_pkey.

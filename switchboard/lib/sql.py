@@ -71,7 +71,7 @@ def fetch_all(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[
     This is the lifecycle's hot path, so it runs on a psycopg cursor kept for the life of
     Django's connection rather than a new ``connection.cursor()`` per call: creating a cursor
     through Django, its wrapper, and the adapters it needs cost more client time than the
-    statement itself (docs/performance.md, "The lifecycle's cursor"). Everything Django's cursor
+    statement itself (docs/decisions/0002-kept-cursor.md). Everything Django's cursor
     path guarantees still holds: the health check and the connection are Django's, a statement
     in a broken atomic block is refused, errors come out as ``django.db`` exceptions and mark
     the connection, and it joins the caller's transaction. When Django records queries

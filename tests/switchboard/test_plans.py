@@ -4,8 +4,8 @@ The statements run prepared (psycopg prepares after five executions), and Postgr
 a generic plan built from the statistics of the moment. Taken while few leases were in flight,
 those statistics make todos_inflight_idx (partial on claimed rows) and todos_board_state_idx
 (endpoint, state, …) look cheaper than the primary key for ``state = 'claimed' AND endpoint_id
-= …``, and such a plan walks every lease in flight on each heartbeat (docs/performance.md,
-"Plans that walk the leases"). These tests build exactly those statistics and read each
+= …``, and such a plan walks every lease in flight on each heartbeat
+(docs/decisions/0003-primary-key-guards.md). These tests build those statistics and read each
 statement's generic plan (PostgreSQL 15 has no EXPLAIN (GENERIC_PLAN): PREPARE with declared
 types, then EXPLAIN EXECUTE under plan_cache_mode = force_generic_plan).
 """

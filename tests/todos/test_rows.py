@@ -1,5 +1,5 @@
 """fetch_all, the lifecycle's only reader of statement results, returns exactly what Django's own
-cursor returns: the row-factory and timestamp-loader shortcuts it takes (docs/performance.md)
+cursor returns: its row-factory and timestamp-loader shortcuts (docs/decisions/0002-kept-cursor.md)
 must not change a single value, type or time zone."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A heartbeat must check the fence and decide whether the open attempt's ``last_heartbeat_at`` is
 due for its once-a-minute write (seed 000, REQ-18 fallback). Both lived only on the attempt, so
 every heartbeat probed ``todo_attempts`` (2-3 buffers) on top of the todo's HOT update, against
-REQ-18's 10 % budget (docs/performance.md). With the copies on the todo row, a heartbeat reads
+the 10 % heartbeat budget (docs/performance.md). With the copies on the todo row, a heartbeat reads
 and writes one row, and reads the attempt only in its once-a-minute write.
 
 - ``lease_token_hash``: the SHA-256 of the holder's lease token, as on its open attempt (NULL

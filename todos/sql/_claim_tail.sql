@@ -6,7 +6,7 @@ closed AS (
     -- A takeover closes the dead attempt first. Keyed by scalar subqueries on cand (run first,
     -- as InitPlans), not joined to it: joined, the planner may put todo_attempts outside and
     -- read every open attempt through todo_attempts_one_open whenever the statistics show few
-    -- (docs/performance.md, proposal 3). No takeover: the first subquery is NULL, no row.
+    -- (docs/decisions/0009-keyed-arms.md). No takeover: the first subquery is NULL, no row.
     UPDATE todo_attempts a
        SET ended_at = now(), outcome = 'lease_expired', disposition = 'requeued'
      WHERE a.todo_id = (SELECT cand_id FROM cand WHERE prior_state = 'claimed')

@@ -6,7 +6,7 @@
 -- Most heartbeats read and write the todo row only: the guard checks the todo's copy of the
 --   fence digest (_fence.sql), and the todo's attempt_heartbeat_at says when the attempt was
 --   last written (todos/migrations/0003), so no attempt page is read (the probe the statement
---   made before, 2-3 buffers; docs/performance.md).
+--   made before, 2-3 buffers; docs/decisions/0005-lease-copy.md).
 -- `upd` moves attempt_heartbeat_at to now() exactly when the write is due; `touched` then writes
 --   the attempt. Its seq comes from a scalar subquery (an InitPlan, run first) that is NULL when
 --   no write is due, and an index probe for seq = NULL ends before it reads a page. There is no

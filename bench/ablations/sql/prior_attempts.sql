@@ -1,4 +1,4 @@
--- prior_attempts: suspect "b-unfolded", the second round trip of an unfolded claim: the five
+-- prior_attempts: ablation "b-unfolded", the second round trip of an unfolded claim: the five
 --   newest closed attempts of the todo just claimed, scoped through its endpoint.
 -- params: id, endpoint_id
 -- returns: one row, prior_attempts (jsonb, newest first).

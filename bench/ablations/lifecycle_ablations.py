@@ -1,0 +1,385 @@
+"""Ablations of the lifecycle's hot path: one change each, priced against a budget variant.
+
+Not part of ``make bench``; run it alone:
+``.venv/bin/python bench/ablations/lifecycle_ablations.py`` (``--only b-checks`` for one,
+``--quick`` for a smoke run). Each ablation changes one thing against ``a``, ``b``, ``c`` or
+``hb-c`` of ``bench/lifecycle.py``, whose machinery it reuses and whose baselines it measures in
+the same rounds; the table's "vs base" column and the lines after it give each one's throughput
+change and CPU-bound change. Like the main bench it TRUNCATEs
+``todos`` and ``todo_attempts``; ablations that need another schema also drop or add a
+constraint, an index or a storage parameter for their measurement and restore it from the
+catalog's own definition afterwards, so give it a database of its own. A run killed mid-way
+(SIGKILL) leaves that change behind: the next run of this script drops what it added, and stops
+with a message if something it dropped is missing (``bench/lifecycle.py`` does not check).
+
+What each prices (the decisions the schema already made are in docs/decisions/):
+
+- ``a+req``: a request boundary before every call, which arms ``CONN_HEALTH_CHECKS``' probe;
+- ``b-excl``, ``b-todofk``, ``b-checks``: ``todo_attempts`` without its deferred exclusion
+  constraint, its ``todo_id`` foreign key, or its CHECK constraints (PostgreSQL re-reads every
+  CHECK from its stored node text once per statement that writes the table);
+- ``b+held``, ``c+held``: ``--held`` leases held by another agent, which each claim steps over
+  in the claim index;
+- ``b-unfolded``: the claim without its ``prior`` arm, the prior attempts read by a second
+  statement (``bench/ablations/sql/prior_attempts.sql``);
+- ``b-fullidx``: a full claim index instead of the partial one;
+- ``hb-c+leaseidx``, ``hb-c+ff100``: an index on ``lease_expires_at`` (heartbeats no longer
+  HOT), or ``todos`` at fillfactor 100.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# After sys.path: the project's modules come from ROOT; bench.lifecycle sets up Django at import,
+# before todos.lifecycle needs it.
+import psycopg  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.db import close_old_connections  # noqa: E402
+
+from bench import lifecycle as core  # noqa: E402
+from switchboard.lib.sql import load  # noqa: E402
+from todos import lifecycle  # noqa: E402
+
+ABLATION_SQL = Path(__file__).resolve().parent / "sql"
+Variant = core.Variant
+
+
+def _rewrite(name: str, sql: str, pattern: str, replacement: str) -> str:
+    """``sql`` with the one match of ``pattern`` replaced: a variant derived from the product's
+    statement as it stands, so it cannot drift; if the statement changed shape, say so."""
+    out, n = re.subn(pattern, replacement, sql)
+    if n != 1:
+        raise SystemExit(f"ablation {name}: {pattern!r} matched {n} times; update bench/ablations/")
+    return out
+
+
+# The claim without its `prior` arm: the prior attempts come from a second statement once the
+# claim has committed.
+CLAIM_NEXT_UNFOLDED = _rewrite(
+    "b-unfolded",
+    lifecycle.CLAIM_NEXT,
+    r"(?s),\s*prior AS \(.*\Z",
+    "\nSELECT upd.*, (SELECT seq FROM opened) AS attempt_seq, '[]'::jsonb AS prior_attempts"
+    "\n  FROM upd",
+)
+PRIOR_ATTEMPTS = load(ABLATION_SQL, "prior_attempts")
+
+
+# --- clients ----------------------------------------------------------------------------------
+
+
+class PerRequestClient(core.DjangoClient):
+    """``a`` with a request boundary before each call (what ``request_started`` does), which
+    arms the ``CONN_HEALTH_CHECKS`` probe: one ``SELECT 1`` round trip per request."""
+
+    def claim(self) -> str | None:
+        close_old_connections()
+        return super().claim()
+
+    def complete(self, todo_id: str) -> None:
+        close_old_connections()
+        super().complete(todo_id)
+
+    def heartbeat(self, todo_id: str) -> None:
+        close_old_connections()
+        super().heartbeat(todo_id)
+
+
+class UnfoldedClient(core.BareClient):
+    """``b`` with the claim's prior attempts read by a second round trip."""
+
+    def __init__(self, target: core.Target, owner: str) -> None:
+        super().__init__(
+            target, owner, core.BareStatements(claim=CLAIM_NEXT_UNFOLDED), prepare=True
+        )
+
+    def claim(self) -> str | None:
+        todo_id = super().claim()
+        if todo_id is not None:
+            self.cur.execute(PRIOR_ATTEMPTS, {**self.base, "id": todo_id})
+            self.cur.fetchone()
+        return todo_id
+
+
+# --- schema changes ---------------------------------------------------------------------------
+
+# Per ablation: the statements that make its schema, and those that restore the migrated one
+# (idempotent: they also run at start, after an interrupted run). "@…" lines are Catalog's.
+SCHEMAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "b-excl": (
+        ("ALTER TABLE todo_attempts DROP CONSTRAINT todo_attempts_one_open",),
+        ("@restore constraint todo_attempts todo_attempts_one_open",),
+    ),
+    "b-todofk": (
+        ("ALTER TABLE todo_attempts DROP CONSTRAINT todo_attempts_todo_id_fkey",),
+        ("@restore constraint todo_attempts todo_attempts_todo_id_fkey",),
+    ),
+    "b-checks": (("@drop checks todo_attempts",), ("@restore checks todo_attempts",)),
+    "b-fullidx": (
+        (
+            "DROP INDEX todos_claimable_idx",
+            "CREATE INDEX bench_todos_claim_full_idx ON todos (endpoint_id, created_at)",
+        ),
+        ("DROP INDEX IF EXISTS bench_todos_claim_full_idx", "@restore index todos_claimable_idx"),
+    ),
+    "hb-c+leaseidx": (
+        ("CREATE INDEX bench_todos_lease_idx ON todos (lease_expires_at) WHERE state = 'claimed'",),
+        ("DROP INDEX IF EXISTS bench_todos_lease_idx",),
+    ),
+    "hb-c+ff100": (("ALTER TABLE todos SET (fillfactor = 100)",), ("@restore todos reloptions",)),
+}
+
+_RECREATE = (
+    "a run was interrupted before it could restore the schema; drop and recreate the benchmark"
+    " database, then migrate it"
+)
+
+
+class Catalog:
+    """Definitions of the schema objects an ablation removes, read before any change.
+
+    Ablations drop a constraint or an index and recreate it from the catalog's own definition,
+    so the database ends as migrated. If one is already missing when this starts, it says so
+    instead of measuring a different schema.
+    """
+
+    CONSTRAINTS = ("todo_attempts_one_open", "todo_attempts_todo_id_fkey")
+    INDEXES = ("todos_claimable_idx",)
+
+    def __init__(self, admin: psycopg.Connection[Any]) -> None:
+        self.admin = admin
+        self.defs: dict[str, str] = {}
+        for name in self.CONSTRAINTS:
+            row = admin.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = %s", [name]
+            ).fetchone()
+            if row is None:
+                raise SystemExit(f"constraint {name} is missing: {_RECREATE}")
+            self.defs[name] = row[0]
+        for name in self.INDEXES:
+            row = admin.execute("SELECT pg_get_indexdef(to_regclass(%s))", [name]).fetchone()
+            if row is None or row[0] is None:
+                raise SystemExit(f"index {name} is missing: {_RECREATE}")
+            self.defs[name] = row[0]
+        # todo_attempts' CHECK constraints, by name; a run killed inside b-checks leaves none.
+        self.checks = self._attempt_checks()
+        if not self.checks:
+            raise SystemExit(f"todo_attempts has no CHECK constraint: {_RECREATE}")
+        row = admin.execute(
+            "SELECT COALESCE(array_to_string(reloptions, ', '), '')"
+            " FROM pg_class WHERE oid = 'todos'::regclass"
+        ).fetchone()
+        assert row is not None
+        self.todos_reloptions = row[0]
+
+    def run(self, statements: Sequence[str]) -> None:
+        for sql in statements:
+            if sql == "@drop checks todo_attempts":
+                for name in self.checks:
+                    self.admin.execute(f"ALTER TABLE todo_attempts DROP CONSTRAINT {name}")
+            elif sql.startswith("@restore "):
+                self._restore(sql.split()[1:])
+            else:
+                self.admin.execute(sql)
+
+    def _restore(self, words: list[str]) -> None:
+        kind = words[0]
+        if kind == "constraint":
+            table, name = words[1], words[2]
+            exists = self.admin.execute(
+                "SELECT 1 FROM pg_constraint WHERE conname = %s", [name]
+            ).fetchone()
+            if not exists:
+                self.admin.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} {self.defs[name]}")
+        elif kind == "index":
+            self.admin.execute(
+                self.defs[words[1]].replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1)
+            )
+        elif kind == "checks":
+            present = self._attempt_checks()
+            for name, definition in self.checks.items():
+                if name not in present:
+                    self.admin.execute(
+                        f"ALTER TABLE todo_attempts ADD CONSTRAINT {name} {definition}"
+                    )
+        elif kind == "todos":
+            # The migration's storage parameters, exactly as they were before the run.
+            self.admin.execute(f"ALTER TABLE todos SET ({self.todos_reloptions})")
+        else:
+            raise ValueError(f"cannot restore {words}")
+
+    def _attempt_checks(self) -> dict[str, str]:
+        rows = self.admin.execute(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = 'todo_attempts'::regclass AND contype = 'c'"
+        ).fetchall()
+        return dict(rows)
+
+    def restore_all(self) -> None:
+        for _, undo in SCHEMAS.values():
+            self.run(undo)
+
+    @contextmanager
+    def changed(self, key: str) -> Iterator[None]:
+        """The schema of ablation ``key`` for the length of one measurement."""
+        apply, undo = SCHEMAS[key]
+        try:
+            self.run(apply)
+            yield
+        finally:
+            self.run(undo)
+
+
+# --- the ablations ----------------------------------------------------------------------------
+
+
+def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
+    """Every ablation, keyed; ``held`` is how many leases the ``*+held`` ones hold."""
+
+    def hold(target: core.Target) -> None:
+        # Long-running work: leases held (not expired) on the oldest todos, in front of every
+        # pending one in the claim index.
+        core.claim_for_heartbeats(target, "bench-holder", held)
+
+    def schema(key: str) -> Callable[[], AbstractContextManager[object]]:
+        return lambda: catalog.changed(key)
+
+    bare = core.bare_client(core.LIFECYCLE)
+    no_attempts = core.bare_client(core.NO_ATTEMPTS)
+    variants = (
+        Variant("a+req", "cycle", "a + a request boundary per call", PerRequestClient, "a"),
+        Variant(
+            "b-excl",
+            "cycle",
+            "b without the deferred exclusion constraint",
+            bare,
+            "b",
+            schema("b-excl"),
+        ),
+        Variant(
+            "b-todofk",
+            "cycle",
+            "b without the todo_id FK (no RI check per insert)",
+            bare,
+            "b",
+            schema("b-todofk"),
+        ),
+        Variant(
+            "b-checks",
+            "cycle",
+            "b without todo_attempts' CHECK constraints",
+            bare,
+            "b",
+            schema("b-checks"),
+        ),
+        Variant(
+            "b+held",
+            "cycle",
+            "b while another agent holds --held leases",
+            bare,
+            "b",
+            after_seed=hold,
+        ),
+        Variant(
+            "c+held",
+            "cycle",
+            "c while another agent holds --held leases",
+            no_attempts,
+            "c",
+            after_seed=hold,
+        ),
+        Variant(
+            "b-unfolded",
+            "cycle",
+            "b with prior attempts read by a second statement",
+            UnfoldedClient,
+            "b",
+        ),
+        Variant(
+            "b-fullidx",
+            "cycle",
+            "b with a full (not partial) claim index",
+            bare,
+            "b",
+            schema("b-fullidx"),
+        ),
+        Variant(
+            "hb-c+leaseidx",
+            "heartbeat",
+            "hb-c + index on lease_expires_at (not HOT)",
+            no_attempts,
+            "hb-c",
+            schema("hb-c+leaseidx"),
+        ),
+        Variant(
+            "hb-c+ff100",
+            "heartbeat",
+            "hb-c with todos fillfactor 100",
+            no_attempts,
+            "hb-c",
+            schema("hb-c+ff100"),
+        ),
+    )
+    return {v.key: v for v in variants}
+
+
+def print_changes(
+    samples: Sequence[core.Sample], variants: Sequence[Variant], threads: Sequence[int]
+) -> None:
+    """Each ablation against its base: throughput and CPU-bound change, per thread count."""
+    print()
+    print("ablations against their base: throughput change (CPU-bound change)")
+    for v in variants:
+        if v.key in core.BY_KEY or v.baseline is None:
+            continue
+        cells = []
+        for n in threads:
+            ratio = core.paired_ratio(samples, v.key, v.baseline, n)
+            cpu_v, cpu_b = (
+                core.cpu_per_op(samples, v.key, n),
+                core.cpu_per_op(samples, v.baseline, n),
+            )
+            cpu = "" if not (cpu_v and cpu_b) else f" ({(cpu_b / cpu_v - 1) * 100:+.1f} %)"
+            cells.append(
+                f"{n} thr: -" if ratio is None else f"{n} thr: {(ratio - 1) * 100:+.1f} %{cpu}"
+            )
+        print(f"  {v.key:<14}vs {v.baseline:<6}{'  '.join(cells)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = core.argument_parser(__doc__.split("\n")[0] if __doc__ else "")
+    parser.add_argument(
+        "--held", type=int, default=500, help="leases held by another agent in *+held (500)"
+    )
+    args = core.finish_args(parser.parse_args(argv))
+    url = str(settings.DATABASE_URL)
+    with psycopg.connect(url, autocommit=True, application_name="switchboard-bench") as admin:
+        catalog = Catalog(admin)
+        catalog.restore_all()  # drop what an interrupted run may have added
+        known = ablations(catalog, args.held)
+        # --only may name the main bench's variants too; by default, every ablation.
+        chosen = core.select(args, {**core.BY_KEY, **known}) if args.only else [*known.values()]
+        # Each ablation's base runs in the same rounds, so every ratio is a paired one.
+        keys = [v.key for v in chosen]
+        bases = [b for b in dict.fromkeys(v.baseline for v in chosen) if b and b not in keys]
+        variants = [*(core.BY_KEY[b] for b in bases), *chosen]
+        try:
+            samples = core.run(variants, args)
+        finally:
+            catalog.restore_all()
+    print_changes(samples, variants, args.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
