@@ -65,7 +65,7 @@ from psycopg import pq  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from switchboard import runtime_settings  # noqa: E402
+from switchboard import embedded, runtime_settings  # noqa: E402
 from switchboard.lib.sql import load  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
@@ -1363,6 +1363,7 @@ def select(args: argparse.Namespace) -> list[Variant]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     variants = select(args)
+    embedded.ensure_running()  # DATABASE_URL unset: settings only describe the server
     url = str(settings.DATABASE_URL)
     local = server_is_local(url)
     endpoint_id = ensure_endpoint()
