@@ -58,7 +58,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connection, connections  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
-from switchboard import runtime_settings  # noqa: E402
+from switchboard import embedded, runtime_settings  # noqa: E402
 from switchboard.lib.sql import load  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
@@ -852,6 +852,7 @@ def select(args: argparse.Namespace, known: dict[str, Variant]) -> list[Variant]
 
 def run(variants: Sequence[Variant], args: argparse.Namespace) -> list[Sample]:
     """Measure ``variants`` for ``args.rounds`` rounds and print their table."""
+    embedded.ensure_running()  # DATABASE_URL unset: settings only describe the server
     url = str(settings.DATABASE_URL)
     local = server_is_local(url)
     endpoint_id = ensure_endpoint()

@@ -77,6 +77,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from mcp_server.verbs import owner_of  # noqa: E402
+from switchboard import embedded  # noqa: E402
 from switchboard.credentials import mint_key  # noqa: E402
 from switchboard.models import Endpoint, EndpointKey, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
@@ -634,6 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for k in (DIRECT, *(f"mcp {m}" for m in MODES))
         if not wanted or k in wanted or k.removeprefix("mcp ") in wanted
     ]
+    embedded.ensure_running()  # DATABASE_URL unset: settings only describe the server
     url = str(settings.DATABASE_URL)
     local = server_is_local(url)
     endpoint, key = ensure_endpoint()

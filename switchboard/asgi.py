@@ -14,8 +14,13 @@ from typing import Any
 
 from django.core.asgi import get_asgi_application
 
+from switchboard import embedded
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "switchboard.settings")
 
+# A bare daphne start has no manage.py to start the embedded database (when DATABASE_URL is
+# unset); under manage.py serve it already runs and this costs nothing.
+embedded.ensure_running()
 django_application = get_asgi_application()
 
 # These need the app registry ready (models are imported).

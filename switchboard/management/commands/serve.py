@@ -1,7 +1,9 @@
 """Serve the product: migrate, seed an empty database, run the sweeper loop, serve with daphne.
 
 This is the README's run command. Everything runs in this one process, so the embedded
-PostgreSQL (when DATABASE_URL is unset) starts once and stops when Ctrl-C ends the server.
+PostgreSQL (when DATABASE_URL is unset) starts once, before the migrations, and stops when
+Ctrl-C ends the server (or runs on while another process, a manage.py command say, still uses
+it: switchboard/embedded.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         from daphne.cli import CommandLineInterface
 
+        from switchboard import embedded
+
+        # manage.py started it already; this covers call_command("serve") and costs nothing.
+        embedded.ensure_running()
         call_command("migrate", interactive=False, verbosity=0)
         if not options["no_seed"]:
             call_command("seed_demo", if_empty=True, host=options["host"], port=options["port"])
