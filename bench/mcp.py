@@ -77,8 +77,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from mcp_server.verbs import owner_of  # noqa: E402
-from switchboard import embedded  # noqa: E402
-from switchboard.credentials import mint_key  # noqa: E402
+from switchboard import credentials, embedded  # noqa: E402
 from switchboard.models import Endpoint, EndpointKey, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
 
@@ -207,18 +206,16 @@ def _sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def ensure_endpoint() -> tuple[Endpoint, str]:
-    """The benchmark's endpoint (kept between runs) and a fresh key (the old ones deleted)."""
+    """The benchmark's endpoint (kept between runs) and a fresh key (the old ones revoked)."""
     human, _ = Human.objects.get_or_create(username="bench", defaults={"is_active": False})
-    endpoint, _ = Endpoint.objects.get_or_create(
-        slug=SLUG,
-        defaults={
-            "name": "MCP benchmark agent",
-            "owner": human,
-            "verbs": ["claim_next", "complete"],
-        },
-    )
-    EndpointKey.objects.filter(endpoint=endpoint).delete()
-    _, plaintext = mint_key(endpoint)
+    endpoint = Endpoint.objects.filter(slug=SLUG).first()
+    if endpoint is None:
+        endpoint, _, plaintext = credentials.create_endpoint(
+            human, name="MCP benchmark agent", slug=SLUG, verbs=["claim_next", "complete"]
+        )
+        return endpoint, plaintext
+    credentials.revoke_keys(EndpointKey.objects.filter(endpoint=endpoint))
+    _, plaintext = credentials.mint_key(endpoint)
     return endpoint, plaintext
 
 

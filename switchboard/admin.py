@@ -1,9 +1,11 @@
 """Admin for tenancy: humans, endpoints and their keys, runtime settings.
 
-Keys are minted only through ``credentials.mint_key`` and their plaintext appears once, on the
-page that minted them (``switchboard.lib.admin.show_once``); afterwards only the prefix is
-visible and ``key_hash`` never is. Endpoints are revoked through ``todos.lifecycle``, never
-deleted: todos hold them by a protecting foreign key and attempts name them by id.
+Endpoints and keys are written only through ``switchboard.credentials``, as on the Board: adding
+an endpoint mints its first key, editing one changes only its name, verbs and push URL. A key's
+plaintext appears once, on the page that minted it (``switchboard.lib.admin.show_once``);
+afterwards only the prefix is visible and ``key_hash`` never is. Endpoints are revoked through
+``todos.lifecycle``, never deleted: todos hold them by a protecting foreign key and attempts name
+them by id.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
-from django.db.models.functions import Now
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect
@@ -26,9 +27,8 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
-from switchboard import runtime_settings
-from switchboard.credentials import mint_key
-from switchboard.lib.admin import Shown, show_once
+from switchboard import credentials, runtime_settings
+from switchboard.lib.admin import Shown, adopt, show_once
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human, Setting, Verb
 from todos import lifecycle
 from todos.models import IN_FLIGHT_STATES, State
@@ -97,10 +97,10 @@ class EndpointForm(forms.ModelForm):
         model = Endpoint
         fields = ("owner", "slug", "name", "verbs", "push_url")
 
-    def clean_verbs(self) -> list[str]:
-        chosen = set(self.cleaned_data["verbs"])
-        # Store in the enumeration's order, so equal scopes are equal arrays.
-        return [verb for verb in Verb.values if verb in chosen]
+    def clean_slug(self) -> str:
+        slug: str = self.cleaned_data["slug"]
+        credentials.validate_slug(slug)  # create_endpoint checks it again; here it shows in place
+        return slug
 
 
 class EndpointKeyInline(admin.TabularInline):
@@ -157,8 +157,10 @@ class EndpointAdmin(admin.ModelAdmin):
         if obj is None:
             return self.readonly_fields
         # The slug is in every URL an agent was configured with (/mcp/{slug}, /otlp/{slug}/…);
-        # renaming it would silently break them. Make a new endpoint instead.
-        return (*self.readonly_fields, "slug")
+        # renaming it would silently break them. The owner's sources route to it and the owner
+        # sees its todos; handing it to someone else would leave both behind. Make a new
+        # endpoint instead (credentials.update_endpoint changes neither).
+        return (*self.readonly_fields, "owner", "slug")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Revoke instead: todos protect their endpoint, attempts name it by id without a
@@ -193,11 +195,14 @@ class EndpointAdmin(admin.ModelAdmin):
         ]
 
     def save_model(self, request: HttpRequest, obj: Endpoint, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        if not change:
-            # Inside the add view's transaction: the endpoint and its first key exist together.
-            _, plaintext = mint_key(obj)
-            setattr(request, _MINTED_ON_ADD, plaintext)
+        if change:
+            credentials.update_endpoint(obj, name=obj.name, verbs=obj.verbs, push_url=obj.push_url)
+            return
+        endpoint, _, plaintext = credentials.create_endpoint(
+            obj.owner, name=obj.name, slug=obj.slug, verbs=obj.verbs, push_url=obj.push_url
+        )
+        adopt(obj, endpoint)
+        setattr(request, _MINTED_ON_ADD, plaintext)
 
     def response_add(
         self, request: HttpRequest, obj: Endpoint, post_url_continue: str | None = None
@@ -216,16 +221,13 @@ class EndpointAdmin(admin.ModelAdmin):
             raise Http404("no such endpoint")
         if not self.has_change_permission(request, endpoint):
             raise PermissionDenied
-        if endpoint.is_revoked:
-            self.message_user(
-                request,
-                f"{endpoint.slug} is revoked; a key for it would never work.",
-                messages.ERROR,
-            )
+        try:
+            with transaction.atomic():
+                key, plaintext = credentials.mint_key(endpoint)
+                self.log_change(request, endpoint, f"Minted key {key.prefix}…")
+        except credentials.EndpointRevoked as exc:
+            self.message_user(request, str(exc), messages.ERROR)
             return redirect(reverse("admin:switchboard_endpoint_change", args=[quote(endpoint.pk)]))
-        with transaction.atomic():
-            key, plaintext = mint_key(endpoint)
-            self.log_change(request, endpoint, f"Minted key {key.prefix}…")
         return self._show_keys(request, f"New key for “{endpoint.slug}”", [(endpoint, plaintext)])
 
     @admin.action(description="Mint a new key for the selected endpoints", permissions=["change"])
@@ -233,12 +235,13 @@ class EndpointAdmin(admin.ModelAdmin):
         minted: list[tuple[Endpoint, str]] = []
         with transaction.atomic():
             for endpoint in queryset:
-                if endpoint.is_revoked:
+                try:
+                    key, plaintext = credentials.mint_key(endpoint)
+                except credentials.EndpointRevoked:
                     self.message_user(
                         request, f"{endpoint.slug} is revoked; no key minted.", messages.WARNING
                     )
                     continue
-                key, plaintext = mint_key(endpoint)
                 self.log_change(request, endpoint, f"Minted key {key.prefix}…")
                 minted.append((endpoint, plaintext))
         if not minted:
@@ -349,9 +352,7 @@ class EndpointKeyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected keys", permissions=["revoke"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[EndpointKey]) -> None:
-        # A key is not lifecycle state: revoking it is a plain column update, done in the
-        # database's clock like every other timestamp.
-        n = queryset.filter(revoked_at__isnull=True).update(revoked_at=Now())
+        n = credentials.revoke_keys(queryset)
         self.message_user(request, f"Revoked {n} key{'' if n == 1 else 's'}.", messages.SUCCESS)
 
 

@@ -3,7 +3,8 @@
 A key's plaintext exists only in the response that mints it (as in the admin,
 ``switchboard.lib.admin``): it is rendered into that page's body, never into a message, a log
 line or a redirect, and the page is never cached. Every read here is scoped to the endpoints the
-logged-in human owns; another human's slug answers 404 exactly like an unknown one.
+logged-in human owns; another human's slug answers 404 exactly like an unknown one. Endpoints
+and keys are written only through ``switchboard.credentials``, as in the admin and the commands.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.db import transaction
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Max, Q
-from django.db.models.functions import Now
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from switchboard.credentials import mint_key
+from switchboard import credentials
 from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
 from switchboard.scope import Scope
@@ -50,9 +50,10 @@ class VendForm(forms.ModelForm):
             "slug": "Names the endpoint in its URLs (/mcp/<slug>); it cannot be changed later.",
         }
 
-    def clean_verbs(self) -> list[str]:
-        chosen = set(self.cleaned_data["verbs"])
-        return [verb for verb in Verb.values if verb in chosen]  # the enumeration's order
+    def clean_slug(self) -> str:
+        slug: str = self.cleaned_data["slug"]
+        credentials.validate_slug(slug)  # create_endpoint checks it again; here it shows in place
+        return slug
 
 
 def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
@@ -127,12 +128,17 @@ def endpoint_new(request: BoardRequest) -> HttpResponse:
     """The vend wizard: name, slug and verbs; answers the first key, shown this once."""
     form = VendForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():  # the endpoint and its first key exist together, or neither
-            endpoint = form.save(commit=False)
-            endpoint.owner_id = request.user.id
-            endpoint.save()
-            _, plaintext = mint_key(endpoint)
-        return _show_key(request, endpoint, plaintext, f"Endpoint {endpoint.slug} is ready")
+        try:
+            endpoint, _, plaintext = credentials.create_endpoint(
+                request.user,
+                name=form.cleaned_data["name"],
+                slug=form.cleaned_data["slug"],
+                verbs=form.cleaned_data["verbs"],
+            )
+        except ValidationError as exc:  # the slug was taken since the form was checked
+            form.add_error(None, exc)
+        else:
+            return _show_key(request, endpoint, plaintext, f"Endpoint {endpoint.slug} is ready")
     return render(request, "endpoints/endpoint_new.html", {"section": "endpoints", "form": form})
 
 
@@ -159,10 +165,11 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
 def endpoint_mint_key(request: BoardRequest, slug: str) -> HttpResponse:
     """Mint one more key (rotation: revoke the old one once the agents have moved)."""
     endpoint = _own_endpoint(request, slug)
-    if endpoint.is_revoked:
-        messages.error(request, f"{endpoint.slug} is revoked; a key for it would never work.")
+    try:
+        _, plaintext = credentials.mint_key(endpoint)
+    except credentials.EndpointRevoked as exc:
+        messages.error(request, str(exc))
         return redirect("endpoint_detail", slug=endpoint.slug)
-    _, plaintext = mint_key(endpoint)
     return _show_key(request, endpoint, plaintext, f"New key for {endpoint.slug}")
 
 
@@ -174,9 +181,7 @@ def endpoint_revoke_key(request: BoardRequest, slug: str, key_id: int) -> HttpRe
     key = EndpointKey.objects.filter(endpoint=endpoint, id=key_id).first()
     if key is None:
         raise Http404("no such key")
-    # A key is not lifecycle state: a plain column update, in the database's clock.
-    n = EndpointKey.objects.filter(id=key.pk, revoked_at__isnull=True).update(revoked_at=Now())
-    if n:
+    if credentials.revoke_key(key):
         messages.success(request, f"Revoked key {key.prefix}….")
     else:
         messages.info(request, f"Key {key.prefix}… was already revoked.")

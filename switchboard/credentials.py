@@ -1,27 +1,141 @@
-"""Endpoint keys: minting and lookup. A key's plaintext exists only in what minting returns."""
+"""Endpoints and their keys: the only module that writes them (as Django's ``create_user``).
+
+The Board, the admin, the ``create_endpoint`` command and the demo all call these functions, so
+creating an endpoint, minting or revoking a key means the same thing on every screen. The one
+exception is revoking an endpoint itself: that is a lifecycle transition (its unfinished todos
+are dead-lettered in the same statement), ``todos.lifecycle.revoke_endpoint``.
+
+A key's plaintext exists only in what minting returns; only its SHA-256 is stored.
+"""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import secrets
+from collections.abc import Iterable
 
-from django.db import connection
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
+from django.db.models.functions import Now
 
-from switchboard.models import Endpoint, EndpointKey
+from switchboard.models import Endpoint, EndpointKey, Human, Verb
 
 KEY_PREFIX = "sbk_"
 # "sbk_" and the first 8 characters of the random part: enough to tell keys apart in a list,
 # far too little to guess the rest (24 bytes of entropy remain unshown).
 DISPLAY_PREFIX_CHARS = len(KEY_PREFIX) + 8
+# /endpoints/new is the Board's vend wizard, so an endpoint called that could never be opened there.
+RESERVED_SLUGS = frozenset({"new"})
+
+
+class EndpointRevoked(Exception):
+    """The endpoint is revoked: a key for it would never be accepted, so none is minted."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        super().__init__(f"{endpoint.slug} is revoked; a key for it would never work.")
+        self.endpoint = endpoint
+
+
+def normalize_verbs(verbs: Iterable[str]) -> list[str]:
+    """Return ``verbs`` as an endpoint stores them; raise ``ValidationError`` on unknown verbs.
+
+    The rule: each verb once, in the order ``Verb`` declares them, whatever order or repetition
+    they came in. Equal scopes are then equal arrays, on every screen and in the database.
+    """
+    given = set(verbs)
+    unknown = given - set(Verb.values)
+    if unknown:
+        raise ValidationError(
+            f"unknown verbs: {', '.join(sorted(unknown))}; known: {', '.join(Verb.values)}",
+            code="unknown_verb",
+        )
+    return [verb for verb in Verb.values if verb in given]
+
+
+def validate_slug(slug: str) -> None:
+    """Refuse a slug the Board's URLs reserve; forms call it too, to show the error in place."""
+    if slug in RESERVED_SLUGS:
+        raise ValidationError(
+            f"“{slug}” is reserved on the Board; choose another slug.", code="reserved"
+        )
 
 
 def hash_key(plaintext: str) -> bytes:
     return hashlib.sha256(plaintext.encode()).digest()
 
 
+def create_endpoint(
+    owner: Human,
+    *,
+    name: str,
+    slug: str,
+    verbs: Iterable[str],
+    push_url: str | None = None,
+) -> tuple[Endpoint, EndpointKey, str]:
+    """Create an endpoint with its first key; return both and the key's plaintext (show once).
+
+    Both rows are written in one transaction: an endpoint never exists without a key. Raise
+    ``ValidationError`` (by field) for a bad, reserved or taken slug, a blank name, an unknown
+    verb or a bad push URL; nothing is written then.
+    """
+    try:
+        validate_slug(slug)
+    except ValidationError as exc:
+        raise ValidationError({"slug": exc}) from None
+    try:
+        normalized = normalize_verbs(verbs)
+    except ValidationError as exc:
+        raise ValidationError({"verbs": exc}) from None
+    endpoint = Endpoint(
+        owner=owner, name=name, slug=slug, verbs=normalized, push_url=push_url or None
+    )
+    endpoint.full_clean()
+    try:
+        with transaction.atomic():
+            endpoint.save()
+            key, plaintext = _mint(endpoint)
+    except IntegrityError:
+        if not Endpoint.objects.filter(slug=slug).exists():
+            raise
+        # The slug was taken between full_clean's check and this insert.
+        raise ValidationError({"slug": f"an endpoint named {slug!r} exists"}) from None
+    return endpoint, key, plaintext
+
+
+def update_endpoint(
+    endpoint: Endpoint, *, name: str, verbs: Iterable[str], push_url: str | None
+) -> Endpoint:
+    """Change what may change about ``endpoint``: its name, verbs and push URL.
+
+    The slug (in every URL its agents were configured with) and the owner (whose sources' rules
+    route to it, and who sees its todos) are fixed at creation. Raise ``ValidationError`` as
+    ``create_endpoint`` does; the row is unchanged then.
+    """
+    try:
+        normalized = normalize_verbs(verbs)
+    except ValidationError as exc:
+        raise ValidationError({"verbs": exc}) from None
+    endpoint.name, endpoint.verbs, endpoint.push_url = name, normalized, push_url or None
+    endpoint.full_clean()
+    endpoint.save(update_fields=["name", "verbs", "push_url"])
+    return endpoint
+
+
 def mint_key(endpoint: Endpoint) -> tuple[EndpointKey, str]:
-    """Create a key for ``endpoint``; return the row and the plaintext, which is never stored."""
+    """Create a key for ``endpoint``; return the row and the plaintext, which is never stored.
+
+    Raise ``EndpointRevoked`` if the endpoint is revoked (as the database has it, not as the
+    caller's copy does). A revocation racing this call may still leave a key behind; it is
+    harmless, because ``key_for_plaintext`` refuses every key of a revoked endpoint.
+    """
+    if Endpoint.objects.filter(pk=endpoint.pk, revoked_at__isnull=False).exists():
+        raise EndpointRevoked(endpoint)
+    return _mint(endpoint)
+
+
+def _mint(endpoint: Endpoint) -> tuple[EndpointKey, str]:
     plaintext = KEY_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
     key = EndpointKey.objects.create(
         endpoint=endpoint,
@@ -29,6 +143,21 @@ def mint_key(endpoint: Endpoint) -> tuple[EndpointKey, str]:
         key_hash=hash_key(plaintext),
     )
     return key, plaintext
+
+
+def revoke_keys(keys: QuerySet[EndpointKey]) -> int:
+    """Revoke the live keys among ``keys``; return how many were live.
+
+    Agents using them get 401 from their next request. A key is not lifecycle state: this is a
+    plain column update, in the database's clock like every other timestamp. Revoked keys stay,
+    so "which key was used when" remains answerable.
+    """
+    return keys.filter(revoked_at__isnull=True).update(revoked_at=Now())
+
+
+def revoke_key(key: EndpointKey) -> bool:
+    """Revoke ``key``; return False if it was revoked already."""
+    return bool(revoke_keys(EndpointKey.objects.filter(pk=key.pk)))
 
 
 def key_for_plaintext(plaintext: str) -> EndpointKey | None:

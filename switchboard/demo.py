@@ -19,8 +19,8 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from switchboard.credentials import mint_key
-from switchboard.models import DRAIN_VERBS, Endpoint, Human
+from switchboard.credentials import create_endpoint
+from switchboard.models import DRAIN_VERBS, Human
 from switchboard.scope import Scope
 from todos import lifecycle
 from todos.intake.sources import create_rule, create_source
@@ -90,10 +90,9 @@ def _seed(password: str) -> Seeded:
         is_staff=True,
         is_superuser=True,
     )
-    endpoint = Endpoint.objects.create(
-        owner=human, slug=ENDPOINT_SLUG, name="Demo agent", verbs=list(DRAIN_VERBS)
+    endpoint, _, key = create_endpoint(
+        human, name="Demo agent", slug=ENDPOINT_SLUG, verbs=DRAIN_VERBS
     )
-    _, key = mint_key(endpoint)
     source, webhook_secret = create_source(human, SOURCE_SLUG, name="Demo CI")
     assert webhook_secret is not None
     create_rule(

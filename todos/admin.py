@@ -2,7 +2,9 @@
 
 Todos are read-only here: ``todos.lifecycle`` is their only writer, so the admin offers its
 operator transitions (retry, cancel) as actions and nothing else. Events are read-only too: they
-are what intake received. A source's secret is shown once, when it is generated.
+are what intake received. Sources and rules are written only through ``todos.intake.sources``,
+with the Board's ``RuleForm``, so a source's secret, its verification and its rules mean here what
+they mean on the Board. A source's secret is shown once, when it is generated.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count, QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.http.response import HttpResponseBase
 from django.template.response import TemplateResponse
@@ -25,17 +28,18 @@ from django.utils.safestring import SafeString
 
 from activity import admin as activity_admin
 from attempts import admin as attempts_admin
-from switchboard.lib.admin import Shown, pretty_json, show_once
+from switchboard.lib.admin import Shown, adopt, pretty_json, show_once
 from switchboard.lib.errors import LifecycleError
 from switchboard.scope import Scope
 from todos import lifecycle
-from todos.intake import routing
-from todos.intake.deliveries import new_secret, plan_for
-from todos.intake.forms import RuleTestForm
+from todos.intake import routing, sources
+from todos.intake.deliveries import plan_for
+from todos.intake.forms import RuleForm, RuleTestForm
 from todos.models import Event, Rule, Source, State, Todo
 
-# The request attribute carrying a source's new secret from save_model to response_add.
-_SECRET_ON_ADD = "_switchboard_source_secret"  # noqa: S105 (a name, not a secret)
+# The request attribute carrying a source's new secret from save_model to response_add or
+# response_change (the hooks of the add and change views that see it), within one request.
+_SECRET_MINTED = "_switchboard_source_secret"  # noqa: S105 (a name, not a secret)
 # Columns the todo list never shows: large, and loading them for a page of rows costs.
 _HEAVY_TODO_COLUMNS = ("payload", "result", "routing_trace", "input_request", "work_order")
 
@@ -258,33 +262,30 @@ def _todos(n: int) -> str:
 # --- sources and rules -------------------------------------------------------------------------
 
 
-class RuleForm(forms.ModelForm):
-    class Meta:
-        model = Rule
-        fields = (
-            "source",
-            "position",
-            "name",
-            "enabled",
-            "endpoint",
-            "queue",
-            "max_attempts",
-            "match",
-            "title_template",
-            "work_order_template",
-        )
-        widgets = {"match": forms.Textarea(attrs={"rows": 8, "style": "font-family: monospace"})}
+class RuleInlineFormSet(BaseInlineFormSet):
+    """Rules on their source's page: RuleForm saves through ``todos.intake.sources``, and so do
+    deletions."""
 
-    # Queue, budget, the match language and owner scope are checked by ``Rule.clean`` (the
-    # same checks as create_rule and the Board); a blank match means "everything".
-    def clean_match(self) -> Any:
-        match = self.cleaned_data["match"]
-        return {} if match is None else match
+    def delete_existing(self, obj: Rule, commit: bool = True) -> None:
+        if commit:
+            sources.delete_rule(obj)
+
+
+class SourceForm(forms.ModelForm):
+    class Meta:
+        model = Source
+        fields = ("owner", "slug", "name", "verify")
+
+    def clean_slug(self) -> str:
+        slug: str = self.cleaned_data["slug"]
+        sources.validate_slug(slug)  # create_source checks it again; here it shows in place
+        return slug
 
 
 class RuleInline(admin.TabularInline):
     model = Rule
     form = RuleForm
+    formset = RuleInlineFormSet
     fields = ("position", "name", "enabled", "endpoint", "queue", "max_attempts")
     autocomplete_fields = ("endpoint",)
     extra = 0
@@ -294,6 +295,7 @@ class RuleInline(admin.TabularInline):
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
+    form = SourceForm
     change_form_template = "admin/todos/source/change_form.html"
     # ``secret`` is not editable and appears nowhere but the show-once page.
     fields = ("owner", "slug", "name", "verify", "created_at")
@@ -330,24 +332,50 @@ class SourceAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Source | None = None) -> Any:
+        if obj is None:
+            return self.readonly_fields
+        # The slug is the URL its sender posts to; the owner's endpoints are where its rules
+        # route. Both are fixed at creation, as on the Board (todos.intake.sources.update_source).
+        return (*self.readonly_fields, "owner", "slug")
+
     def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
-        if not change:
-            # Always generated, even when verify is off, so turning verification on later
-            # never meets an empty secret (the table's CHECK would refuse it).
-            obj.secret = new_secret()
-            setattr(request, _SECRET_ON_ADD, obj.secret)
-        super().save_model(request, obj, form, change)
+        if change:
+            sources.update_source(obj, name=obj.name)
+            minted = None
+            if "verify" in form.changed_data:
+                minted = sources.set_verify(obj, obj.verify)
+        else:
+            # A secret only when verifying, as on the Board and in create_source.
+            source, minted = sources.create_source(
+                obj.owner, obj.slug, name=obj.name, verify=obj.verify
+            )
+            adopt(obj, source)
+        if minted is not None:
+            setattr(request, _SECRET_MINTED, minted)
+
+    def delete_model(self, request: HttpRequest, obj: Source) -> None:
+        sources.delete_source(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        sources.delete_sources(queryset)
 
     def response_add(
         self, request: HttpRequest, obj: Source, post_url_continue: str | None = None
     ) -> HttpResponse:
-        secret = getattr(request, _SECRET_ON_ADD, None)
+        secret = getattr(request, _SECRET_MINTED, None)
         if secret is None:
             return super().response_add(request, obj, post_url_continue)
         return self._show_secrets(request, f"Source “{obj.slug}” created", [(obj, secret)])
 
+    def response_change(self, request: HttpRequest, obj: Source) -> HttpResponse:
+        secret = getattr(request, _SECRET_MINTED, None)
+        if secret is None:
+            return super().response_change(request, obj)
+        return self._show_secrets(request, f"Verification is on for “{obj.slug}”", [(obj, secret)])
+
     def rotate_secret_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
-        """Replace a source's secret; the sender must be given the new one."""
+        """Replace a source's secret and verify with it; the sender must be given the new one."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         source = self.get_object(request, object_id)
@@ -394,9 +422,8 @@ class SourceAdmin(admin.ModelAdmin):
         return self._show_secrets(request, "New secrets", rotated)
 
     def _rotate(self, request: HttpRequest, source: Source) -> str:
-        secret = new_secret()
-        Source.objects.filter(pk=source.pk).update(secret=secret)
-        self.log_change(request, source, "Generated a new secret.")
+        secret = sources.rotate_secret(source)
+        self.log_change(request, source, "Generated a new secret; signatures are verified.")
         return secret
 
     def _show_secrets(
@@ -439,7 +466,29 @@ class RuleAdmin(admin.ModelAdmin):
     search_fields = ("name", "queue", "source__slug", "endpoint__slug")
     ordering = ("source__slug", "position", "id")
     autocomplete_fields = ("source", "endpoint")
+    fields = (
+        "source",
+        "position",
+        "name",
+        "enabled",
+        "endpoint",
+        "queue",
+        "max_attempts",
+        "match",
+        "title_template",
+        "work_order_template",
+        "created_at",
+    )
     readonly_fields = ("created_at",)
+
+    def save_model(self, request: HttpRequest, obj: Rule, form: Any, change: bool) -> None:
+        adopt(obj, form.save())  # RuleForm.save: create_rule or update_rule
+
+    def delete_model(self, request: HttpRequest, obj: Rule) -> None:
+        sources.delete_rule(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Rule]) -> None:
+        sources.delete_rules(queryset)
 
 
 # --- events ------------------------------------------------------------------------------------

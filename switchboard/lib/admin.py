@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.admin import ModelAdmin
+from django.db.models import Model
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
@@ -49,6 +50,20 @@ def show_once(
     }
     response = TemplateResponse(request, "admin/shown_once.html", context)
     return holds_secret(response)
+
+
+def adopt(obj: Model, saved: Model) -> None:
+    """Make ``obj``, the add view's unsaved object, the row that a writer function saved.
+
+    Configuration is written by its writer module (``switchboard.credentials``,
+    ``todos.intake.sources``), which builds and saves its own instance. The admin's add view goes on
+    with the object its form built: its inlines, log entry and redirect use it, so that object
+    must carry the saved row's identity and values.
+    """
+    for field in saved._meta.concrete_fields:
+        setattr(obj, field.attname, getattr(saved, field.attname))
+    obj._state.adding = False
+    obj._state.db = saved._state.db
 
 
 def pretty_json(value: Any) -> SafeString:

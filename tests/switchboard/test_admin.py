@@ -788,3 +788,167 @@ def test_a_rule_added_with_a_new_source_is_held_to_the_owner_check(
     assert refused.status_code == 200
     assert "Choose an endpoint the source&#x27;s owner owns." in refused.content.decode()
     assert not Source.objects.filter(slug="fresh").exists()
+
+
+# --- configuration goes through its writers -------------------------------------------------------
+
+
+def _endpoint_change(endpoint: Endpoint, **changes: Any) -> dict[str, Any]:
+    keys = list(EndpointKey.objects.filter(endpoint=endpoint).order_by("-created_at"))
+    data: dict[str, Any] = {
+        "name": endpoint.name,
+        "verbs": list(endpoint.verbs),
+        "push_url": endpoint.push_url or "",
+        "keys-TOTAL_FORMS": str(len(keys)),
+        "keys-INITIAL_FORMS": str(len(keys)),
+        **{f"keys-{n}-id": key.pk for n, key in enumerate(keys)},
+        **{f"keys-{n}-endpoint": endpoint.pk for n in range(len(keys))},
+    }
+    data.update(changes)
+    return data
+
+
+def test_editing_an_endpoint_stores_its_verbs_once_each_in_order_and_keeps_owner_and_slug(
+    admin_client: Client, personas: Personas
+) -> None:
+    endpoint = personas.endpoint_a
+    url = admin_url("admin:switchboard_endpoint_change", endpoint.pk)
+    html = _page(admin_client, url)
+    assert 'name="owner"' not in html and 'name="slug"' not in html
+
+    response = admin_client.post(
+        url,
+        _endpoint_change(
+            endpoint,
+            name="Renamed",
+            verbs=["release", "claim_next", "release"],
+            owner=personas.bob.pk,
+            slug="moved",
+        ),
+    )
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    endpoint.refresh_from_db()
+    assert (endpoint.name, endpoint.verbs, endpoint.owner, endpoint.slug) == (
+        "Renamed",
+        ["claim_next", "release"],
+        personas.alice,
+        "agent-a",
+    )
+
+
+def _source_change(source: Source, **changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": source.name,
+        "rules-TOTAL_FORMS": "0",
+        "rules-INITIAL_FORMS": "0",
+        **({"verify": "on"} if source.verify else {}),
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_the_owner_and_slug_of_an_existing_source_are_read_only(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice, slug="gh")
+    url = admin_url("admin:todos_source_change", source.pk)
+    html = _page(admin_client, url)
+    assert 'name="owner"' not in html and 'name="slug"' not in html
+
+    response = admin_client.post(
+        url, _source_change(source, name="GitHub", owner=personas.bob.pk, slug="moved")
+    )
+
+    assert response.status_code == 302
+    source.refresh_from_db()
+    assert (source.name, source.owner, source.slug) == ("GitHub", personas.alice, "gh")
+
+
+def test_turning_verification_on_in_the_admin_shows_a_minted_secret_once(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice, slug="open", verify=False, secret="")
+    url = admin_url("admin:todos_source_change", source.pk)
+
+    response = admin_client.post(url, _source_change(source, verify="on"))
+
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    source.refresh_from_db()
+    assert source.verify and source.secret.startswith("sbw_")
+    assert source.secret in response.content.decode()
+    assert source.secret not in _page(admin_client, url)
+
+    off = admin_client.post(url, _source_change(source, verify=None))
+
+    assert off.status_code == 302
+    secret = source.secret
+    source.refresh_from_db()
+    assert (source.verify, source.secret) == (False, secret)
+
+
+def test_deleting_in_the_admin_removes_the_rule_or_the_source_with_its_rules(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice)
+    one, two = (RuleFactory(source=source, endpoint=personas.endpoint_a) for _ in range(2))
+    other = SourceFactory(owner=personas.alice)
+    RuleFactory(source=other, endpoint=personas.endpoint_a)
+
+    single = admin_client.post(admin_url("admin:todos_rule_delete", one.pk), {"post": "yes"})
+    assert single.status_code == 302
+    assert list(Rule.objects.filter(source=source)) == [two]
+
+    action = admin_client.post(
+        reverse("admin:todos_source_changelist"),
+        {"action": "delete_selected", "_selected_action": [source.pk], "post": "yes"},
+    )
+    assert action.status_code == 302
+    assert not Source.objects.filter(pk=source.pk).exists()
+    assert not Rule.objects.filter(source_id=source.pk).exists()
+    assert Rule.objects.filter(source=other).count() == 1
+
+
+def test_a_rule_deleted_on_its_source_page_is_gone(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice)
+    rule = RuleFactory(source=source, endpoint=personas.endpoint_a, queue="ci", name="r")
+    data = _source_change(
+        source,
+        **{
+            "rules-TOTAL_FORMS": "1",
+            "rules-INITIAL_FORMS": "1",
+            "rules-0-id": rule.pk,
+            "rules-0-source": source.pk,
+            "rules-0-position": rule.position,
+            "rules-0-name": rule.name,
+            "rules-0-enabled": "on",
+            "rules-0-endpoint": personas.endpoint_a.pk,
+            "rules-0-queue": rule.queue,
+            "rules-0-max_attempts": rule.max_attempts,
+            "rules-0-DELETE": "on",
+        },
+    )
+
+    response = admin_client.post(admin_url("admin:todos_source_change", source.pk), data)
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert not Rule.objects.filter(pk=rule.pk).exists()
+
+
+def test_editing_a_rule_in_the_admin_keeps_its_position_when_left_empty(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice)
+    rule = RuleFactory(source=source, endpoint=personas.endpoint_a, position=30)
+
+    response = admin_client.post(
+        admin_url("admin:todos_rule_change", rule.pk),
+        _rule_form(source, personas.endpoint_a, position="", queue="edited"),
+    )
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    rule.refresh_from_db()
+    assert (rule.queue, rule.position) == ("edited", 30)

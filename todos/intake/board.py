@@ -2,8 +2,9 @@
 
 Every read is scoped to the sources the logged-in human owns (``_own_source``); another human's
 source, rule or event answers 404 exactly like an unknown one, staff included. Sources and rules
-are written only through ``todos.intake.sources`` (or ``Rule.full_clean`` there), so the Board holds
-rules to the same checks as the admin and the commands.
+are written only through ``todos.intake.sources`` (rules through ``todos.intake.forms.RuleForm``,
+which saves through it), so the Board holds them to the same checks and meanings as the admin and
+commands.
 
 A secret's plaintext exists only in the response that mints it (creation, rotation, turning
 verification on without a secret): it is rendered into that page, never into a message, a log
@@ -42,13 +43,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from switchboard.lib.board import BoardRequest, holds_secret, login_required
-from switchboard.models import Endpoint
 from todos.intake import deliveries, routing, sources
-from todos.intake.forms import RuleTestForm
+from todos.intake.forms import RuleForm, RuleTestForm
 from todos.models import Event, Rule, Source, Todo
 
 RECENT_EVENTS = 20
-RESERVED_SLUGS = frozenset({"new"})  # /sources/new is the form, so no source may be called that
 
 # --- presentation: a routing trace as people read it -----------------------------------------
 
@@ -199,100 +198,8 @@ class SourceForm(forms.Form):
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
-        if slug in RESERVED_SLUGS:
-            raise ValidationError(f"“{slug}” is reserved on the Board; choose another slug.")
+        sources.validate_slug(slug)  # create_source checks it again; here it shows in place
         return slug
-
-
-class MatchField(forms.CharField):
-    """The match as JSON text; cleaned to the decoded value (the language is checked by
-    ``Rule.clean``). Blank means ``{}``: match everything."""
-
-    widget = forms.Textarea(attrs={"rows": 10, "spellcheck": "false", "class": "mono"})
-
-    def prepare_value(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return value
-        return json.dumps({} if value is None else value, indent=2, ensure_ascii=False)
-
-    def to_python(self, value: Any) -> Any:
-        text = super().to_python(value) or ""
-        if not text.strip():
-            return {}
-        try:
-            decoded = routing.loads(text)
-        except routing.NotStorableJson as exc:
-            raise ValidationError(f"The match {exc}.") from None
-        return decoded
-
-
-class EndpointChoiceField(forms.ModelChoiceField):
-    def label_from_instance(self, obj: Any) -> str:
-        return f"{obj.slug} ({obj.name})"
-
-
-class RuleForm(forms.ModelForm):
-    append = False  # set by clean_position: a new rule without a position goes last
-
-    endpoint = EndpointChoiceField(
-        queryset=Endpoint.objects.none(),
-        help_text="Its agents receive the todos; only your live endpoints are offered.",
-    )
-    match = MatchField(
-        required=False,
-        help_text='All conditions must hold; {} matches everything. E.g. {"headers": '
-        '{"X-GitHub-Event": "check_run"}, "payload": {"check_run.conclusion": '
-        '{"in": ["failure", "timed_out"]}}}',
-    )
-    position = forms.IntegerField(
-        required=False,
-        min_value=-1_000_000,
-        max_value=1_000_000,
-        help_text="Rules are tried in ascending position; empty puts a new rule last.",
-    )
-
-    class Meta:
-        model = Rule
-        fields = (
-            "name",
-            "endpoint",
-            "queue",
-            "match",
-            "title_template",
-            "work_order_template",
-            "max_attempts",
-            "position",
-            "enabled",
-        )
-        widgets = {
-            "name": forms.TextInput(),
-            "queue": forms.TextInput(),
-            "title_template": forms.TextInput(),
-            "work_order_template": forms.Textarea(attrs={"rows": 5}),
-        }
-        help_texts = {
-            "title_template": "{{ dotted.path }} is replaced by that payload field, e.g. "
-            "Fix {{ check_run.name }} on {{ repository.full_name }}.",
-            "work_order_template": "The instructions the agent reads; placeholders as above.",
-            "max_attempts": "How many claims the todo gets before it is dead-lettered (1 to 1000).",
-        }
-
-    def __init__(self, *args: Any, owner_id: int, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        endpoint = self.fields["endpoint"]
-        assert isinstance(endpoint, EndpointChoiceField)
-        # Only the owner's live endpoints: a foreign or revoked id is "not one of the choices"
-        # here, and Rule.clean refuses it again if it ever got this far.
-        endpoint.queryset = Endpoint.objects.filter(owner_id=owner_id, revoked_at__isnull=True)
-        endpoint.empty_label = "Choose an endpoint"  # an edit whose endpoint died selects none
-        if self.instance.pk is None:
-            self.initial["position"] = None  # empty: after the last rule
-
-    def clean_position(self) -> int:
-        position: int | None = self.cleaned_data["position"]
-        # Empty: an edit keeps its place; a new rule is appended by create_rule (``append``).
-        self.append = position is None and self.instance.pk is None
-        return self.instance.position if position is None else position
 
 
 # --- scope -----------------------------------------------------------------------------------
@@ -575,20 +482,8 @@ def rule_new(request: BoardRequest, slug: str) -> HttpResponse:
     source = _own_source(request, slug)
     form = RuleForm(request.POST or None, instance=Rule(source=source), owner_id=request.user.id)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         try:
-            rule = sources.create_rule(
-                source,
-                data["endpoint"],
-                queue=data["queue"],
-                match=data["match"],
-                name=data["name"],
-                title_template=data["title_template"],
-                work_order_template=data["work_order_template"],
-                max_attempts=data["max_attempts"],
-                position=None if form.append else data["position"],
-                enabled=data["enabled"],
-            )
+            rule = form.save()
         except ValidationError as exc:  # the endpoint was revoked since the form was checked
             form.add_error(None, exc)
         else:
@@ -606,7 +501,7 @@ def rule_edit(request: BoardRequest, slug: str, rule_id: int) -> HttpResponse:
     form = RuleForm(request.POST or None, instance=rule, owner_id=request.user.id)
     if request.method == "POST" and form.is_valid():
         try:
-            sources.save_rule(form.instance)
+            form.save()
         except ValidationError as exc:
             form.add_error(None, exc)
         else:

@@ -2,11 +2,147 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
 
+from switchboard.models import Endpoint
+from todos.intake import routing, sources
 from todos.intake.deliveries import NotJson, parse_body
+from todos.models import Rule
+
+
+class MatchField(forms.CharField):
+    """The match as JSON text; cleaned to the decoded value (the language is checked by
+    ``Rule.clean``). Blank means ``{}``: match everything."""
+
+    widget = forms.Textarea(
+        attrs={
+            "rows": 10,
+            "spellcheck": "false",
+            "class": "mono",
+            "style": "font-family: monospace",
+        }
+    )
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        return json.dumps({} if value is None else value, indent=2, ensure_ascii=False)
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value) or ""
+        if not text.strip():
+            return {}
+        try:
+            decoded = routing.loads(text)
+        except routing.NotStorableJson as exc:
+            raise forms.ValidationError(f"The match {exc}.") from None
+        return decoded
+
+
+class EndpointChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.slug} ({obj.name})"
+
+
+class RuleForm(forms.ModelForm):
+    """A rule's fields, for the Board's rule pages and the admin's (its own page and the inline
+    on its source's page). Saving goes through ``todos.intake.sources``: ``create_rule`` for a new
+    rule, ``update_rule`` for an edit, so both screens store the same rule for the same input.
+
+    ``owner_id`` (the Board) limits the endpoints offered to that human's live ones; the admin
+    offers every endpoint and ``Rule.clean`` refuses a foreign or revoked one.
+    """
+
+    append = False  # set by clean_position: a new rule without a position goes last
+
+    match = MatchField(
+        required=False,
+        help_text='All conditions must hold; {} matches everything. E.g. {"headers": '
+        '{"X-GitHub-Event": "check_run"}, "payload": {"check_run.conclusion": '
+        '{"in": ["failure", "timed_out"]}}}',
+    )
+    position = forms.IntegerField(
+        required=False,
+        min_value=-1_000_000,
+        max_value=1_000_000,
+        help_text="Rules are tried in ascending position; empty puts a new rule last.",
+    )
+
+    class Meta:
+        model = Rule
+        fields = (
+            "name",
+            "endpoint",
+            "queue",
+            "match",
+            "title_template",
+            "work_order_template",
+            "max_attempts",
+            "position",
+            "enabled",
+        )
+        field_classes = {"endpoint": EndpointChoiceField}
+        widgets = {
+            "name": forms.TextInput(),
+            "queue": forms.TextInput(),
+            "title_template": forms.TextInput(),
+            "work_order_template": forms.Textarea(attrs={"rows": 5}),
+        }
+        help_texts = {
+            "endpoint": "Its agents receive the todos.",
+            "title_template": "{{ dotted.path }} is replaced by that payload field, e.g. "
+            "Fix {{ check_run.name }} on {{ repository.full_name }}.",
+            "work_order_template": "The instructions the agent reads; placeholders as above.",
+            "max_attempts": "How many claims the todo gets before it is dead-lettered (1 to 1000).",
+        }
+
+    def __init__(self, *args: Any, owner_id: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        endpoint = self.fields.get("endpoint")
+        if owner_id is not None and isinstance(endpoint, forms.ModelChoiceField):
+            # Only the owner's live endpoints: a foreign or revoked id is "not one of the
+            # choices" here, and Rule.clean refuses it again if it ever got this far.
+            endpoint.queryset = Endpoint.objects.filter(owner_id=owner_id, revoked_at__isnull=True)
+            endpoint.empty_label = "Choose an endpoint"  # an edit whose endpoint died selects none
+            endpoint.help_text = (
+                "Its agents receive the todos; only your live endpoints are offered."
+            )
+        if self.instance.pk is None:
+            self.initial["position"] = None  # empty: after the last rule
+
+    def clean_position(self) -> int:
+        position: int | None = self.cleaned_data["position"]
+        # Empty: an edit keeps its place; a new rule is appended by create_rule (``append``).
+        self.append = position is None and self.instance.pk is None
+        return self.instance.position if position is None else position
+
+    def save(self, commit: bool = True) -> Rule:
+        """Store the rule through ``todos.intake.sources``; raise ``ValidationError`` as it does.
+
+        ``commit=False`` (the admin's first step) returns the unsaved instance, as Django's does.
+        """
+        if not commit:
+            return super().save(commit=False)
+        if self.errors:
+            raise ValueError("the rule was not stored: the form does not validate")
+        rule = self.instance
+        if rule.pk is not None:
+            return sources.update_rule(rule)
+        return sources.create_rule(
+            rule.source,
+            rule.endpoint,
+            queue=rule.queue,
+            match=rule.match,
+            name=rule.name,
+            title_template=rule.title_template,
+            work_order_template=rule.work_order_template,
+            max_attempts=rule.max_attempts,
+            position=None if self.append else rule.position,
+            enabled=rule.enabled,
+        )
 
 
 class RuleTestForm(forms.Form):

@@ -1,8 +1,19 @@
-"""Webhook sources and their rules: creation, secret rotation, validation (SYSTEM.md §6).
+"""Webhook sources and their rules: the only module that writes them.
 
-Sources and rules are configuration, not lifecycle state, so the ORM writes them; every way in
-(``create_source``/``create_rule`` commands, admin, the Board) goes through these functions or
-``Rule.full_clean`` so that the same checks hold everywhere.
+Sources and rules are configuration, not lifecycle state, so the ORM writes them, here and
+nowhere else: the admin, the Board, the ``create_source``/``create_rule`` commands and the demo
+call these functions (the shared ``todos.intake.forms.RuleForm`` saves through them), so the same
+button means the same thing on every screen and the same checks hold everywhere.
+
+What a source's secret means, everywhere:
+
+- A source gets a secret when it verifies signatures: created with ``verify``, or when
+  verification is turned on and it has none. A source created without verification has no
+  secret to keep safe, and its secret is shown at the moment the sender needs it.
+- Turning verification off keeps the secret, so turning it back on needs no new one.
+- Rotating a secret turns verification on. Whoever rotates is handed a secret to sign with;
+  leaving the source unverified would let that person believe deliveries are now checked while
+  unsigned ones are still accepted.
 """
 
 from __future__ import annotations
@@ -11,21 +22,41 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from switchboard.models import Endpoint, Human
 from todos.intake.deliveries import new_secret
 from todos.models import Rule, Source
 
+# /sources/new is the Board's form, so a source called that could never be opened there.
+RESERVED_SLUGS = frozenset({"new"})
+# A rule appended without a position goes this far after the last one, leaving room between.
+POSITION_STEP = 10
+
+
+def validate_slug(slug: str) -> None:
+    """Refuse a slug the Board's URLs reserve; forms call it too, to show the error in place."""
+    if slug in RESERVED_SLUGS:
+        raise ValidationError(
+            f"“{slug}” is reserved on the Board; choose another slug.", code="reserved"
+        )
+
+
+# --- sources ---------------------------------------------------------------------------------
+
 
 def create_source(
     owner: Human, slug: str, *, name: str = "", verify: bool = True
 ) -> tuple[Source, str | None]:
-    """Create a source; return it and its secret (shown once by callers), ``None`` unverified.
+    """Create a source; return it and its secret (to be shown once), ``None`` if unverified.
 
-    Raise ``ValidationError`` for a bad or taken slug.
+    Raise ``ValidationError`` (by field) for a bad, reserved or taken slug.
     """
+    try:
+        validate_slug(slug)
+    except ValidationError as exc:
+        raise ValidationError({"slug": exc}) from None
     secret = new_secret() if verify else ""
     source = Source(owner=owner, slug=slug, name=name or slug, verify=verify, secret=secret)
     source.full_clean()
@@ -33,16 +64,23 @@ def create_source(
         with transaction.atomic():
             source.save()
     except IntegrityError:
+        if not Source.objects.filter(slug=slug).exists():
+            raise
+        # The slug was taken between full_clean's check and this insert.
         raise ValidationError({"slug": f"a source named {slug!r} exists"}) from None
     return source, (secret or None)
 
 
-def rotate_secret(source: Source) -> str:
-    """Give ``source`` a new secret (and turn verification on); return it, to be shown once."""
-    source.secret = new_secret()
-    source.verify = True
-    source.save(update_fields=["secret", "verify"])
-    return source.secret
+def update_source(source: Source, *, name: str) -> Source:
+    """Rename ``source`` (its slug as the name when ``name`` is blank).
+
+    The slug (in the URL its sender posts to) and the owner (whose endpoints its rules route to)
+    are fixed at creation; verification changes through ``set_verify`` and ``rotate_secret``.
+    """
+    source.name = name or source.slug
+    source.full_clean()
+    source.save(update_fields=["name"])
+    return source
 
 
 def set_verify(source: Source, verify: bool) -> str | None:
@@ -53,6 +91,47 @@ def set_verify(source: Source, verify: bool) -> str | None:
     source.verify = verify
     source.save(update_fields=["secret", "verify"])
     return minted
+
+
+def rotate_secret(source: Source) -> str:
+    """Give ``source`` a new secret and turn verification on; return it, to be shown once.
+
+    The old secret stops working at once.
+    """
+    source.secret = new_secret()
+    source.verify = True
+    source.save(update_fields=["secret", "verify"])
+    return source.secret
+
+
+def secret_fingerprint(secret: str) -> str:
+    """A short keyed digest of ``secret``, safe to put in a page: it names which secret a form
+    was drawn against, so a replayed rotation (a reload) is told from a fresh one."""
+    return salted_hmac("switchboard.sources.secret", secret).hexdigest()[:24]
+
+
+def rotate_secret_if_current(source_id: int, fingerprint: str) -> tuple[Source, str | None]:
+    """Rotate the secret only if it is still the one ``fingerprint`` names; return the source and
+    the new secret, or ``None`` when it was rotated meanwhile (a reloaded or concurrent POST)."""
+    with transaction.atomic():
+        source = Source.objects.select_for_update().get(pk=source_id)
+        if not constant_time_compare(secret_fingerprint(source.secret), fingerprint):
+            return source, None
+        return source, rotate_secret(source)
+
+
+def delete_source(source: Source) -> None:
+    """Delete ``source`` with its rules and events; todos created from its events stay."""
+    source.delete()
+
+
+def delete_sources(queryset: QuerySet[Source]) -> None:
+    """Delete every source of ``queryset`` as ``delete_source`` does."""
+    for source in queryset:
+        delete_source(source)
+
+
+# --- rules -----------------------------------------------------------------------------------
 
 
 def create_rule(
@@ -68,10 +147,13 @@ def create_rule(
     position: int | None = None,
     enabled: bool = True,
 ) -> Rule:
-    """Append a rule to ``source`` (or put it at ``position``); raise ``ValidationError``."""
+    """Add a rule to ``source``: after the last one, or at ``position``.
+
+    Raise ``ValidationError`` (by field) for what intake could not route (``Rule.clean``).
+    """
     if position is None:
         last = source.rules.aggregate(last=Max("position"))["last"]
-        position = 0 if last is None else last + 10
+        position = 0 if last is None else last + POSITION_STEP
     rule = Rule(
         source=source,
         endpoint=endpoint,
@@ -89,8 +171,14 @@ def create_rule(
     return rule
 
 
-def save_rule(rule: Rule) -> Rule:
-    """Store an edited ``rule`` after ``create_rule``'s checks; raise ``ValidationError``."""
+def update_rule(rule: Rule) -> Rule:
+    """Store an edited ``rule`` after ``create_rule``'s checks; raise ``ValidationError``.
+
+    The next delivery is routed by the new version. A position change is how rules are
+    reordered: they are tried in ascending position, then by id.
+    """
+    if rule.pk is None:
+        raise ValueError("update_rule stores an existing rule; create_rule adds one")
     rule.full_clean()
     rule.save()
     return rule
@@ -108,17 +196,7 @@ def delete_rule(rule: Rule) -> None:
     rule.delete()
 
 
-def secret_fingerprint(secret: str) -> str:
-    """A short keyed digest of ``secret``, safe to put in a page: it names which secret a form
-    was drawn against, so a replayed rotation (a reload) is told from a fresh one."""
-    return salted_hmac("switchboard.sources.secret", secret).hexdigest()[:24]
-
-
-def rotate_secret_if_current(source_id: int, fingerprint: str) -> tuple[Source, str | None]:
-    """Rotate the secret only if it is still the one ``fingerprint`` names; return the source and
-    the new secret, or ``None`` when it was rotated meanwhile (a reloaded or concurrent POST)."""
-    with transaction.atomic():
-        source = Source.objects.select_for_update().get(pk=source_id)
-        if not constant_time_compare(secret_fingerprint(source.secret), fingerprint):
-            return source, None
-        return source, rotate_secret(source)
+def delete_rules(queryset: QuerySet[Rule]) -> None:
+    """Delete every rule of ``queryset`` as ``delete_rule`` does."""
+    for rule in queryset:
+        delete_rule(rule)

@@ -10,21 +10,14 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import IntegrityError, transaction
 
-from switchboard.credentials import mint_key
-from switchboard.models import DRAIN_VERBS, Endpoint, Human, Verb
+from switchboard import credentials
+from switchboard.models import DRAIN_VERBS, Human
 
 
-def parse_verbs(text: str) -> list[str]:
-    """``text`` (comma-separated verbs) as a list in the enumeration's order; raise on unknowns."""
-    given = {part.strip() for part in text.split(",") if part.strip()}
-    unknown = given - set(Verb.values)
-    if unknown:
-        raise CommandError(
-            f"unknown verbs: {', '.join(sorted(unknown))}; known: {', '.join(Verb.values)}"
-        )
-    return [verb for verb in Verb.values if verb in given]
+def split_verbs(text: str) -> list[str]:
+    """``text``, comma-separated verbs, as a list; ``credentials`` checks and orders them."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 class Command(BaseCommand):
@@ -46,26 +39,18 @@ class Command(BaseCommand):
         owner = Human.objects.filter(username=options["owner"]).first()
         if owner is None:
             raise CommandError(f"no operator named {options['owner']!r}")
-        endpoint = Endpoint(
-            owner=owner,
-            slug=options["slug"],
-            name=options["name"] or options["slug"],
-            verbs=parse_verbs(options["verbs"]),
-        )
         try:
-            endpoint.full_clean()
+            endpoint, key, plaintext = credentials.create_endpoint(
+                owner,
+                name=options["name"] or options["slug"],
+                slug=options["slug"],
+                verbs=split_verbs(options["verbs"]),
+            )
         except ValidationError as exc:
             problems = "; ".join(
                 f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items()
             )
             raise CommandError(problems) from None
-        try:
-            with transaction.atomic():
-                endpoint.save()
-                key, plaintext = mint_key(endpoint)
-        except IntegrityError:
-            # The slug was taken between the check in full_clean and this insert.
-            raise CommandError(f"slug: an endpoint named {endpoint.slug!r} exists") from None
         self.stderr.write(
             f"Created endpoint {endpoint.slug} for {owner.username} "
             f"(verbs: {', '.join(endpoint.verbs) or 'none'}); key {key.prefix}… follows, "
