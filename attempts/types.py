@@ -36,6 +36,7 @@ class AttemptView:
     summary: str | None
     summary_truncated: bool
     artifact: str | None
+    notes_dropped: int
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
@@ -45,6 +46,7 @@ class AttemptView:
         if isinstance(values["claimer_endpoint_id"], str):
             values["claimer_endpoint_id"] = UUID(values["claimer_endpoint_id"])
         values["summary_truncated"] = bool(values["summary_truncated"])
+        values["notes_dropped"] = values["notes_dropped"] or 0
         return cls(**values)
 
     @property

@@ -31,7 +31,6 @@ LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
 ATTEMPTS_LIMIT_DEFAULT = 20
 QUEUES_MAX = 32
-NOTE_MAX_BYTES = 4096
 ID_MAX_CHARS = 64
 CURSOR_MAX_CHARS = 256
 TRACEPARENT_MAX_CHARS = 256
@@ -176,8 +175,9 @@ INPUT: dict[str, Schema] = {
             "lease_token": _nullable(LEASE_TOKEN),
             "note": {
                 "type": ["string", "null"],
-                "description": "A progress note (accepted; not stored yet, see"
-                " docs/guides/agents.md).",
+                "description": "A progress note for the todo's page: cut to 512 bytes,"
+                " credentials masked, newlines kept, other control characters refused"
+                " (docs/guides/agent-activity.md).",
             },
         },
         ("id",),
@@ -286,8 +286,12 @@ ATTEMPT: Schema = {
         },
         "summary_truncated": {"type": "boolean"},
         "artifact": _TEXT_OR_NULL,
+        "notes_dropped": {
+            "type": "integer",
+            "description": "Progress notes not stored: the attempt was at its note cap.",
+        },
     },
-    "required": ["seq", "attempt", "claimer_kind", "died", "summary_truncated"],
+    "required": ["seq", "attempt", "claimer_kind", "died", "summary_truncated", "notes_dropped"],
 }
 CLAIM: Schema = {
     "type": "object",

@@ -66,6 +66,7 @@ def attempt_out(attempt: AttemptView) -> dict[str, Any]:
         "summary": attempt.summary,
         "summary_truncated": attempt.summary_truncated,
         "artifact": attempt.artifact,
+        "notes_dropped": attempt.notes_dropped,
     }
 
 

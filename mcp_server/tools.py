@@ -27,7 +27,6 @@ from mcp_server import shapes
 from mcp_server.schemas import (
     ATTEMPTS_LIMIT_DEFAULT,
     LIST_LIMIT_DEFAULT,
-    NOTE_MAX_BYTES,
 )
 from mcp_server.verbs import owner_of
 from switchboard.lib import traceparent as tp
@@ -203,17 +202,13 @@ def claim(caller: Caller, args: Args) -> Out:
 
 
 def heartbeat(caller: Caller, args: Args) -> Out:
-    note = _opt(args, "note")
-    if note is not None and len(note.encode("utf-8", "surrogatepass")) > NOTE_MAX_BYTES:
-        raise ToolError("invalid", f"note: longer than {NOTE_MAX_BYTES} bytes")
-    # The note is accepted and dropped until the lifecycle's heartbeat takes one (seed 001's
-    # activity arm); refusing it now would break agents written against the documented verb.
     done = lifecycle.heartbeat(
         caller.endpoint.id,
         args["id"],
         owner=caller.owner,
         lease_ttl_seconds=_opt(args, "lease_ttl_seconds"),
         lease_token=_opt(args, "lease_token"),
+        note=_opt(args, "note"),
     )
     return shapes.report_out(done.todo, done.attempt_seq)
 

@@ -39,6 +39,9 @@ class RuntimeSettings:
         10_000, 1, 10_000_000, "Terminal todos kept per endpoint, newest first."
     )
     activity_max_per_todo: int = _setting(500, 10, 100_000, "Activity rows kept per todo.")
+    notes_max_per_attempt: int = _setting(
+        100, 1, 10_000, "Progress notes kept per attempt; later ones are counted, not stored."
+    )
     waterfall_max_spans: int = _setting(2_000, 10, 100_000, "Spans drawn in a todo's waterfall.")
     spans_max_per_todo: int = _setting(5_000, 10, 1_000_000, "Spans stored per todo.")
     ring_unclaimed_after_seconds: int = _setting(

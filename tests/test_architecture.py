@@ -22,7 +22,12 @@ CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlin
 PACKAGES = CONFIG["root_packages"]
 
 # Configuration Django loads before any app, and app plumbing with no imports of its own.
-OUTSIDE_THE_LAYERS = {"switchboard.settings", "switchboard.embedded", "switchboard.secret_key"}
+OUTSIDE_THE_LAYERS = {
+    "switchboard.settings",
+    "switchboard.settings_test",
+    "switchboard.embedded",
+    "switchboard.secret_key",
+}
 
 
 def _layer_modules() -> list[str]:

@@ -232,7 +232,7 @@ class TodoAdmin(admin.ModelAdmin):
         done = 0
         for todo_id, owner_id in queryset.values_list("id", "endpoint__owner_id"):
             try:
-                lifecycle.retry(human_id=owner_id, todo_id=todo_id)
+                lifecycle.retry(owner_id, todo_id, actor_id=request.user.pk)
             except LifecycleError as exc:
                 self.message_user(request, f"Not retried: {exc}", messages.WARNING)
             else:
@@ -246,7 +246,9 @@ class TodoAdmin(admin.ModelAdmin):
         reason = f"Canceled in the admin by {request.user.get_username()}"
         for todo_id, owner_id in queryset.values_list("id", "endpoint__owner_id"):
             try:
-                lifecycle.cancel(Scope.of_human(owner_id), todo_id, reason=reason)
+                lifecycle.cancel(
+                    Scope.of_human(owner_id), todo_id, reason=reason, actor_id=request.user.pk
+                )
             except LifecycleError as exc:
                 self.message_user(request, f"Not canceled: {exc}", messages.WARNING)
             else:

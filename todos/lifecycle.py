@@ -62,7 +62,7 @@ from psycopg.types.json import Jsonb
 
 from attempts import fence, rules
 from switchboard import runtime_settings
-from switchboard.lib import metrics
+from switchboard.lib import metrics, redact
 from switchboard.lib.errors import (
     AttemptInvariantViolated,
     InvalidInput,
@@ -70,7 +70,7 @@ from switchboard.lib.errors import (
     TodoNotFound,
 )
 from switchboard.lib.sql import fetch_all, fetch_one, load
-from switchboard.lib.text import has_nul, strip_control
+from switchboard.lib.text import cut_utf8, has_nul, strip_control
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos.queries import recent_closed_attempts
 from todos.types import (
@@ -90,8 +90,30 @@ _OPERATOR_GUARD = HUMAN_SCOPE_SQL + " AND @{current_attempt}"
 
 def _statement(name: str, **fragments: str) -> str:
     # Agent transitions guard on the holder (``_holder.sql``) and on their snapshot seeing the
-    # open attempt they close (``_current_attempt.sql``), unless told otherwise.
-    return load(_SQL, name, **{"guard": "@{holder} AND @{current_attempt}", **fragments})
+    # open attempt they close (``_current_attempt.sql``), unless told otherwise. They write no
+    # activity: an agent's own transitions are recorded by its attempt.
+    defaults = {
+        "guard": "@{holder} AND @{current_attempt}",
+        "activity": "",
+        "activity_bump": "",
+    }
+    return load(_SQL, name, **{**defaults, **fragments})
+
+
+def _recorded(name: str, *, attempt: str, from_state: str, **fragments: str) -> str:
+    """A statement that also writes its activity row (``_activity_arm.sql``).
+
+    ``attempt`` and ``from_state`` are SQL expressions over the statement's CTEs: the attempt
+    the row names, and the state the todo left.
+    """
+    return _statement(
+        name,
+        activity=",\n@{activity_arm}",
+        activity_bump="activity_seq = t.activity_seq + 1, ",
+        activity_attempt=attempt,
+        activity_from=from_state,
+        **fragments,
+    )
 
 
 # Statements, loaded once at import (a missing file or fragment fails start-up).
@@ -99,28 +121,38 @@ def _statement(name: str, **fragments: str) -> str:
 # scope and are never fenced: the owning human can always recover a stuck attempt.
 CREATE = _statement("create")
 CLAIM_NEXT = _statement("claim_next")
+# Operator variants, A2A transitions and the retry sweep also write one activity row each
+# (``_recorded``): the attempt it names and the state the todo left are expressions over the
+# statement's own CTEs.
+_HELD = {"attempt": "upd.attempts_total", "from_state": "'claimed'"}
 CLAIM = _statement("claim", scope=ENDPOINT_SCOPE_SQL)
-OPERATOR_CLAIM = _statement("claim", scope=HUMAN_SCOPE_SQL)
+OPERATOR_CLAIM = _recorded(
+    "claim", attempt="upd.attempts_total", from_state="upd.prior_state", scope=HUMAN_SCOPE_SQL
+)
 # A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
 HEARTBEAT = _statement("heartbeat", guard="@{holder}")
-OPERATOR_EXTEND = _statement("heartbeat", guard=HUMAN_SCOPE_SQL)
+HEARTBEAT_NOTE = _statement("heartbeat_note", guard="@{holder}")
+OPERATOR_EXTEND = _recorded("heartbeat", guard=HUMAN_SCOPE_SQL, **_HELD)
 COMPLETE = _statement("complete")
-OPERATOR_COMPLETE = _statement("complete", guard=_OPERATOR_GUARD)
+OPERATOR_COMPLETE = _recorded("complete", guard=_OPERATOR_GUARD, **_HELD)
 FAIL = _statement("fail")
-OPERATOR_FAIL = _statement("fail", guard=_OPERATOR_GUARD)
+OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
 RELEASE = _statement("release")
-OPERATOR_RELEASE = _statement("release", guard=_OPERATOR_GUARD)
+OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = _statement("reap")
-REQUEUE_DUE_RETRIES = _statement("requeue_due_retries")
-RETRY = _statement("retry", scope=HUMAN_SCOPE_SQL)
+REQUEUE_DUE_RETRIES = _recorded("requeue_due_retries", attempt="NULL::int", from_state="'failed'")
+RETRY = _recorded("retry", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL)
+_CANCELED = {"attempt": "(SELECT seq FROM closed)", "from_state": "upd.from_state"}
 CANCEL = {
-    True: _statement("cancel", scope=ENDPOINT_SCOPE_SQL),
-    False: _statement("cancel", scope=HUMAN_SCOPE_SQL),
+    True: _recorded("cancel", scope=ENDPOINT_SCOPE_SQL, **_CANCELED),
+    False: _recorded("cancel", scope=HUMAN_SCOPE_SQL, **_CANCELED),
 }
 REVOKE_ENDPOINT = _statement("revoke_endpoint")
-INTERRUPT = _statement("interrupt")
-RESUME = _statement("resume", scope=HUMAN_SCOPE_SQL)
-REJECT = _statement("reject")
+INTERRUPT = _recorded("interrupt", **_HELD)
+RESUME = _recorded(
+    "resume", attempt="upd.attempts_total", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL
+)
+REJECT = _recorded("reject", **_HELD)
 IN_SCOPE = {
     True: _statement("in_scope", scope=ENDPOINT_SCOPE_SQL),
     False: _statement("in_scope", scope=HUMAN_SCOPE_SQL),
@@ -136,6 +168,10 @@ TITLE_MAX_BYTES = 1024
 SWEEP_BATCH = 500
 PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries (seed 000)
 INTERRUPT_STATES = ("input-required", "auth-required")
+ACTIVITY_TEXT_MAX_BYTES = 512  # todo_activity.message
+ACTOR_REF_MAX_BYTES = 128  # todo_activity.actor_ref
+# A note may span lines; any other control character (NUL included) is refused.
+_NOTE_CONTROLS_ALLOWED = frozenset("\n\t")
 
 
 _ONE_OPEN_KEY = re.compile(r"\(todo_id\)=\(([^)]*)\)")
@@ -204,6 +240,68 @@ def _report_params(result: Any, summary: str | None, artifact: str | None) -> di
     }
 
 
+def _refused_control(char: str) -> bool:
+    code = ord(char)
+    return (code < 0x20 and char not in _NOTE_CONTROLS_ALLOWED) or 0x7F <= code <= 0x9F
+
+
+def activity_text(field: str, text: str | None, *, strict: bool = True) -> tuple[str | None, bool]:
+    """Cut ``text`` to the activity message cap, then mask credentials in it.
+
+    ``strict`` refuses NUL and control characters but newline and tab (an agent's note);
+    otherwise they are dropped (a human's reason, already accepted as a summary). Masking comes
+    after the cut (its patterns then see at most the cap) and may lengthen the text (a marker
+    for a short secret), so it is cut once more. Returns the text and whether the first cut
+    dropped anything.
+    """
+    if text is None:
+        return None, False
+    if not isinstance(text, str):
+        raise InvalidInput(field, "must be a string")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        raise InvalidInput(field, "must be valid Unicode (no lone surrogates)")
+    if not text.isprintable() and any(_refused_control(c) for c in text):
+        if strict:
+            raise InvalidInput(field, "must not contain NUL or control characters")
+        text = "".join(c for c in text if not _refused_control(c))
+    cut, truncated = cut_utf8(text, ACTIVITY_TEXT_MAX_BYTES)
+    masked, _ = redact.mask(cut)
+    return cut_utf8(masked, ACTIVITY_TEXT_MAX_BYTES)[0], truncated
+
+
+def _activity(
+    kind: str,
+    actor_kind: str,
+    actor_ref: str,
+    action: str | None,
+    *,
+    message: str | None = None,
+    message_field: str = "summary",
+    detail: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The parameters of ``_activity_arm.sql``; ``message_field`` names it in errors."""
+    text, truncated = activity_text(message_field, message, strict=False)
+    return {
+        "activity_kind": kind,
+        "actor_kind": actor_kind,
+        "actor_ref": cut_utf8(actor_ref, ACTOR_REF_MAX_BYTES)[0],
+        "activity_message": text,
+        "activity_truncated": truncated,
+        "activity_action": action,
+        "activity_detail": _jsonb("detail", dict(detail or {})),
+    }
+
+
+def _by_human(human_id: int, action: str, message: str | None = None) -> dict[str, Any]:
+    """A ``human_action`` row: who pressed the button, and what it did."""
+    return _activity("human_action", "human", f"human:{human_id}", action, message=message)
+
+
+def _by_endpoint(owner: str, action: str, message: str | None = None) -> dict[str, Any]:
+    """An ``a2a_state`` row: the holder moved its own todo through an A2A state."""
+    return _activity("a2a_state", "endpoint", owner, action, message=message)
+
+
 def _holder(endpoint_id: UUID, owner: str, lease_token: str | None) -> dict[str, Any]:
     return {
         "endpoint_id": endpoint_id,
@@ -260,13 +358,20 @@ def _miss(scope: Scope, todo_id: str, transition: str) -> Exception:
     return TodoNotFound(todo_id)
 
 
-def _counted(transition: str, closes: tuple[str, str] | None = None, n: int = 1) -> None:
-    """Count a transition (and the attempts it closed) once its transaction commits."""
+def _counted(
+    transition: str,
+    closes: tuple[str, str] | None = None,
+    n: int = 1,
+    activity: str | None = None,
+) -> None:
+    """Count a transition (the attempts it closed, the activity rows it wrote) on commit."""
 
     def count() -> None:
         metrics.transition(transition, "ok", n)
         if closes is not None:
             metrics.attempt_closed(*closes, n)
+        if activity is not None:
+            metrics.activity(activity, n)
 
     transaction.on_commit(count)
 
@@ -329,10 +434,12 @@ def _claim_params(
     return params, token
 
 
-def _claimed(row: dict[str, Any], token: str | None, transition: str) -> ClaimResult:
+def _claimed(
+    row: dict[str, Any], token: str | None, transition: str, activity: str | None = None
+) -> ClaimResult:
     result = _claim_result(row, token)
     closes = ("lease_expired", "requeued") if result.took_over else None
-    _counted(transition, closes)
+    _counted(transition, closes, activity=activity)
     return result
 
 
@@ -442,11 +549,30 @@ def heartbeat(
     owner: str,
     lease_ttl_seconds: int | None = None,
     lease_token: str | None = None,
+    note: str | None = None,
 ) -> ReportResult:
-    """Extend the holder's lease."""
+    """Extend the holder's lease; keep ``note``, if given, as a progress note on the attempt.
+
+    The note is cut to 512 bytes and masked (``activity_text``); past the attempt's note cap
+    it is counted in the attempt's ``notes_dropped`` instead of stored.
+    """
     params = {**_holder(endpoint_id, owner, lease_token), "ttl_seconds": _ttl(lease_ttl_seconds)}
-    row = _single("heartbeat", HEARTBEAT, params, Scope.of_endpoint(endpoint_id), todo_id)
-    _counted("heartbeat")
+    scope = Scope.of_endpoint(endpoint_id)
+    if note is None:
+        row = _single("heartbeat", HEARTBEAT, params, scope, todo_id)
+        _counted("heartbeat")
+        return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+    text, truncated = activity_text("note", note)
+    current = runtime_settings.current()
+    params |= {
+        "note": text,
+        "note_truncated": truncated,
+        "actor_ref": cut_utf8(owner, ACTOR_REF_MAX_BYTES)[0],
+        "notes_cap": current.notes_max_per_attempt,
+        "activity_cap": current.activity_max_per_todo,
+    }
+    row = _single("heartbeat", HEARTBEAT_NOTE, params, scope, todo_id)
+    _counted("heartbeat", activity="note" if row["noted"] else None)
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
@@ -489,10 +615,10 @@ def _fail_params(retryable: bool, retry_after_seconds: int | None) -> dict[str, 
     }
 
 
-def _failed(row: dict[str, Any], transition: str) -> FailResult:
+def _failed(row: dict[str, Any], transition: str, activity: str | None = None) -> FailResult:
     out = FailResult(TodoView.from_row(row), row["attempt_seq"])
     disposition = "dead_lettered" if out.dead_letter else "retry_scheduled"
-    _counted(transition, ("failed", disposition))
+    _counted(transition, ("failed", disposition), activity=activity)
     return out
 
 
@@ -557,9 +683,10 @@ def interrupt(
         **_holder(endpoint_id, owner, lease_token),
         "to_state": state,
         "input_request": _jsonb("input_request", input_request),
+        **_by_endpoint(owner, "interrupt"),
     }
     row = _single("interrupt", INTERRUPT, params, Scope.of_endpoint(endpoint_id), todo_id)
-    _counted("interrupt")
+    _counted("interrupt", activity="a2a_state")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
@@ -569,11 +696,19 @@ def resume(
     *,
     response: Any = None,
     lease_ttl_seconds: int | None = None,
+    actor_id: int | None = None,
 ) -> ReportResult:
-    """The owning human answers an interrupted todo; the holder's lease restarts."""
-    params = {"response": _jsonb("response", response), "ttl_seconds": _ttl(lease_ttl_seconds)}
+    """The owning human answers an interrupted todo; the holder's lease restarts.
+
+    ``actor_id`` is who answered when it is not ``human_id`` (staff in the admin).
+    """
+    params = {
+        "response": _jsonb("response", response),
+        "ttl_seconds": _ttl(lease_ttl_seconds),
+        **_by_human(actor_id or human_id, "resume"),
+    }
     row = _single("resume", RESUME, params, Scope.of_human(human_id), todo_id)
-    _counted("resume")
+    _counted("resume", activity="human_action")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
@@ -593,29 +728,61 @@ def reject(
         "result": _jsonb("result", result),
         "summary": text,
         "summary_truncated": truncated,
+        **_by_endpoint(owner, "reject", summary),
     }
     row = _single("reject", REJECT, params, Scope.of_endpoint(endpoint_id), todo_id)
-    _counted("reject", ("failed", "dead_lettered"))
+    _counted("reject", ("failed", "dead_lettered"), activity="a2a_state")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
 # --- humans ------------------------------------------------------------------------------------
 
 
-def retry(human_id: int, todo_id: str) -> ReportResult:
-    """Send a failed, canceled or rejected todo back to pending with a fresh budget."""
-    row = _single("retry", RETRY, {}, Scope.of_human(human_id), todo_id)
-    _counted("retry")
+def retry(human_id: int, todo_id: str, *, actor_id: int | None = None) -> ReportResult:
+    """Send a failed, canceled or rejected todo back to pending with a fresh budget.
+
+    ``actor_id`` is who pressed retry when it is not ``human_id`` (staff in the admin).
+    """
+    params = _by_human(actor_id or human_id, "retry")
+    row = _single("retry", RETRY, params, Scope.of_human(human_id), todo_id)
+    _counted("retry", activity="human_action")
     return ReportResult(TodoView.from_row(row), None)
 
 
-def cancel(scope: Scope, todo_id: str, *, reason: str | None = None) -> ReportResult:
-    """Cancel an unfinished todo (a human from the Board, or the endpoint over A2A)."""
+def cancel(
+    scope: Scope, todo_id: str, *, reason: str | None = None, actor_id: int | None = None
+) -> ReportResult:
+    """Cancel an unfinished todo (a human from the Board, or the endpoint over A2A).
+
+    A human's cancel is recorded as a ``human_action`` of ``actor_id`` (default: the scope's
+    human), an endpoint's as an ``a2a_state`` change.
+    """
     text, truncated = rules.summary(reason)
     params = {"summary": text, "summary_truncated": truncated}
+    if scope.endpoint_id is not None:
+        params |= _activity(
+            "a2a_state",
+            "endpoint",
+            f"endpoint:{scope.endpoint_id}",
+            "cancel",
+            message=reason,
+            message_field="reason",
+        )
+        kind = "a2a_state"
+    else:
+        assert scope.human_id is not None
+        params |= _activity(
+            "human_action",
+            "human",
+            f"human:{actor_id or scope.human_id}",
+            "cancel",
+            message=reason,
+            message_field="reason",
+        )
+        kind = "human_action"
     row = _single("cancel", CANCEL[scope.is_endpoint], params, scope, todo_id)
     closes = ("canceled", "canceled") if row["attempt_seq"] is not None else None
-    _counted("cancel", closes)
+    _counted("cancel", closes, activity=kind)
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
@@ -646,8 +813,13 @@ def operator_claim(
     *,
     lease_ttl_seconds: int | None = None,
     claimant: str | None = None,
+    actor_id: int | None = None,
 ) -> ClaimResult:
-    """The owning human claims a todo from the Board (claimer_kind 'owner', never fenced)."""
+    """The owning human claims a todo from the Board (claimer_kind 'owner', never fenced).
+
+    Every operator function records a ``human_action`` of ``actor_id`` (default ``human_id``;
+    staff acting in the admin pass themselves), in the same statement as the transition.
+    """
     params, _ = _claim_params(
         owner=f"human:{human_id}",
         lease_ttl_seconds=lease_ttl_seconds,
@@ -657,17 +829,22 @@ def operator_claim(
         claimer_kind="owner",
         claimer_endpoint_id=None,
     )
+    params |= _by_human(actor_id or human_id, "claim")
     row = _single("operator_claim", OPERATOR_CLAIM, params, Scope.of_human(human_id), todo_id)
-    return _claimed(row, None, "operator_claim")
+    return _claimed(row, None, "operator_claim", activity="human_action")
 
 
 def operator_extend(
-    human_id: int, todo_id: str, *, lease_ttl_seconds: int | None = None
+    human_id: int,
+    todo_id: str,
+    *,
+    lease_ttl_seconds: int | None = None,
+    actor_id: int | None = None,
 ) -> ReportResult:
     """Extend the lease of a claimed todo, whoever holds it."""
-    params = {"ttl_seconds": _ttl(lease_ttl_seconds)}
+    params = {"ttl_seconds": _ttl(lease_ttl_seconds), **_by_human(actor_id or human_id, "extend")}
     row = _single("operator_extend", OPERATOR_EXTEND, params, Scope.of_human(human_id), todo_id)
-    _counted("operator_extend")
+    _counted("operator_extend", activity="human_action")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
@@ -678,11 +855,15 @@ def operator_complete(
     result: Any = None,
     summary: str | None = None,
     artifact: str | None = None,
+    actor_id: int | None = None,
 ) -> ReportResult:
     """Complete a claimed todo, whoever holds it."""
-    params = _report_params(result, summary, artifact)
+    params = {
+        **_report_params(result, summary, artifact),
+        **_by_human(actor_id or human_id, "complete", summary),
+    }
     row = _single("operator_complete", OPERATOR_COMPLETE, params, Scope.of_human(human_id), todo_id)
-    _counted("operator_complete", ("completed", "done"))
+    _counted("operator_complete", ("completed", "done"), activity="human_action")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
@@ -695,31 +876,41 @@ def operator_fail(
     artifact: str | None = None,
     retryable: bool = True,
     retry_after_seconds: int | None = None,
+    actor_id: int | None = None,
 ) -> FailResult:
     """Fail a claimed todo, whoever holds it."""
     params = {
         **_report_params(result, summary, artifact),
         **_fail_params(retryable, retry_after_seconds),
+        **_by_human(actor_id or human_id, "fail", summary),
     }
     row = _single("operator_fail", OPERATOR_FAIL, params, Scope.of_human(human_id), todo_id)
-    return _failed(row, "operator_fail")
+    return _failed(row, "operator_fail", activity="human_action")
 
 
-def operator_release(human_id: int, todo_id: str, *, summary: str | None = None) -> ReportResult:
+def operator_release(
+    human_id: int, todo_id: str, *, summary: str | None = None, actor_id: int | None = None
+) -> ReportResult:
     """Put a claimed todo back on its queue, whoever holds it."""
     text, truncated = rules.summary(summary)
-    params = {"summary": text, "summary_truncated": truncated}
+    params = {
+        "summary": text,
+        "summary_truncated": truncated,
+        **_by_human(actor_id or human_id, "release", summary),
+    }
     row = _single("operator_release", OPERATOR_RELEASE, params, Scope.of_human(human_id), todo_id)
-    _counted("operator_release", ("released", "requeued"))
+    _counted("operator_release", ("released", "requeued"), activity="human_action")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
-def operator_retry(human_id: int, todo_id: str) -> ReportResult:
-    return retry(human_id, todo_id)
+def operator_retry(human_id: int, todo_id: str, *, actor_id: int | None = None) -> ReportResult:
+    return retry(human_id, todo_id, actor_id=actor_id)
 
 
-def operator_cancel(human_id: int, todo_id: str, *, reason: str | None = None) -> ReportResult:
-    return cancel(Scope.of_human(human_id), todo_id, reason=reason)
+def operator_cancel(
+    human_id: int, todo_id: str, *, reason: str | None = None, actor_id: int | None = None
+) -> ReportResult:
+    return cancel(Scope.of_human(human_id), todo_id, reason=reason, actor_id=actor_id)
 
 
 # --- sweeps ------------------------------------------------------------------------------------
@@ -744,8 +935,12 @@ def reap(limit: int = SWEEP_BATCH) -> SweepResult:
 
 
 def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
-    """Move up to ``limit`` failed todos whose retry is due back to pending; return their ids."""
-    ids = tuple(r["id"] for r in fetch_all(REQUEUE_DUE_RETRIES, {"limit": limit}))
+    """Move up to ``limit`` failed todos whose retry is due back to pending; return their ids.
+
+    Each requeue is recorded as a ``retried`` activity row of the system.
+    """
+    params = {"limit": limit, **_activity("retried", "system", "sweeper", "requeue")}
+    ids = tuple(r["id"] for r in fetch_all(REQUEUE_DUE_RETRIES, params))
     if ids:
-        _counted("requeue_due_retries", n=len(ids))
+        _counted("requeue_due_retries", n=len(ids), activity="retried")
     return ids

@@ -48,3 +48,14 @@ def attempt_closed(outcome: str, disposition: str, n: int = 1) -> None:
 
 def webhook_delivery(disposition: str) -> None:
     WEBHOOK_DELIVERIES.labels(disposition=disposition).inc()
+
+
+ACTIVITY = Counter(
+    "switchboard_activity_total",
+    "Activity rows written, by kind (note, human_action, retried, a2a_state, rung).",
+    ["kind"],
+)
+
+
+def activity(kind: str, n: int = 1) -> None:
+    ACTIVITY.labels(kind=kind).inc(n)

@@ -52,12 +52,24 @@ TYPES = {
     "claimer_session": "text",
     "claimant": "text",
     "limit": "int",
+    "activity_kind": "text",
+    "actor_kind": "text",
+    "actor_ref": "text",
+    "activity_message": "text",
+    "activity_truncated": "boolean",
+    "activity_action": "text",
+    "activity_detail": "jsonb",
+    "note": "text",
+    "note_truncated": "boolean",
+    "notes_cap": "int",
+    "activity_cap": "int",
 }
 # RESUME and RETRY (states other than claimed, the human's scope), the claim by id, CANCEL and
 # IN_SCOPE have no index competing with the primary key today, so they pass written plainly;
 # they are here for the next index.
 STATEMENTS = [
     "HEARTBEAT",
+    "HEARTBEAT_NOTE",
     "OPERATOR_EXTEND",
     "COMPLETE",
     "OPERATOR_COMPLETE",

@@ -25,7 +25,7 @@ pruned AS (
 ),
 upd AS (
     UPDATE todos t
-       SET state = 'claimed', owner = %(owner)s,
+       SET @{activity_bump}state = 'claimed', owner = %(owner)s,
            lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
            -- The todo's copies of the new attempt's fence and heartbeat write (_fence.sql).
            lease_token_hash = %(token_hash)s::bytea, attempt_heartbeat_at = NULL,
@@ -47,7 +47,7 @@ opened AS (
            %(token_hash)s::bytea
       FROM upd
     RETURNING seq
-),
+)@{activity},
 prior AS (
     -- The newest closed attempts as they stand once this statement commits: the one the takeover
     -- closed (seen only through `closed`, the snapshot still has it open), then those closed

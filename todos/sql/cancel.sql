@@ -3,15 +3,23 @@
 -- params: id, summary, summary_truncated, and the scope's parameters
 -- returns: the todo and attempt_seq; no row on a miss.
 -- Uses index: todos_pkey, todo_attempts_pkey.
-WITH upd AS (
-    UPDATE todos t
-       SET state = 'canceled', @{unheld}, next_retry_at = NULL,
-           finished_at = now(), updated_at = now()
+WITH cur AS (
+    -- The row locked first, so that its state as re-checked is the activity's "from".
+    SELECT t.id, t.state AS from_state
+      FROM todos t
      WHERE t.id = %(id)s AND @{scope}
        AND (t.state = 'pending'
             OR (t.state IN ('claimed', 'input-required', 'auth-required') AND @{current_attempt})
             OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
-    RETURNING t.*
+       FOR UPDATE
+),
+upd AS (
+    UPDATE todos t
+       SET @{activity_bump}state = 'canceled', @{unheld}, next_retry_at = NULL,
+           finished_at = now(), updated_at = now()
+      FROM cur
+     WHERE t.id = cur.id
+    RETURNING t.*, cur.from_state
 ),
 closed AS (
     UPDATE todo_attempts a
@@ -23,5 +31,5 @@ closed AS (
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
     RETURNING a.seq
-)
+)@{activity}
 SELECT upd.*, (SELECT seq FROM closed) AS attempt_seq FROM upd

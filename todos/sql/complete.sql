@@ -4,7 +4,7 @@
 -- Uses index: todos_pkey, todo_attempts_pkey.
 WITH upd AS (
     UPDATE todos t
-       SET state = 'completed', result = %(result)s, @{unheld},
+       SET @{activity_bump}state = 'completed', result = %(result)s, @{unheld},
            finished_at = now(), updated_at = now()
      -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
      -- in todos/lifecycle.py).
@@ -23,5 +23,5 @@ closed AS (
      -- the statistics, never a read of every open attempt (docs/decisions/0009-keyed-arms.md).
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
-)
+)@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

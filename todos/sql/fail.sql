@@ -8,7 +8,7 @@
 -- Uses index: todos_pkey, todo_attempts_pkey.
 WITH upd AS (
     UPDATE todos t
-       SET state = 'failed', result = %(result)s, @{unheld},
+       SET @{activity_bump}state = 'failed', result = %(result)s, @{unheld},
            next_retry_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN
                now() + COALESCE(
                    %(retry_after_seconds)s::float8,
@@ -38,5 +38,5 @@ closed AS (
      -- the statistics, never a read of every open attempt (docs/decisions/0009-keyed-arms.md).
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
-)
+)@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

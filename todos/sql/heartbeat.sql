@@ -23,7 +23,8 @@
 -- Uses index: todos_pkey; todo_attempts_pkey once a minute.
 WITH upd AS (
     UPDATE todos t
-       SET lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now(),
+       SET @{activity_bump}
+           lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now(),
            attempt_heartbeat_at =
                CASE WHEN (t.attempt_heartbeat_at IS NULL
                           OR t.attempt_heartbeat_at < now() - interval '1 minute')
@@ -42,5 +43,5 @@ touched AS (
            lease_expires_at = (SELECT lease_expires_at FROM upd)
      WHERE a.todo_id = %(id)s
        AND a.seq = (SELECT attempts_total FROM upd WHERE attempt_heartbeat_at = now())
-)
+)@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

@@ -5,7 +5,8 @@
 -- Uses index: todos_pkey.
 WITH upd AS (
     UPDATE todos t
-       SET state = %(to_state)s, input_request = %(input_request)s, lease_expires_at = NULL,
+       SET @{activity_bump}
+           state = %(to_state)s, input_request = %(input_request)s, lease_expires_at = NULL,
            updated_at = now()
      -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
      -- in todos/lifecycle.py).
@@ -13,5 +14,5 @@ WITH upd AS (
        AND CASE WHEN t.state = 'claimed' AND @{guard}
                 THEN true ELSE false END
     RETURNING t.*
-)
+)@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

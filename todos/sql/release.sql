@@ -5,7 +5,7 @@
 -- Uses index: todos_pkey, todo_attempts_pkey.
 WITH upd AS (
     UPDATE todos t
-       SET state = 'pending', @{unheld}, updated_at = now()
+       SET @{activity_bump}state = 'pending', @{unheld}, updated_at = now()
      -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
      -- in todos/lifecycle.py).
      WHERE t.id = %(id)s
@@ -22,5 +22,5 @@ closed AS (
      -- the statistics, never a read of every open attempt (docs/decisions/0009-keyed-arms.md).
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
-)
+)@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq, @{notify_ready} AS rung FROM upd

@@ -15,11 +15,11 @@ WITH due AS (
 ),
 upd AS (
     UPDATE todos t
-       SET state = 'pending', next_retry_at = NULL, updated_at = now()
+       SET @{activity_bump}state = 'pending', next_retry_at = NULL, updated_at = now()
       FROM due
      WHERE t.id = due.id
-    RETURNING t.id, t.endpoint_id, t.queue
-)
+    RETURNING t.id, t.endpoint_id, t.queue, t.state, t.activity_seq
+)@{activity}
 SELECT upd.id,
        pg_notify('todo_ready', json_build_object('endpoint_id', upd.endpoint_id,
                                                  'queue', upd.queue, 'todo_id', upd.id,

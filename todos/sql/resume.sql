@@ -4,21 +4,28 @@
 -- params: id, response (jsonb or null), ttl_seconds, and the human scope's parameters
 -- returns: the todo and attempt_seq; no row on a miss.
 -- Uses index: todos_pkey, todo_attempts_pkey.
-WITH upd AS (
+WITH cur AS (
+    -- The row locked first, so that its state as re-checked is the activity's "from".
+    -- Plan rule 1 (todos/sql/README.md).
+    SELECT t.id, t.state AS from_state
+      FROM todos t
+     WHERE t.id = %(id)s
+       AND CASE WHEN t.state IN ('input-required', 'auth-required') AND @{scope}
+                     AND @{current_attempt}
+                THEN true ELSE false END
+       FOR UPDATE
+),
+upd AS (
     UPDATE todos t
-       SET state = 'claimed',
+       SET @{activity_bump}state = 'claimed',
            lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
            input_request = CASE WHEN %(response)s::jsonb IS NULL THEN t.input_request
                                 ELSE COALESCE(t.input_request, '{}'::jsonb)
                                      || jsonb_build_object('response', %(response)s::jsonb) END,
            updated_at = now()
-     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
-     -- in todos/lifecycle.py).
-     WHERE t.id = %(id)s
-       AND CASE WHEN t.state IN ('input-required', 'auth-required') AND @{scope}
-                     AND @{current_attempt}
-                THEN true ELSE false END
-    RETURNING t.*
+      FROM cur
+     WHERE t.id = cur.id
+    RETURNING t.*, cur.from_state
 ),
 touched AS (
     UPDATE todo_attempts a
@@ -28,5 +35,5 @@ touched AS (
      -- the statistics, never a read of every open attempt (docs/decisions/0009-keyed-arms.md).
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
-)
+)@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd

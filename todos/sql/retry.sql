@@ -4,19 +4,26 @@
 -- params: id, and the human scope's parameters
 -- returns: the todo; no row on a miss.
 -- Uses index: todos_pkey.
-WITH upd AS (
-    UPDATE todos t
-       SET state = 'pending', attempt = 0, result = NULL, next_retry_at = NULL,
-           finished_at = NULL, @{unheld}, input_request = NULL,
-           updated_at = now()
-     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
-     -- in todos/lifecycle.py).
+WITH cur AS (
+    -- The row locked first, so that its state as re-checked is the activity's "from".
+    -- Plan rule 1 (todos/sql/README.md).
+    SELECT t.id, t.state AS from_state
+      FROM todos t
      WHERE t.id = %(id)s
        AND CASE WHEN t.state IN ('failed', 'canceled', 'rejected') AND @{scope}
                 THEN true ELSE false END
        -- A revoked endpoint's todos stay where revocation left them: nothing could claim them.
        AND NOT EXISTS (SELECT 1 FROM endpoints e
                         WHERE e.id = t.endpoint_id AND e.revoked_at IS NOT NULL)
-    RETURNING t.*
-)
+       FOR UPDATE
+),
+upd AS (
+    UPDATE todos t
+       SET @{activity_bump}state = 'pending', attempt = 0, result = NULL, next_retry_at = NULL,
+           finished_at = NULL, @{unheld}, input_request = NULL,
+           updated_at = now()
+      FROM cur
+     WHERE t.id = cur.id
+    RETURNING t.*, cur.from_state
+)@{activity}
 SELECT upd.*, NULL::int AS attempt_seq, @{notify_ready} AS rung FROM upd
