@@ -31,7 +31,8 @@ from todos import lifecycle
 from todos.intake import routing
 from todos.intake.deliveries import new_secret, plan_for
 from todos.intake.forms import RuleTestForm
-from todos.models import Event, Rule, Source, State, Todo
+from todos.models import Event, Rule, Source, Todo
+from todos.states import dead_letter_q
 
 # The request attribute carrying a source's new secret from save_model to response_add.
 _SECRET_ON_ADD = "_switchboard_source_secret"  # noqa: S105 (a name, not a secret)
@@ -52,11 +53,10 @@ class DeadLetterListFilter(admin.SimpleListFilter):
         return [("yes", "dead-lettered"), ("no", "not dead-lettered")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        dead = {"state": State.FAILED, "next_retry_at__isnull": True}
         if self.value() == "yes":
-            return queryset.filter(**dead)
+            return queryset.filter(dead_letter_q())
         if self.value() == "no":
-            return queryset.exclude(**dead)
+            return queryset.exclude(dead_letter_q())
         return queryset
 
 

@@ -8,9 +8,7 @@ WITH upd AS (
        SET state = 'canceled', @{unheld}, next_retry_at = NULL,
            finished_at = now(), updated_at = now()
      WHERE t.id = %(id)s AND @{scope}
-       AND (t.state = 'pending'
-            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND @{current_attempt})
-            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+       AND @{unfinished}
     RETURNING t.*
 ),
 closed AS (
