@@ -14,19 +14,15 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote, unquote
 
-from django.db.models import Count, F, Min, Q
-from django.db.models.functions import Now
-
 from mcp_server import shapes, tools, verbs
 from mcp_server.schemas import ATTEMPTS_LIMIT_DEFAULT
 from switchboard.lib.errors import TodoNotFound
-from todos.models import Rule, State, Todo
+from todos import queries
 
 SCHEME = "switchboard://"
 TODO_TEMPLATE = "switchboard://todos/{id}"
 QUEUE_TEMPLATE = "switchboard://queues/{queue}"
 MIME_TYPE = "application/json"
-LISTED_QUEUES_MAX = 100
 
 
 class ResourceError(Exception):
@@ -60,30 +56,6 @@ def queue_of(uri: str) -> str | None:
     return name if kind == "queues" else None
 
 
-def queue_summary(caller: tools.Caller, queue: str) -> dict[str, Any]:
-    """Counts by state and what is claimable now, in one aggregate over the queue's todos."""
-    # Uses index: todos_board_state_idx (endpoint_id, state, …); queue filters the rows read.
-    todos = Todo.objects.filter(caller.scope.todos(), queue=queue)
-    has_budget = Q(attempt__lt=F("max_attempts"))
-    claimable = (
-        Q(state=State.PENDING)
-        | (Q(state=State.CLAIMED, lease_expires_at__lt=Now()) & has_budget)
-        | (Q(state=State.FAILED, next_retry_at__lte=Now()) & has_budget)
-    )
-    counts = todos.aggregate(
-        claimable=Count("id", filter=claimable),
-        oldest_pending_at=Min("created_at", filter=Q(state=State.PENDING)),
-        **{state.value.replace("-", "_"): Count("id", filter=Q(state=state)) for state in State},
-    )
-    return {
-        "uri": queue_uri(queue),
-        "queue": queue,
-        "claimable": counts.pop("claimable"),
-        "oldest_pending_at": shapes.iso(counts.pop("oldest_pending_at")),
-        "counts": {state.value: counts[state.value.replace("-", "_")] for state in State},
-    }
-
-
 def read(caller: tools.Caller, uri: str) -> dict[str, Any]:
     """The JSON body of ``uri``; raises ``ResourceError`` when the caller may not read it."""
     kind, name = _parse(uri)
@@ -96,24 +68,11 @@ def read(caller: tools.Caller, uri: str) -> dict[str, Any]:
             raise ResourceError(uri) from None
     if not verbs.can_read_queues(caller.endpoint):
         raise ResourceError(uri)
-    return queue_summary(caller, name)
+    return shapes.queue_out(queries.queue_summary(caller.scope, name), queue_uri(name))
 
 
 def listed_queues(caller: tools.Caller) -> list[str]:
-    """The queues worth listing: those rules route to this endpoint and those with live todos.
-
-    A queue exists only as a name on todos and rules, so there is no table to list; this is
-    bounded, and any other queue name is still readable through the template.
-    """
+    """The queues worth listing (``todos.queries.listed_queues``), if the caller reads queues."""
     if not verbs.can_read_queues(caller.endpoint):
         return []
-    routed = Rule.objects.filter(endpoint_id=caller.endpoint.id).values_list("queue", flat=True)
-    live = (
-        Todo.objects.filter(
-            caller.scope.todos(), state__in=(State.PENDING, State.CLAIMED, State.FAILED)
-        )
-        .order_by()  # the model's default ordering would join the DISTINCT and defeat it
-        .values_list("queue", flat=True)
-        .distinct()[:LISTED_QUEUES_MAX]
-    )
-    return sorted({*routed, *live})[:LISTED_QUEUES_MAX]
+    return queries.listed_queues(caller.scope)

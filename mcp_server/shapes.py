@@ -12,6 +12,7 @@ from typing import Any
 
 from attempts.types import AttemptView
 from todos.models import Todo
+from todos.queries import QueueSummary, TodoDetail
 from todos.types import ClaimResult, TodoView
 
 
@@ -67,6 +68,28 @@ def attempt_out(attempt: AttemptView) -> dict[str, Any]:
         "summary_truncated": attempt.summary_truncated,
         "artifact": attempt.artifact,
         "notes_dropped": attempt.notes_dropped,
+    }
+
+
+def detail_out(detail: TodoDetail) -> dict[str, Any]:
+    """get_todo and the ``switchboard://todos/{id}`` resource: the todo with its result, and its
+    attempts newest first."""
+    return {
+        "todo": todo_out(detail.todo, result=True),
+        "attempts": [attempt_out(a) for a in detail.history.attempts],
+        "attempts_total": detail.history.total,
+        "attempts_pruned": detail.history.pruned,
+    }
+
+
+def queue_out(summary: QueueSummary, uri: str) -> dict[str, Any]:
+    """The ``switchboard://queues/{queue}`` resource."""
+    return {
+        "uri": uri,
+        "queue": summary.queue,
+        "claimable": summary.claimable,
+        "oldest_pending_at": iso(summary.oldest_pending_at),
+        "counts": summary.counts,
     }
 
 

@@ -7,21 +7,15 @@ shape or raises: a ``LifecycleError`` from the lifecycle (``not_found``, ``confl
 traceparent). ``mcp_server.server`` maps both to tool errors in one place.
 
 Owner scope: writes go through ``todos.lifecycle``, which scopes every statement to the
-endpoint; reads filter with ``Scope.of_endpoint``. A foreign id is ``not_found``, like an
-unknown one.
+endpoint; reads are ``todos.queries``' with ``Scope.of_endpoint``, the Board's reads with the
+other side of the scope. A foreign id is ``not_found``, like an unknown one.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import datetime as dt
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from django.db.models import Q
 
 from mcp_server import shapes
 from mcp_server.schemas import (
@@ -30,12 +24,9 @@ from mcp_server.schemas import (
 )
 from mcp_server.verbs import owner_of
 from switchboard.lib import traceparent as tp
-from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
-from todos import lifecycle
-from todos.models import Todo
-from todos.queries import attempts_for_todo
+from todos import lifecycle, queries
 
 Args = Mapping[str, Any]
 Out = dict[str, Any]
@@ -78,65 +69,27 @@ def _opt(args: Args, name: str, default: Any = None) -> Any:
 # --- reads -------------------------------------------------------------------------------------
 
 
-def _encode_cursor(todo: Todo) -> str:
-    raw = json.dumps([shapes.iso(todo.created_at), todo.id], separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).rstrip(b"=").decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created, todo_id = json.loads(raw)
-        created_at = dt.datetime.fromisoformat(created)
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
-        raise ToolError("invalid", "cursor: not a cursor this server returned") from None
-    if not isinstance(todo_id, str) or created_at.tzinfo is None:
-        raise ToolError("invalid", "cursor: not a cursor this server returned")
-    return created_at, todo_id
-
-
 def list_todos(caller: Caller, args: Args) -> Out:
     """A page of the endpoint's todos, newest first, by keyset on (created_at, id)."""
-    limit = _opt(args, "limit", LIST_LIMIT_DEFAULT)
-    # Uses index: todos_board_idx (endpoint_id, created_at DESC, id DESC), or
-    # todos_board_state_idx when a state is given; the queue filter rides on either.
-    todos = Todo.objects.filter(caller.scope.todos())
-    if (queue := _opt(args, "queue")) is not None:
-        todos = todos.filter(queue=queue)
-    if (state := _opt(args, "state")) is not None:
-        todos = todos.filter(state=state)
+    after = None
     if (cursor := _opt(args, "cursor")) is not None:
-        created_at, todo_id = _decode_cursor(cursor)
-        todos = todos.filter(
-            Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=todo_id)
-        )
-    # Rows leave out payload and work_order (unbounded); one more row than asked says whether
-    # another page exists without a count.
-    page = list(
-        todos.defer("payload", "work_order", "routing_trace", "result", "input_request").order_by(
-            "-created_at", "-id"
-        )[: limit + 1]
+        after = queries.Cursor.decode(cursor)
+        if after is None:
+            raise ToolError("invalid", "cursor: not a cursor this server returned")
+    filters = queries.TodoFilters(queue=_opt(args, "queue", ""), state=_opt(args, "state", ""))
+    page = queries.todo_page(
+        caller.scope, filters, after, size=_opt(args, "limit", LIST_LIMIT_DEFAULT)
     )
-    more = len(page) > limit
-    page = page[:limit]
     return {
-        "todos": [shapes.todo_out(t, detail=False) for t in page],
-        "next_cursor": _encode_cursor(page[-1]) if more else None,
+        # Rows leave out payload and work_order (unbounded; the page does not read them).
+        "todos": [shapes.todo_out(t, detail=False) for t in page.todos],
+        "next_cursor": page.next_cursor.encode() if page.next_cursor else None,
     }
 
 
 def todo_detail(caller: Caller, todo_id: str, attempts_limit: int) -> Out:
     """get_todo's shape: shared with the switchboard://todos/{id} resource."""
-    todo = Todo.objects.filter(caller.scope.todos(), id=todo_id).first()
-    if todo is None:
-        raise TodoNotFound(todo_id)
-    page = attempts_for_todo(caller.scope, todo_id, attempts_limit)
-    return {
-        "todo": shapes.todo_out(todo, result=True),
-        "attempts": [shapes.attempt_out(a) for a in page.attempts],
-        "attempts_total": page.total,
-        "attempts_pruned": page.pruned,
-    }
+    return shapes.detail_out(queries.todo_detail(caller.scope, todo_id, attempts_limit))
 
 
 def get_todo(caller: Caller, args: Args) -> Out:

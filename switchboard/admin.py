@@ -31,7 +31,7 @@ from switchboard import credentials, runtime_settings
 from switchboard.lib.admin import Shown, adopt, show_once
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human, Setting, Verb
 from todos import lifecycle
-from todos.models import IN_FLIGHT_STATES, State
+from todos.states import unfinished_q
 
 # The request attribute that carries a key minted while adding an endpoint from save_model to
 # response_add (the only two hooks of the add view that see it), within one request.
@@ -282,11 +282,8 @@ class EndpointAdmin(admin.ModelAdmin):
         self, request: HttpRequest, queryset: QuerySet[Endpoint]
     ) -> TemplateResponse | None:
         if request.POST.get("post") != "yes":
-            unfinished = Q(todos__state__in=[State.PENDING, *IN_FLIGHT_STATES]) | Q(
-                todos__state=State.FAILED, todos__next_retry_at__isnull=False
-            )
             endpoints = queryset.filter(revoked_at__isnull=True).annotate(
-                unfinished=Count("todos", filter=unfinished, distinct=True)
+                unfinished=Count("todos", filter=unfinished_q("todos__"), distinct=True)
             )
             if not endpoints:
                 self.message_user(request, "The selected endpoints are already revoked.")

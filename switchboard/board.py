@@ -26,12 +26,7 @@ from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
 from switchboard.scope import Scope
 from todos import lifecycle
-from todos.models import IN_FLIGHT_STATES, State
-
-# Unfinished todos: what revoking an endpoint dead-letters (pending, in flight, retry pending).
-UNFINISHED = Q(state__in=[State.PENDING, *IN_FLIGHT_STATES]) | Q(
-    state=State.FAILED, next_retry_at__isnull=False
-)
+from todos.models import Todo
 
 
 class VendForm(forms.ModelForm):
@@ -205,7 +200,8 @@ def endpoint_revoke(request: BoardRequest, slug: str) -> HttpResponse:
         else:
             messages.info(request, f"{endpoint.slug} was already revoked; nothing changed.")
         return redirect("endpoint_detail", slug=endpoint.slug)
-    unfinished = endpoint.todos.filter(UNFINISHED).count()
+    # What revoking dead-letters (todos/sql/_unfinished.sql).
+    unfinished = Todo.objects.unfinished().filter(endpoint=endpoint).count()
     return render(
         request,
         "endpoints/endpoint_revoke.html",

@@ -21,8 +21,9 @@ ENDPOINT_SCOPE_SQL = "t.endpoint_id = %(scope_endpoint_id)s"
 HUMAN_SCOPE_SQL = (
     "t.endpoint_id IN (SELECT e.id FROM endpoints e WHERE e.owner_id = %(scope_human_id)s)"
 )
-# The human's side on endpoints (aliased ``e``), for reads that start from the endpoints.
+# Each side on endpoints (aliased ``e``), for reads that start from the endpoints.
 HUMAN_ENDPOINTS_SQL = "e.owner_id = %(scope_human_id)s"
+ENDPOINT_ENDPOINTS_SQL = "e.id = %(scope_endpoint_id)s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,11 @@ class Scope:
     @property
     def sql(self) -> str:
         return ENDPOINT_SCOPE_SQL if self.endpoint_id is not None else HUMAN_SCOPE_SQL
+
+    @property
+    def endpoints_sql(self) -> str:
+        """The predicate on endpoints (aliased ``e``), as ``endpoints()`` is for the ORM."""
+        return ENDPOINT_ENDPOINTS_SQL if self.endpoint_id is not None else HUMAN_ENDPOINTS_SQL
 
     @property
     def params(self) -> dict[str, Any]:

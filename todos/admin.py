@@ -35,7 +35,8 @@ from todos import lifecycle
 from todos.intake import routing, sources
 from todos.intake.deliveries import plan_for
 from todos.intake.forms import RuleForm, RuleTestForm
-from todos.models import Event, Rule, Source, State, Todo
+from todos.models import Event, Rule, Source, Todo
+from todos.states import dead_letter_q
 
 # The request attribute carrying a source's new secret from save_model to response_add or
 # response_change (the hooks of the add and change views that see it), within one request.
@@ -57,11 +58,10 @@ class DeadLetterListFilter(admin.SimpleListFilter):
         return [("yes", "dead-lettered"), ("no", "not dead-lettered")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        dead = {"state": State.FAILED, "next_retry_at__isnull": True}
         if self.value() == "yes":
-            return queryset.filter(**dead)
+            return queryset.filter(dead_letter_q())
         if self.value() == "no":
-            return queryset.exclude(**dead)
+            return queryset.exclude(dead_letter_q())
         return queryset
 
 

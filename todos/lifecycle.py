@@ -73,6 +73,7 @@ from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.lib.text import cut_utf8, has_nul, strip_control
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos.queries import recent_closed_attempts
+from todos.states import PAUSED_STATES
 from todos.types import (
     AttemptView,
     ClaimResult,
@@ -167,7 +168,7 @@ OWNER_MAX_BYTES = 256
 TITLE_MAX_BYTES = 1024
 SWEEP_BATCH = 500
 PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries (seed 000)
-INTERRUPT_STATES = ("input-required", "auth-required")
+INTERRUPT_STATES = tuple(str(state) for state in PAUSED_STATES)  # what interrupt may move to
 ACTIVITY_TEXT_MAX_BYTES = 512  # todo_activity.message
 ACTOR_REF_MAX_BYTES = 128  # todo_activity.actor_ref
 # A note may span lines; any other control character (NUL included) is refused.

@@ -12,21 +12,8 @@ from django.db import models
 from django.db.models.functions import Now
 
 from switchboard.models import Endpoint, Human, slug_validator
-
-
-class State(models.TextChoices):
-    PENDING = "pending"
-    CLAIMED = "claimed"
-    INPUT_REQUIRED = "input-required"
-    AUTH_REQUIRED = "auth-required"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELED = "canceled"
-    REJECTED = "rejected"
-
-
-IN_FLIGHT_STATES = (State.CLAIMED, State.INPUT_REQUIRED, State.AUTH_REQUIRED)
-TERMINAL_STATES = (State.COMPLETED, State.FAILED, State.CANCELED, State.REJECTED)
+from todos import states
+from todos.states import State, TodoQuerySet  # State: also importable from here, as before
 
 
 class EventDisposition(models.TextChoices):
@@ -172,6 +159,9 @@ class Todo(models.Model):
     # The last seq handed to one of the todo's todo_activity rows (migrations/0004).
     activity_seq = models.BigIntegerField(db_default=0, default=0)
 
+    # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
+    objects = TodoQuerySet.as_manager()
+
     class Meta:
         db_table = "todos"
         # Indexes and CHECKs are in migrations/0001_base_schema.py, each naming its query.
@@ -183,4 +173,4 @@ class Todo(models.Model):
     @property
     def dead_letter(self) -> bool:
         """Failed with no retry scheduled: it runs again only if a human retries it."""
-        return self.state == State.FAILED and self.next_retry_at is None
+        return states.is_dead_letter(self)

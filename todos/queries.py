@@ -1,31 +1,39 @@
-"""Owner-scoped reads of todos and their attempts: the list page, its counts, one todo's drawer,
-the attempt history.
+"""Every owner-scoped read of todos and their attempts, once: the list and its cursor, the
+per-state counts, one todo with its attempts, the attempt history, a queue's summary and the
+queues worth listing.
 
-Every read here starts from ``Scope.of_human(...).todos()``: a todo outside the human's
-endpoints is never returned, and a foreign id reads exactly like an unknown one.
+Every read takes a ``Scope`` (switchboard/scope.py): the Board passes ``Scope.of_human``, MCP
+``Scope.of_endpoint``, and both get the same functions. A todo outside the scope is never
+returned, and a foreign id reads exactly like an unknown one. The surfaces (todos/views.py,
+mcp_server/tools.py, mcp_server/resources.py) only shape what these return.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
+import json
 from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Min, Q
 
 from attempts.models import TodoAttempt
 from attempts.types import AttemptView
 from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.lib.sql import load
 from switchboard.models import Endpoint
-from switchboard.scope import HUMAN_ENDPOINTS_SQL, Scope
-from todos.models import State, Todo
+from switchboard.scope import Scope
+from todos.models import Rule, Todo
+from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
 from todos.types import AttemptsPage
 
 PAGE_SIZE = 50
 ATTEMPTS_LIMIT_MAX = 200
+LISTED_QUEUES_MAX = 100
 _ATTEMPT_FIELDS = [f.name for f in fields(AttemptView)]
 
 
@@ -50,19 +58,36 @@ class TodoFilters:
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
-    """A keyset position: the (created_at, id) of the last row shown, newest first."""
+    """A keyset position: the (created_at, id) of the last row shown, newest first.
+
+    Its text is opaque to clients (base64url of ``["<created_at>", "<id>"]``, the time in UTC
+    with its microseconds, which the keyset needs); the Board carries it in its URLs and MCP
+    returns it as ``next_cursor``.
+    """
 
     created_at: dt.datetime
     id: str
 
+    @classmethod
+    def after(cls, todo: Todo) -> Cursor:
+        return cls(todo.created_at, todo.id)
+
     def encode(self) -> str:
-        return f"{self.created_at.isoformat()}~{self.id}"
+        stamp = self.created_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        raw = json.dumps([stamp, self.id], separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).rstrip(b"=").decode()
 
     @classmethod
     def decode(cls, text: str) -> Cursor | None:
-        """The cursor ``text`` names, or None when it is malformed (the list then starts over)."""
-        stamp, sep, todo_id = text.rpartition("~")
-        if not sep or not todo_id:
+        """The cursor ``text`` names, or None when it is not one ``encode`` made."""
+        try:
+            value = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        except (binascii.Error, ValueError):  # UnicodeDecodeError and JSONDecodeError included
+            return None
+        if not (isinstance(value, list) and len(value) == 2):
+            return None
+        stamp, todo_id = value
+        if not (isinstance(stamp, str) and isinstance(todo_id, str) and todo_id):
             return None
         try:
             created_at = dt.datetime.fromisoformat(stamp)
@@ -79,9 +104,11 @@ class TodoPage:
     next_cursor: Cursor | None
 
 
-def _scoped(human_id: int) -> QuerySet[Todo]:
-    return Todo.objects.filter(Scope.of_human(human_id).todos())
+def _scoped(scope: Scope) -> TodoQuerySet:
+    return Todo.objects.filter(scope.todos())
 
+
+# --- the list ----------------------------------------------------------------------------------
 
 _SQL = Path(__file__).parent / "sql"
 # The endpoint's columns the page carries, in the model's field order (``from_db`` takes the
@@ -95,39 +122,44 @@ _ENDPOINT_SOURCES = tuple("endpoint_id" if c == "id" else f"ep_{c}" for c in _EN
 
 
 @cache
-def page_statement(endpoint: bool, queue: bool, state: bool, dead_letter: bool, after: bool) -> str:
-    """The list statement for one combination of filters, built once per combination from fixed
-    fragments (a generic ``(%(queue)s = '' OR …)`` would let a prepared plan ignore the state
-    index)."""
+def page_statement(
+    scope_endpoints: str, endpoint: bool, queue: bool, state: bool, dead_letter: bool, after: bool
+) -> str:
+    """The list statement for one scope side (``Scope.endpoints_sql``) and one combination of
+    filters, built once per combination from fixed fragments (a generic ``(%(queue)s = '' OR
+    …)`` would let a prepared plan ignore the state index)."""
     todo_filter = "".join(
         fragment
         for wanted, fragment in (
             (queue, " AND t.queue = %(queue)s"),
             (state, " AND t.state = %(state)s"),
-            (dead_letter, " AND t.state = 'failed' AND t.next_retry_at IS NULL"),
+            (dead_letter, " AND @{dead_letter}"),
             (after, " AND (t.created_at, t.id) < (%(after_created_at)s, %(after_id)s)"),
         )
         if wanted
     )
     return load(
         _SQL,
-        "board_page",
-        human_endpoints=HUMAN_ENDPOINTS_SQL,
+        "todo_page",
+        scope_endpoints=scope_endpoints,
         todo_filter=todo_filter,
         endpoint_filter=" AND e.slug = %(endpoint)s" if endpoint else "",
     )
 
 
 def todo_page(
-    human_id: int, filters: TodoFilters, after: Cursor | None = None, size: int = PAGE_SIZE
+    scope: Scope, filters: TodoFilters, after: Cursor | None = None, size: int = PAGE_SIZE
 ) -> TodoPage:
-    """One page of the human's todos, newest first, after ``after`` (one query).
+    """One page of the todos in ``scope``, newest first, after ``after`` (one query).
 
-    Reads about ``size`` rows per endpoint of the human's (todos/sql/board_page.sql). The todos
-    carry their endpoint (slug, name, owner, revoked_at) and defer their large columns
-    (payload, result, work order, traces), which the list never shows.
+    One statement for both sides (todos/sql/todo_page.sql): per endpoint in scope it reads
+    about ``size`` rows of todos_board_idx, so a human's page costs about a page per endpoint
+    and an endpoint's page is one bounded index scan (tests/board/test_list_plan.py holds both
+    to that). The todos carry their endpoint (slug, name, owner, revoked_at) and defer their
+    large columns (payload, result, work order, traces, input request), which no list shows.
     """
     sql = page_statement(
+        scope.endpoints_sql,
         bool(filters.endpoint),
         bool(filters.queue),
         bool(filters.state),
@@ -135,7 +167,7 @@ def todo_page(
         after is not None,
     )
     params: dict[str, Any] = {
-        "scope_human_id": human_id,
+        **scope.params,
         "size": size + 1,
         "endpoint": filters.endpoint,
         "queue": filters.queue,
@@ -150,12 +182,11 @@ def todo_page(
         )
     more = len(rows) > size
     rows = rows[:size]
-    cursor = Cursor(rows[-1].created_at, rows[-1].id) if more else None
-    return TodoPage(rows, cursor)
+    return TodoPage(rows, Cursor.after(rows[-1]) if more else None)
 
 
-def state_counts(human_id: int, filters: TodoFilters) -> dict[str, int]:
-    """How many of the human's todos are in each state, plus ``dead_letter`` and ``all``.
+def state_counts(scope: Scope, filters: TodoFilters) -> dict[str, int]:
+    """How many todos of ``scope`` are in each state, plus ``dead_letter`` and ``all``.
 
     One aggregate query over the endpoint and queue filters (not the state filter: the counts
     are the state tabs). Uses index: todos_board_state_idx.
@@ -163,32 +194,56 @@ def state_counts(human_id: int, filters: TodoFilters) -> dict[str, int]:
     aggregates: dict[str, Any] = {
         state.value: Count("id", filter=Q(state=state.value)) for state in State
     }
-    dead = Q(state=State.FAILED, next_retry_at__isnull=True)
-    aggregates["dead_letter"] = Count("id", filter=dead)
+    aggregates["dead_letter"] = Count("id", filter=dead_letter_q())
     aggregates["all"] = Count("id")
-    return _scoped(human_id).filter(filters.q_scope_only()).aggregate(**aggregates)
+    return _scoped(scope).filter(filters.q_scope_only()).aggregate(**aggregates)
+
+
+# --- one todo ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class Drawer:
+class TodoDetail:
+    """One todo (its endpoint loaded) and its attempt history, newest first."""
+
     todo: Todo
     history: AttemptsPage
 
 
-def drawer(human_id: int, todo_id: str) -> Drawer:
-    """One todo with its endpoint and its attempt history, newest first (three queries).
+def todo_detail(scope: Scope, todo_id: str, attempts_limit: int = ATTEMPTS_LIMIT_MAX) -> TodoDetail:
+    """One todo with its endpoint and its newest ``attempts_limit`` attempts (two queries).
 
-    Raises ``TodoNotFound`` for an id outside the human's scope, exactly as for an unknown one.
+    The Board's drawer and todo page, MCP's get_todo and the ``switchboard://todos/{id}``
+    resource read this. Raises ``TodoNotFound`` for an id outside ``scope``, exactly as for an
+    unknown one, and ``InvalidInput`` for a limit outside 1 to ``ATTEMPTS_LIMIT_MAX``.
     """
-    todo = _scoped(human_id).select_related("endpoint").filter(id=todo_id).first()
+    _check_attempts_limit(attempts_limit)
+    todo = _scoped(scope).select_related("endpoint").filter(id=todo_id).first()
     if todo is None:
         raise TodoNotFound(todo_id)
-    # The newest 200 at most; the drawer says how many stored ones it leaves out.
-    history = attempts_for_todo(Scope.of_human(human_id), todo_id, limit=ATTEMPTS_LIMIT_MAX)
-    return Drawer(todo, history)
+    # The counts come with the todo's row; only the attempts are a second read.
+    history = AttemptsPage(
+        attempts=_attempts(todo_id, attempts_limit),
+        total=todo.attempts_total,
+        pruned=todo.attempts_pruned,
+    )
+    return TodoDetail(todo, history)
 
 
-# --- attempt history -------------------------------------------------------------------------
+# --- attempt history ---------------------------------------------------------------------------
+
+
+def _check_attempts_limit(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidInput("attempts_limit", "must be an integer")
+    if not 1 <= limit <= ATTEMPTS_LIMIT_MAX:
+        raise InvalidInput("attempts_limit", f"must be between 1 and {ATTEMPTS_LIMIT_MAX}")
+
+
+def _attempts(todo_id: str, limit: int) -> tuple[AttemptView, ...]:
+    # Uses index: todo_attempts_pkey (todo_id, seq), read backwards.
+    rows = TodoAttempt.objects.filter(todo_id=todo_id).order_by("-seq").values(*_ATTEMPT_FIELDS)
+    return tuple(AttemptView.from_row(row) for row in rows[:limit])
 
 
 def attempts_for_todo(scope: Scope, todo_id: str, limit: int = 20) -> AttemptsPage:
@@ -196,24 +251,13 @@ def attempts_for_todo(scope: Scope, todo_id: str, limit: int = 20) -> AttemptsPa
 
     Raises ``TodoNotFound`` for an id outside ``scope``, exactly as for an unknown one.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise InvalidInput("attempts_limit", "must be an integer")
-    if not 1 <= limit <= ATTEMPTS_LIMIT_MAX:
-        raise InvalidInput("attempts_limit", f"must be between 1 and {ATTEMPTS_LIMIT_MAX}")
+    _check_attempts_limit(limit)
     counts = (
-        Todo.objects.filter(scope.todos(), id=todo_id)
-        .values_list("attempts_total", "attempts_pruned")
-        .first()
+        _scoped(scope).filter(id=todo_id).values_list("attempts_total", "attempts_pruned").first()
     )
     if counts is None:
         raise TodoNotFound(todo_id)
-    # Uses index: todo_attempts_pkey (todo_id, seq), read backwards.
-    rows = TodoAttempt.objects.filter(todo_id=todo_id).order_by("-seq").values(*_ATTEMPT_FIELDS)
-    return AttemptsPage(
-        attempts=tuple(AttemptView.from_row(row) for row in rows[:limit]),
-        total=counts[0],
-        pruned=counts[1],
-    )
+    return AttemptsPage(attempts=_attempts(todo_id, limit), total=counts[0], pruned=counts[1])
 
 
 def recent_closed_attempts(todo_id: str, n: int) -> tuple[AttemptView, ...]:
@@ -225,3 +269,60 @@ def recent_closed_attempts(todo_id: str, n: int) -> tuple[AttemptView, ...]:
         .values(*_ATTEMPT_FIELDS)[:n]
     )
     return tuple(AttemptView.from_row(row) for row in rows)
+
+
+# --- queues ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSummary:
+    """A queue of a scope: how many of its todos a claim would take now, the oldest pending
+    one's creation, and how many are in each state (every state, zeros included)."""
+
+    queue: str
+    claimable: int
+    oldest_pending_at: dt.datetime | None
+    counts: dict[str, int]
+
+
+def queue_summary(scope: Scope, queue: str) -> QueueSummary:
+    """Summarise ``queue`` within ``scope`` in one aggregate over its todos.
+
+    ``claimable`` is ``Todo.objects.claimable()``'s predicate (todos/sql/_claimable.sql).
+    Uses index: todos_board_state_idx (endpoint_id, state, …); queue filters the rows read.
+    """
+    aliases = {state: f"n_{state.value.replace('-', '_')}" for state in State}
+    row = (
+        _scoped(scope)
+        .filter(queue=queue)
+        .aggregate(
+            claimable=Count("id", filter=claimable_q()),
+            oldest_pending_at=Min("created_at", filter=Q(state=State.PENDING)),
+            **{alias: Count("id", filter=Q(state=state)) for state, alias in aliases.items()},
+        )
+    )
+    return QueueSummary(
+        queue=queue,
+        claimable=row["claimable"],
+        oldest_pending_at=row["oldest_pending_at"],
+        counts={state.value: row[alias] for state, alias in aliases.items()},
+    )
+
+
+def listed_queues(scope: Scope, limit: int = LISTED_QUEUES_MAX) -> list[str]:
+    """The queues worth listing, sorted, at most ``limit``: those rules route into ``scope``
+    and those with unfinished todos (``Todo.objects.unfinished()``).
+
+    A queue exists only as a name on todos and rules, so there is no table to list; this is
+    bounded, and any other queue name is still readable by name.
+    """
+    # Rules carry an endpoint as todos do, so the scope's predicate on todos fits them too.
+    routed = Rule.objects.filter(scope.todos()).values_list("queue", flat=True)
+    live = (
+        _scoped(scope)
+        .unfinished()
+        .order_by()  # the model's default ordering would join the DISTINCT and defeat it
+        .values_list("queue", flat=True)
+        .distinct()[:limit]
+    )
+    return sorted({*routed, *live})[:limit]

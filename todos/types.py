@@ -9,6 +9,7 @@ from typing import Any, Self
 from uuid import UUID
 
 from attempts.types import AttemptView
+from todos import states
 
 # Django's psycopg setup loads jsonb as its JSON text (JSONField decodes it itself), so values
 # read through connection.cursor() arrive as str and are decoded here.
@@ -56,7 +57,7 @@ class TodoView:
 
     @property
     def dead_letter(self) -> bool:
-        return self.state == "failed" and self.next_retry_at is None
+        return states.is_dead_letter(self)
 
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row

@@ -28,8 +28,10 @@ from attempts.types import AttemptView
 from switchboard.lib.board import BoardRequest, login_required
 from switchboard.lib.errors import InvalidInput, LeaseConflict, LifecycleError, TodoNotFound
 from switchboard.models import Endpoint
-from todos import lifecycle, queries
-from todos.models import State, Todo
+from switchboard.scope import Scope
+from todos import lifecycle, queries, states
+from todos.models import Todo
+from todos.states import State
 
 DRAWER = "todos/todo_detail.html#drawer"
 ROW = "todos/todo_list.html#row"
@@ -102,46 +104,24 @@ def _attempt_row(a: AttemptView, todo: Todo, now: dt.datetime) -> AttemptRow:
     )
 
 
-def allowed_actions(todo: Todo, now: dt.datetime) -> frozenset[str]:
-    """The operator actions the todo's state allows (the statements decide; this hides the
-    buttons that would only answer a conflict)."""
-    state = todo.state
-    budget = todo.attempt < todo.max_attempts
-    lapsed = todo.lease_expires_at is not None and todo.lease_expires_at < now
-    due = todo.next_retry_at is not None and todo.next_retry_at <= now
-    actions: set[str] = set()
-    if (
-        state == State.PENDING
-        or (state == State.CLAIMED and lapsed and budget)
-        or (state == State.FAILED and due and budget)
-    ):
-        actions.add("claim")
-    if state == State.CLAIMED:
-        actions |= {"complete", "fail", "release", "extend"}
-    if state in (State.FAILED, State.CANCELED, State.REJECTED):
-        actions.add("retry")
-    if state in (State.PENDING, State.CLAIMED, State.INPUT_REQUIRED, State.AUTH_REQUIRED) or (
-        state == State.FAILED and todo.next_retry_at is not None
-    ):
-        actions.add("cancel")
-    return frozenset(actions)
-
-
 def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def _drawer_context(request: BoardRequest, todo_id: str, **extra: Any) -> dict[str, Any]:
-    data = queries.drawer(request.user.id, todo_id)
+    # The newest 200 attempts at most; the drawer says how many stored ones it leaves out.
+    data = queries.todo_detail(_scope(request), todo_id, queries.ATTEMPTS_LIMIT_MAX)
     now = timezone.now()
     stored = data.history.total - data.history.pruned
+    revoked = data.todo.endpoint.revoked_at is not None
     return {
         "todo": data.todo,
         "attempts": [_attempt_row(a, data.todo, now) for a in data.history.attempts],
         "attempts_total": data.history.total,
         "attempts_pruned": data.history.pruned,
         "attempts_not_shown": max(0, stored - len(data.history.attempts)),
-        "actions": allowed_actions(data.todo, now),
+        # The buttons the statements would accept; they still decide.
+        "actions": states.operator_actions(data.todo, now, endpoint_revoked=revoked),
         # Autoescaped where rendered: payloads and results are untrusted input.
         "payload_json": _pretty(data.todo.payload),
         "result_json": None if data.todo.result is None else _pretty(data.todo.result),
@@ -150,6 +130,10 @@ def _drawer_context(request: BoardRequest, todo_id: str, **extra: Any) -> dict[s
 
 
 # --- pages -----------------------------------------------------------------------------------
+
+
+def _scope(request: BoardRequest) -> Scope:
+    return Scope.of_human(request.user.id)
 
 
 def _filters(request: BoardRequest) -> queries.TodoFilters:
@@ -178,9 +162,9 @@ def _query(filters: queries.TodoFilters, **extra: str) -> str:
 def todo_list(request: BoardRequest) -> HttpResponse:
     """The human's todos, newest first, filtered, with per-state counts; rows open the drawer."""
     filters = _filters(request)
-    after = queries.Cursor.decode(request.GET.get("after", ""))
-    page = queries.todo_page(request.user.id, filters, after, size=queries.PAGE_SIZE)
-    counts = queries.state_counts(request.user.id, filters)
+    after = queries.Cursor.decode(request.GET.get("after", ""))  # malformed: from the top
+    page = queries.todo_page(_scope(request), filters, after, size=queries.PAGE_SIZE)
+    counts = queries.state_counts(_scope(request), filters)
     endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
     base = queries.TodoFilters(filters.endpoint, filters.queue)
     tabs = [("all", "all", counts["all"], _query(base))]

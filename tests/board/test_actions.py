@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from tests.base import Personas
 from tests.board.helpers import BOT, claimed, expire_lease, new_todo
+from tests.factories import EndpointFactory
 from todos import lifecycle
 from todos.models import Todo
 
@@ -131,6 +132,20 @@ def test_the_drawer_offers_only_what_the_state_allows(
     assert offered(running) == {"complete", "fail", "release", "extend", "cancel"}
     assert offered(lapsed) == {"claim", "complete", "fail", "release", "extend", "cancel"}
     assert offered(done) == set()
+
+
+def test_a_revoked_endpoints_dead_letter_offers_no_retry(
+    alice_client: Client, personas: Personas
+) -> None:
+    doomed = EndpointFactory(owner=personas.alice, slug="doomed")
+    todo_id = new_todo(doomed.id).id
+    lifecycle.revoke_endpoint(personas.alice.id, doomed.id)
+
+    body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+
+    # retry.sql refuses a revoked endpoint's todos, so the button would only answer a conflict.
+    assert "dead letter" in body and buttons(body) == set()
+    assert act(alice_client, todo_id, "retry").status_code == 409
 
 
 def test_a_conflict_renders_inline_in_the_drawer_with_409(

@@ -1,9 +1,10 @@
-"""The Board's todo list query plan: the human-scope list reads todos_board_idx.
+"""The todo list's query plan: both scopes read todos_board_idx, about a page at a time.
 
 ``todos.queries.todo_page`` says "Uses index: todos_board_idx". These tests hold it to that on a
 shared table where the human owns a small share of the todos (the case the index exists for: on a
-table mostly the human's own, a sequential scan is the right plan and PostgreSQL takes it). The
-statement explained is the one ``todo_page`` runs, captured as it runs.
+table mostly the human's own, a sequential scan is the right plan and PostgreSQL takes it), for
+the Board (a human's scope) and for MCP's list_todos (an endpoint's scope, one of the human's
+endpoints). The statement explained is the one ``todo_page`` runs, captured as it runs.
 
 The rows are committed (a transactional test) and truncated after: thirty thousand inserts rolled
 back would stay in the table's files as dead rows until a vacuum, and change the plans that later
@@ -20,6 +21,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from switchboard.models import Endpoint, Human
+from switchboard.scope import Scope
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from tests.plans import plan_nodes
@@ -30,6 +32,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 TODOS = 30_000
 OTHER_OWNERS = 150  # one endpoint each; alice has two of the 153 endpoints (about 1.3 %)
+UNFILTERED = queries.TodoFilters()
 
 
 @pytest.fixture
@@ -65,10 +68,14 @@ def shared_table(personas: Personas) -> Iterator[Personas]:
         cur.execute("ANALYZE todos")
 
 
-def _page_sql(human_id: int, after: queries.Cursor | None = None) -> tuple[str, queries.TodoPage]:
-    """The statement todo_page runs for the unfiltered list, with its parameters bound."""
+def _page_sql(
+    scope: Scope,
+    after: queries.Cursor | None = None,
+    filters: queries.TodoFilters = UNFILTERED,
+) -> tuple[str, queries.TodoPage]:
+    """The statement todo_page runs for ``filters``, with its parameters bound."""
     with CaptureQueriesContext(connection) as captured:
-        page = queries.todo_page(human_id, queries.TodoFilters(), after)
+        page = queries.todo_page(scope, filters, after)
     assert len(captured.captured_queries) == 1
     return captured.captured_queries[0]["sql"], page
 
@@ -93,7 +100,7 @@ def _todos_reads(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_human_scope_list_reads_todos_board_idx_on_every_page(shared_table: Personas) -> None:
-    alice = shared_table.alice.id
+    alice = Scope.of_human(shared_table.alice.id)
     first_sql, first = _page_sql(alice)
     assert len(first.todos) == queries.PAGE_SIZE and first.next_cursor is not None
     next_sql, _ = _page_sql(alice, first.next_cursor)
@@ -107,7 +114,7 @@ def test_the_human_scope_list_reads_todos_board_idx_on_every_page(shared_table: 
 
 
 def test_every_page_reads_about_a_page_of_todos_per_endpoint(shared_table: Personas) -> None:
-    alice = shared_table.alice.id
+    alice = Scope.of_human(shared_table.alice.id)
     budget = Endpoint.objects.filter(owner=shared_table.alice).count() * (queries.PAGE_SIZE + 1)
     after = None
     for _ in range(3):
@@ -130,8 +137,42 @@ def test_pages_follow_each_other_without_gaps_or_repeats(shared_table: Personas)
     seen: list[str] = []
     after = None
     while len(seen) < 200:
-        page = queries.todo_page(alice.id, queries.TodoFilters(), after)
+        page = queries.todo_page(Scope.of_human(alice.id), queries.TodoFilters(), after)
         seen += [todo.id for todo in page.todos]
         assert all(todo.endpoint.owner_id == alice.id for todo in page.todos)
         after = page.next_cursor
     assert seen[:200] == expected
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        queries.TodoFilters(),
+        queries.TodoFilters(queue="work"),
+        queries.TodoFilters(state="pending"),
+    ],
+    ids=["unfiltered", "queue", "state"],
+)
+def test_the_endpoint_scope_list_is_one_bounded_index_scan_on_every_page(
+    shared_table: Personas, filters: queries.TodoFilters
+) -> None:
+    # Every todo here is pending, so with a state filter either board index serves as well.
+    indexes = {"todos_board_idx", "todos_board_state_idx"} if filters.state else {"todos_board_idx"}
+    agent_a = Scope.of_endpoint(shared_table.endpoint_a.id)
+    after = None
+    for _ in range(3):
+        sql, page = _page_sql(agent_a, after, filters)
+        plan = _plan(sql, analyze=True)
+
+        reads = _todos_reads(plan)
+        assert not [node for node in reads if node["Node Type"] == "Seq Scan"], reads
+        scans = [node for node in reads if "Index Name" in node]
+        assert len(scans) == 1 and scans[0]["Index Name"] in indexes, reads
+        assert "endpoint_id" in scans[0]["Index Cond"], scans
+        if after is not None:  # the cursor bounds the scan rather than filtering its rows
+            assert "created_at" in scans[0]["Index Cond"], scans
+        scanned = scans[0]["Actual Rows"] + scans[0].get("Rows Removed by Filter", 0)
+        assert len(page.todos) == queries.PAGE_SIZE
+        assert scanned <= queries.PAGE_SIZE + 1, f"read {scanned} index entries for a page"
+        assert {todo.endpoint_id for todo in page.todos} == {shared_table.endpoint_a.id}
+        after = page.next_cursor

@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from switchboard.scope import Scope
 from tests.base import Personas
 from tests.board.helpers import BOT, claimed, new_todo, set_created_at
 from tests.factories import EndpointFactory
@@ -82,8 +83,9 @@ def test_per_state_counts_are_one_aggregate_over_the_scope(personas: Personas) -
     lifecycle.fail(personas.endpoint_a.id, dead, owner=BOT, retryable=False)
     new_todo(personas.endpoint_b.id)  # bob's: never counted for alice
 
-    counts = queries.state_counts(personas.alice.id, queries.TodoFilters())
-    in_queue = queries.state_counts(personas.alice.id, queries.TodoFilters(queue="work"))
+    alice = Scope.of_human(personas.alice.id)
+    counts = queries.state_counts(alice, queries.TodoFilters())
+    in_queue = queries.state_counts(alice, queries.TodoFilters(queue="work"))
 
     assert (counts["all"], counts["pending"], counts["claimed"], counts["failed"]) == (4, 2, 1, 1)
     assert counts["dead_letter"] == 1 and counts["completed"] == 0

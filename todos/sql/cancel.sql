@@ -8,9 +8,7 @@ WITH cur AS (
     SELECT t.id, t.state AS from_state
       FROM todos t
      WHERE t.id = %(id)s AND @{scope}
-       AND (t.state = 'pending'
-            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND @{current_attempt})
-            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+       AND @{unfinished}
        FOR UPDATE
 ),
 upd AS (

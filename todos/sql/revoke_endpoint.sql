@@ -17,9 +17,7 @@ upd AS (
            finished_at = now(), updated_at = now()
       FROM ep
      WHERE t.endpoint_id = ep.id
-       AND (t.state = 'pending'
-            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND @{current_attempt})
-            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL))
+       AND @{unfinished}
     RETURNING t.id, t.attempts_total
 ),
 closed AS (

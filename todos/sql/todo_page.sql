@@ -1,0 +1,32 @@
+-- todo_page: one page of the todos in a scope, newest first, after a keyset position. The Board's
+--   list reads a human's scope, MCP's list_todos an endpoint's.
+-- params: the scope's (scope_human_id or scope_endpoint_id), size (the page plus one, to know
+--   whether another follows), and as the variant needs them: endpoint (a slug), queue, state,
+--   after_created_at + after_id.
+-- returns: the list's columns of each todo, and its endpoint's as ep_*.
+-- Uses index: endpoints_owner_idx for a human's endpoints, endpoints_pkey for an endpoint's own
+--   scope; then, per endpoint, todos_board_idx (todos_board_state_idx with a state filter) read
+--   newest first and stopped after `size` rows: a page costs about a page per endpoint, however
+--   many todos the scope has, and the cursor's row comparison is an index bound, so later pages
+--   cost the same. A single ordered scan cannot serve a human: no index is ordered across a
+--   human's endpoints. For an endpoint's scope this is that single scan, with one endpoint row
+--   in front of it.
+-- @{scope_endpoints}, @{endpoint_filter} and @{todo_filter} are fixed fragments chosen by the
+-- scope's side and which filters are set (todos.queries.page_statement); values are always
+-- parameters.
+SELECT t.id, t.endpoint_id, t.queue, t.title, t.state, t.owner, t.assignee, t.attempt,
+       t.max_attempts, t.lease_expires_at, t.claimed_at, t.next_retry_at, t.created_at,
+       t.updated_at, t.finished_at, t.attempts_total, t.attempts_pruned,
+       e.slug AS ep_slug, e.name AS ep_name, e.owner_id AS ep_owner_id,
+       e.revoked_at AS ep_revoked_at
+  FROM endpoints e
+ CROSS JOIN LATERAL (
+        SELECT t.*
+          FROM todos t
+         WHERE t.endpoint_id = e.id @{todo_filter}
+         ORDER BY t.created_at DESC, t.id DESC
+         LIMIT %(size)s
+       ) t
+ WHERE @{scope_endpoints} @{endpoint_filter}
+ ORDER BY t.created_at DESC, t.id DESC
+ LIMIT %(size)s

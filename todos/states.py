@@ -1,0 +1,252 @@
+"""The todo state machine, once: the states, their sets, and the predicates every surface asks.
+
+Each predicate exists in three forms that must agree:
+
+- on a loaded row (``is_claimable(todo, now)`` …), for what a page shows of one todo;
+- as a ``Q`` and a ``TodoQuerySet`` method (``Todo.objects.claimable()`` …), for counts and lists;
+- as an SQL fragment in ``todos/sql/_<name>.sql``, which the lifecycle statements splice in.
+
+The lifecycle's statements decide; the Python forms only say what they would decide, so that a
+page hides a button that would answer a conflict and a count shows what a claim would find.
+``tests/todos/test_states.py`` reaches every state through real transitions and checks, row by
+row, that the three forms agree with each other, with a table written out by hand, and (for
+the operator actions) with what the operator statements actually accept.
+
+The one thing the Python forms leave out is the SQL's ``@{current_attempt}`` guard
+(``todos/sql/_current_attempt.sql``). It is about snapshots: a statement that waited on a row
+lock must see the open attempt it would close. On a committed row it always holds (every claim
+opens the attempt in the statement that claims, and whatever ends a claim closes it in the
+statement that ends it), so on a loaded row or in a read there is nothing to check.
+
+Nothing here imports a model: ``todos.models`` builds ``Todo.objects`` from ``TodoQuerySet``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Protocol, Self
+
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Now
+
+if TYPE_CHECKING:
+    from todos.models import Todo  # noqa: F401 (the queryset's type argument, a string)
+
+
+class State(models.TextChoices):
+    """The values of ``todos.state``, as its CHECK lists them (tests/switchboard/test_schema.py)."""
+
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    INPUT_REQUIRED = "input-required"
+    AUTH_REQUIRED = "auth-required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    REJECTED = "rejected"
+
+
+# The holder paused its claim for a human (A2A interrupt); the lease is paused, never reaped.
+PAUSED_STATES = (State.INPUT_REQUIRED, State.AUTH_REQUIRED)
+# A holder has the todo: its lease runs (claimed) or is paused. SQL: _in_flight.sql.
+IN_FLIGHT_STATES = (State.CLAIMED, *PAUSED_STATES)
+# No holder works on it and no claim takes it as it stands (A2A's terminal task states). Every
+# one is finished except ``failed`` with a retry scheduled, which comes back by itself: use
+# ``is_finished``/``is_unfinished`` for "done for good".
+TERMINAL_STATES = (State.COMPLETED, State.FAILED, State.CANCELED, State.REJECTED)
+# What a human may send back to pending with a fresh budget (todos/sql/retry.sql).
+RETRYABLE_STATES = (State.FAILED, State.CANCELED, State.REJECTED)
+
+# The operator actions of the Board, in the order the drawer offers them. Each is one operator
+# transition in todos.lifecycle (operator_claim, operator_extend, …).
+OPERATOR_ACTIONS = ("claim", "extend", "retry", "complete", "fail", "release", "cancel")
+# What an operator may do to a claimed todo, whoever holds it and whether or not its lease has
+# lapsed: the operator statements guard on the human's scope, never on the holder or the lease.
+HOLDER_ACTIONS = frozenset({"extend", "complete", "fail", "release"})
+
+
+class TodoRow(Protocol):
+    """What the predicates read of a todo: a ``Todo`` or a ``todos.types.TodoView``."""
+
+    @property
+    def state(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def lease_expires_at(self) -> dt.datetime | None: ...
+    @property
+    def next_retry_at(self) -> dt.datetime | None: ...
+
+
+# --- on a loaded row ---------------------------------------------------------------------------
+
+
+def has_budget(todo: TodoRow) -> bool:
+    """Another claim may still count against ``max_attempts``."""
+    return todo.attempt < todo.max_attempts
+
+
+def is_claimable(todo: TodoRow, now: dt.datetime) -> bool:
+    """A claim would take it at ``now``: todos/sql/_claimable.sql.
+
+    Pending; claimed with a lapsed lease and budget left (a takeover); failed with a due retry
+    and budget left. ``now`` stands for the statement's ``now()``.
+    """
+    if todo.state == State.PENDING:
+        return True
+    if todo.state == State.CLAIMED:
+        lapsed = todo.lease_expires_at is not None and todo.lease_expires_at < now
+        return lapsed and has_budget(todo)
+    if todo.state == State.FAILED:
+        due = todo.next_retry_at is not None and todo.next_retry_at <= now
+        return due and has_budget(todo)
+    return False
+
+
+def is_in_flight(todo: TodoRow) -> bool:
+    """A holder has it (its lease runs or is paused): todos/sql/_in_flight.sql."""
+    return todo.state in IN_FLIGHT_STATES
+
+
+def is_dead_letter(todo: TodoRow) -> bool:
+    """Failed with no retry scheduled: it runs again only if a human retries it.
+    todos/sql/_dead_letter.sql."""
+    return todo.state == State.FAILED and todo.next_retry_at is None
+
+
+def is_unfinished(todo: TodoRow) -> bool:
+    """Not done for good: pending, in flight, or failed awaiting a retry. What cancel moves to
+    canceled and revoking an endpoint dead-letters: todos/sql/_unfinished.sql. The schema's
+    ``todos_finished_when_final`` CHECK sets ``finished_at`` exactly on the others."""
+    return (
+        todo.state == State.PENDING
+        or todo.state in IN_FLIGHT_STATES
+        or (todo.state == State.FAILED and todo.next_retry_at is not None)
+    )
+
+
+def is_finished(todo: TodoRow) -> bool:
+    """Done for good (``finished_at`` is set): completed, canceled, rejected, or a dead letter."""
+    return not is_unfinished(todo)
+
+
+def operator_actions(
+    todo: TodoRow, now: dt.datetime, *, endpoint_revoked: bool = False
+) -> frozenset[str]:
+    """The operator actions the owning human's statements would accept for ``todo`` at ``now``.
+
+    - claim: it is claimable (``todos/sql/claim.sql``; an operator claim ignores the assignee);
+    - extend, complete, fail, release: it is claimed, whoever holds it, lapsed or not;
+    - retry: failed (dead letter or not), canceled or rejected, and its endpoint not revoked
+      (``todos/sql/retry.sql``);
+    - cancel: it is unfinished (``todos/sql/cancel.sql``).
+
+    The statements still decide (the todo may move on before the button is pressed); this
+    hides the buttons that would only answer a conflict.
+    """
+    actions: set[str] = set()
+    if is_claimable(todo, now):
+        actions.add("claim")
+    if todo.state == State.CLAIMED:
+        actions |= HOLDER_ACTIONS
+    if todo.state in RETRYABLE_STATES and not endpoint_revoked:
+        actions.add("retry")
+    if is_unfinished(todo):
+        actions.add("cancel")
+    return frozenset(actions)
+
+
+# --- as ORM predicates -------------------------------------------------------------------------
+# ``prefix`` reaches todos through a relation (``todos__`` from an endpoint), as Scope.todos().
+
+
+def claimable_q(prefix: str = "") -> Q:
+    """``is_claimable`` at the database's ``now()``: todos/sql/_claimable.sql."""
+    p = prefix
+    budget = Q(**{f"{p}attempt__lt": F(f"{p}max_attempts")})
+    return (
+        Q(**{f"{p}state": State.PENDING})
+        | (Q(**{f"{p}state": State.CLAIMED, f"{p}lease_expires_at__lt": Now()}) & budget)
+        | (
+            Q(
+                **{
+                    f"{p}state": State.FAILED,
+                    f"{p}next_retry_at__isnull": False,
+                    f"{p}next_retry_at__lte": Now(),
+                }
+            )
+            & budget
+        )
+    )
+
+
+def in_flight_q(prefix: str = "") -> Q:
+    """``is_in_flight``: todos/sql/_in_flight.sql."""
+    return Q(**{f"{prefix}state__in": IN_FLIGHT_STATES})
+
+
+def dead_letter_q(prefix: str = "") -> Q:
+    """``is_dead_letter``: todos/sql/_dead_letter.sql."""
+    return Q(**{f"{prefix}state": State.FAILED, f"{prefix}next_retry_at__isnull": True})
+
+
+def unfinished_q(prefix: str = "") -> Q:
+    """``is_unfinished``: todos/sql/_unfinished.sql."""
+    return (
+        Q(**{f"{prefix}state": State.PENDING})
+        | in_flight_q(prefix)
+        | Q(**{f"{prefix}state": State.FAILED, f"{prefix}next_retry_at__isnull": False})
+    )
+
+
+def finished_q(prefix: str = "") -> Q:
+    """``is_finished``: ``finished_at IS NOT NULL``, by the schema's CHECK (retention reads it)."""
+    return Q(**{f"{prefix}finished_at__isnull": False})
+
+
+class TodoQuerySet(models.QuerySet["Todo"]):
+    """``Todo.objects``: the state predicates as filters. Each agrees with its SQL fragment
+    (``tests/todos/test_states.py``)."""
+
+    def claimable(self) -> Self:
+        """What a claim would take now (ignoring ``assignee``, which depends on the claimer).
+
+        Agrees with todos/sql/_claimable.sql::
+
+            t.state = 'pending'
+            OR (t.state = 'claimed' AND t.lease_expires_at < now() AND t.attempt < t.max_attempts)
+            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL AND t.next_retry_at <= now()
+                AND t.attempt < t.max_attempts)
+        """
+        return self.filter(claimable_q())
+
+    def in_flight(self) -> Self:
+        """Held by an agent, its lease running or paused. Agrees with todos/sql/_in_flight.sql::
+
+        t.state IN ('claimed', 'input-required', 'auth-required')
+        """
+        return self.filter(in_flight_q())
+
+    def dead_lettered(self) -> Self:
+        """Failed with no retry scheduled. Agrees with todos/sql/_dead_letter.sql::
+
+        t.state = 'failed' AND t.next_retry_at IS NULL
+        """
+        return self.filter(dead_letter_q())
+
+    def unfinished(self) -> Self:
+        """Pending, in flight, or failed awaiting a retry: what cancel and endpoint revocation
+        take. Agrees with todos/sql/_unfinished.sql::
+
+            t.state = 'pending'
+            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND <current attempt>)
+            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL)
+        """
+        return self.filter(unfinished_q())
+
+    def finished(self) -> Self:
+        """Done for good: ``finished_at IS NOT NULL`` (retention_todos.sql reads the same)."""
+        return self.filter(finished_q())
