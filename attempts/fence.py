@@ -1,4 +1,6 @@
-"""The lease fence (seed 000): a random token whose SHA-256 sits on the open attempt.
+"""The lease fence: a random token whose SHA-256 sits on the open attempt.
+
+Why it is keyed as it is: docs/decisions/0008-fence-on-attempts-total.md.
 
 The token is returned once, to the claimer; the database holds only its digest, so reading the
 table hands out no live capability. Statements compare digests in SQL: fixed-length values, so

@@ -1,4 +1,4 @@
-"""Read mirror of ``todo_attempts`` (seed 000): one row per committed claim.
+"""Read mirror of ``todo_attempts``: one row per committed claim.
 
 Rows are opened and closed only by the lifecycle statements in ``todos/sql/``; this model serves
 reads, admin and factories. The primary key is ``(todo_id, seq)``; Django addresses the row
@@ -36,7 +36,7 @@ class Disposition(models.TextChoices):
     CANCELED = "canceled"
 
 
-# An attempt "died" when its lease ended without its holder reporting (seed 000).
+# An attempt "died" when its lease ended without its holder reporting.
 DIED_OUTCOMES = (Outcome.LEASE_EXPIRED, Outcome.REAPED)
 
 

@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class McpServerConfig(AppConfig):
-    """MCP for agents (SYSTEM.md §4).
+    """MCP for agents (docs/guides/agents.md).
 
     The package is ``mcp_server``, not ``mcp``: the official SDK's import name is ``mcp``, and a
     top-level ``mcp/`` package in this repository would shadow it on ``sys.path``.

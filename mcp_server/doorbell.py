@@ -1,4 +1,4 @@
-"""The doorbell (SYSTEM.md §4): ``todo_ready`` notifications pushed to subscribed MCP clients.
+"""The doorbell: ``todo_ready`` notifications pushed to subscribed MCP clients.
 
 Every transition that makes a todo claimable runs ``pg_notify('todo_ready', …)`` in its
 transaction, so the payload ``{"endpoint_id", "queue", "todo_id"}`` reaches listeners when the
@@ -18,7 +18,7 @@ the endpoint that owns the todo.
 
 The gate: at most one ring per todo per minute per process, so a todo bouncing between claim
 and release does not flood subscribers. A payload with ``"retry": true`` (requeue_due_retries)
-clears the todo from the gate first (SPEC-0034 REQ-16): a due retry is news even inside the
+clears the todo from the gate first: a due retry is news even inside the
 minute.
 
 The listener reconnects with backoff when its connection drops (a database restart, a

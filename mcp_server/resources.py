@@ -1,6 +1,6 @@
 """MCP resources: a todo's detail and a queue's summary, owner-scoped like every tool.
 
-``switchboard://todos/{id}`` is the todo with its attempts (get_todo's shape; the seeds' "todo
+``switchboard://todos/{id}`` is the todo with its attempts (get_todo's shape; the "todo
 detail resource", served as JSON rather than A2UI for now). ``switchboard://queues/{queue}`` is
 a queue's summary: what the doorbell will announce ``notifications/resources/updated`` for, so
 a subscriber reads it to see what changed.

@@ -1,6 +1,6 @@
 """Each tool's ``inputSchema`` and ``outputSchema`` (JSON Schema 2020-12), and its description.
 
-The shapes are seed 000's (claim_next, fail, get_todo) and SYSTEM.md §4's argument lists. Input
+The shapes are those docs/guides/agents.md documents for every tool. Input
 schemas are enforced before a tool runs (a mismatch is an ``invalid`` tool error the model can
 correct); output schemas describe exactly what ``mcp_server.shapes`` builds, and the tests have
 the official client validate every result against them.

@@ -123,7 +123,7 @@ def tool_result(out: dict[str, Any]) -> types.CallToolResult:
 
 
 def tool_error(code: str, message: str) -> types.CallToolResult:
-    """A tool error the model can read and act on (SYSTEM.md §4's codes)."""
+    """A tool error the model can read and act on (docs/guides/agents.md lists the codes)."""
     out = {"error": {"code": code, "message": message}}
     return types.CallToolResult(
         content=[types.TextContent(text=_json(out))], structured_content=out, is_error=True
@@ -397,7 +397,7 @@ SERVER = build_server()
 class McpRuntime:
     """Owns the one ``StreamableHTTPSessionManager`` and the task group its ``run()`` opens.
 
-    The manager needs ``run()`` entered before it serves a request (PROTOCOLS.md §2.2), which
+    The manager needs ``run()`` entered before it serves a request, which
     the SDK expects an ASGI lifespan to do. daphne, the server Switchboard ships with, never
     sends a lifespan scope (checked: daphne 4.2 has no lifespan support at all), so the
     manager is started lazily: the first request starts a background task on the event loop

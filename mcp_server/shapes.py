@@ -1,6 +1,6 @@
-"""The JSON shapes tools and resources return (seed 000), built from lifecycle values or models.
+"""The JSON shapes tools and resources return, built from lifecycle values or models.
 
-``todo_out`` omits ``result`` (seed 000: no read but get_todo returns it, so results never leak
+``todo_out`` omits ``result`` (no read but get_todo returns it, so results never leak
 to clients that did not ask); attempt rows omit the claimer's session, owner and endpoint id,
 which identify callers, not work.
 """
@@ -109,5 +109,5 @@ def claim_out(claimed: ClaimResult, traceparent: str | None) -> dict[str, Any]:
 
 
 def report_out(todo: TodoView, attempt_seq: int | None) -> dict[str, Any]:
-    """heartbeat, complete, fail, release: the todo (flat, seed 000's "todoOut plus") and seq."""
+    """heartbeat, complete, fail, release: the todo (flat, ``todo_out`` plus) and seq."""
     return {**todo_out(todo), "attempt_seq": attempt_seq}

@@ -33,7 +33,7 @@ Out = dict[str, Any]
 
 
 class ToolError(Exception):
-    """A failure this layer detects; ``code`` is one of the tool error codes (SYSTEM.md §4)."""
+    """A failure this layer detects; ``code`` is a tool error code (docs/guides/agents.md)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)

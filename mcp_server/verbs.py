@@ -1,7 +1,7 @@
-"""Verb scopes: which tools and resources an endpoint may see and use (SYSTEM.md §2).
+"""Verb scopes: which tools and resources an endpoint may see and use (docs/guides/agents.md).
 
 An endpoint's ``verbs`` is its scope. ``tools/list`` shows only the tools in it and a call
-outside it is ``forbidden``; ``get_todo`` rides on ``list_todos`` (SPEC-0034 REQ-8, applied by
+outside it is ``forbidden``; ``get_todo`` rides on ``list_todos`` (applied by
 ``Endpoint.allows``). Every tool is named after its verb.
 """
 
@@ -31,7 +31,7 @@ def owner_of(endpoint: Endpoint) -> str:
     """The lease owner recorded for this endpoint's claims: ``endpoint:<slug>``.
 
     Every agent holding the endpoint's key is the same owner (per-session owners are deferred,
-    seed 000); two workers sharing a key are kept apart by the fence, not by the owner.
+    design); two workers sharing a key are kept apart by the fence, not by the owner.
     """
     return f"endpoint:{endpoint.slug}"
 

@@ -1,7 +1,7 @@
 """The endpoint bearer resolver: the one way an agent-facing surface learns who is calling.
 
 MCP (``/mcp/{slug}``), the OTLP receiver (``/otlp/{slug}/v1/traces``) and A2A (``/a2a/{slug}``)
-all authenticate the same way (seed 001, "reuses the MCP resolver"): ``Authorization: Bearer
+all authenticate the same way: ``Authorization: Bearer
 sbk_…`` → the key's SHA-256 → a live key of a live endpoint → the endpoint, whose slug must be
 the one in the URL. The slug check is what stops a key for one endpoint being used on another:
 a key carries no audience of its own.
@@ -11,7 +11,7 @@ endpoint, a key for another endpoint) raises the same ``BearerRejected``, so a r
 tells a prober which of them it hit. Each surface renders the rejection in its own body format
 but sends the same status and ``WWW-Authenticate`` challenge (RFC 6750 §3).
 
-OAuth access tokens (SYSTEM.md §2, EndpointByOAuthToken) are not issued yet; when they are, they
+OAuth access tokens are not issued yet; when they are, they
 resolve here too, and nothing that calls this module changes.
 """
 

@@ -31,7 +31,7 @@ class Human(AbstractUser):
 
 
 class Verb(models.TextChoices):
-    """MCP tools an endpoint may be granted (SYSTEM.md §2)."""
+    """MCP tools an endpoint may be granted (docs/guides/agents.md)."""
 
     LIST_TODOS = "list_todos"
     GET_TODO = "get_todo"

@@ -1,7 +1,7 @@
 """Owner scope: who may see which todos. The one place each side's predicate is written.
 
 An endpoint sees the todos on its own queues; a human sees the todos of the endpoints it owns
-(SYSTEM.md §2). A foreign id and an unknown id are indistinguishable to every caller. When
+(docs/architecture.md). A foreign id and an unknown id are indistinguishable to every caller. When
 team-owned queues arrive, these predicates widen here and nowhere else.
 
 Both forms are given: a ``Q`` for ORM reads and an SQL fragment (aliased ``t`` for todos) with

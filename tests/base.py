@@ -1,4 +1,4 @@
-"""Personas (STYLE.md): alice owns endpoint A, bob owns endpoint B, and an admin.
+"""Personas: alice owns endpoint A, bob owns endpoint B, and an admin.
 
 Bob is the foreign scope every read must hide from alice, and the other way round.
 """

@@ -27,17 +27,10 @@ caller's atomic block it joins that transaction, and its metrics are counted on 
 
 Plans
 -----
-A transition on one todo names it by id, and its other conditions (state, holder, scope) sit
-inside a ``CASE`` so that the planner can only reach the row through ``todos_pkey``. Written
-plainly, ``t.state = 'claimed' AND t.endpoint_id = …`` also matches ``todos_inflight_idx``
-(partial on claimed rows) and ``todos_board_state_idx`` (endpoint, state, …), and when the
-statistics were taken with few leases in flight those look cheaper than the primary key: the
-generic plan a prepared statement keeps then walks every lease in flight, or every one of the
-endpoint's, on each heartbeat and report (docs/decisions/0003-primary-key-guards.md).
-The same statistics make a correlated ``EXISTS`` on ``todo_attempts`` (the current-attempt
-guard) look cheapest as a hashed subplan that reads every open attempt on each call; ``OFFSET
-0`` in the subquery keeps it a probe by key (``_current_attempt.sql``).
-``tests/switchboard/test_plans.py`` checks each statement's generic plan under such statistics.
+Every statement follows the plan rules of ``todos/sql/README.md`` (the todo by its key alone,
+attempt arms keyed by the id, ``OFFSET 0`` in probes of ``todo_attempts``), so a prepared
+statement's generic plan stays a few buffers whatever the statistics;
+``tests/switchboard/test_plans.py`` checks each statement's plan under skewed statistics.
 
 Misses
 ------
@@ -167,7 +160,7 @@ QUEUE_MAX_BYTES = 128
 OWNER_MAX_BYTES = 256
 TITLE_MAX_BYTES = 1024
 SWEEP_BATCH = 500
-PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries (seed 000)
+PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries
 INTERRUPT_STATES = tuple(str(state) for state in PAUSED_STATES)  # what interrupt may move to
 ACTIVITY_TEXT_MAX_BYTES = 512  # todo_activity.message
 ACTOR_REF_MAX_BYTES = 128  # todo_activity.actor_ref

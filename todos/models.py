@@ -1,4 +1,4 @@
-"""Read mirrors of ``todos``, ``events``, ``sources`` and ``rules`` (SYSTEM.md §3, §6).
+"""Read mirrors of ``todos``, ``events``, ``sources`` and ``rules`` (docs/architecture.md).
 
 The tables, their CHECKs and their indexes are created by hand-written SQL in this app's
 migrations; the models mirror them for reads, admin and factories. Nothing here writes a todo's
@@ -148,7 +148,7 @@ class Todo(models.Model):
     last_ringed_at = models.DateTimeField(null=True, blank=True)
     ring_attempts = models.IntegerField(db_default=0, default=0)
     input_request = models.JSONField(null=True, blank=True)
-    # Added with attempt history (seed 000): every claim ever made, and how many attempt rows the
+    # Added with attempt history: every claim ever made, and how many attempt rows the
     # per-todo cap has pruned. seq of an attempt = attempts_total after its claim.
     attempts_total = models.IntegerField(db_default=0, default=0)
     attempts_pruned = models.IntegerField(db_default=0, default=0)

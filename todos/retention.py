@@ -1,4 +1,6 @@
-"""Hybrid retention (SYSTEM.md §8): finished todos by age and by count per endpoint; stale events.
+"""Hybrid retention: finished todos by age and by count per endpoint; stale events.
+
+Settings and scheduling: docs/guides/operations.md.
 
 A todo's attempts go with it by cascade: live history is never pruned here (the per-todo cap
 in the claim statement bounds it instead).

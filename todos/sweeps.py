@@ -1,4 +1,4 @@
-"""The sweeps (SYSTEM.md §8) and the loop that runs them.
+"""The sweeps (docs/guides/operations.md) and the loop that runs them.
 
 Every sweep is a conditional statement on rows it locks SKIP LOCKED, so any number of sweepers
 may run at once without double-acting on a row. A pass also takes a transaction-scoped advisory

@@ -1,6 +1,6 @@
-"""todo_attempts (seed 000, Schema): one row per committed claim, closed by whatever ends the lease.
+"""todo_attempts: one row per committed claim, closed by whatever ends the lease.
 
-The table is the seed's, with one deliberate difference: claimer_endpoint_id carries no foreign
+One deliberate difference from a plain design: claimer_endpoint_id carries no foreign
 key. Every claim would otherwise take FOR KEY SHARE on one hot ``endpoints`` row (MultiXacts
 under concurrency; docs/decisions/0007-no-claimer-fk.md), and the key adds no safety here: an
 endpoint claimer is always the todo's own endpoint, which ``todos.endpoint_id`` already keeps
@@ -38,7 +38,7 @@ CREATE TABLE todo_attempts (
     CHECK ((ended_at IS NULL) = (disposition IS NULL))
 );
 
--- At most one open attempt per todo (SPEC-0034 REQ-2), checked at COMMIT. A plain unique partial
+-- At most one open attempt per todo, checked at COMMIT. A plain unique partial
 -- index would be checked row by row, and the order in which a statement's data-modifying CTEs run
 -- is unspecified, so a takeover's INSERT of the new attempt could be checked before its UPDATE
 -- closing the old one. A deferred exclusion constraint sees only the committed result.
@@ -46,7 +46,7 @@ ALTER TABLE todo_attempts ADD CONSTRAINT todo_attempts_one_open
     EXCLUDE USING btree (todo_id WITH =) WHERE (ended_at IS NULL)
     DEFERRABLE INITIALLY DEFERRED;
 
--- Backfill: one open attempt per in-flight lease (SPEC-0034 REQ-17).
+-- Backfill: one open attempt per in-flight lease.
 UPDATE todos SET attempts_total = 1 WHERE state IN ('claimed','input-required','auth-required');
 INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, owner, claimant, claimed_at,
                            lease_expires_at)

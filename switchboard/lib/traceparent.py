@@ -1,4 +1,4 @@
-"""W3C ``traceparent`` parsing (PROTOCOLS.md §5; w3c/trace-context, level 3 editor's draft).
+"""W3C ``traceparent`` parsing (w3c/trace-context, level 3 editor's draft).
 
 Agents hand one over on a claim (a tool argument or MCP ``params._meta.traceparent``) so that the
 spans they export later bind to the todo's attempt; the OTLP receiver reads the same values. The

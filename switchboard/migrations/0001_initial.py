@@ -1,4 +1,4 @@
-"""Tenancy (SYSTEM.md §2): the custom user model first, then endpoints, their keys, and settings.
+"""Tenancy: the custom user model first, then endpoints, their keys, and settings.
 
 The tables come from the models; the CHECKs Django cannot express are added in SQL at the end.
 """

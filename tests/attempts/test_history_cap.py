@@ -85,7 +85,7 @@ def test_the_invariant_holds_through_takeovers_and_failures(personas: Personas) 
 
 def test_a_cap_of_one_never_prunes_the_attempt_a_takeover_is_closing(personas: Personas) -> None:
     # The prune sees the statement's snapshot, where the dead attempt is still open, and prunes
-    # closed attempts only (seed 000), so the takeover keeps it: one row over the cap until the
+    # closed attempts only, so the takeover keeps it: one row over the cap until the
     # next claim prunes it. Deleting it would race the close on the same row.
     runtime_settings.put("attempts_max_per_todo", 1)
     ep = personas.endpoint_a.id

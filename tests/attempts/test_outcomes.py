@@ -1,4 +1,5 @@
-"""Every (outcome, disposition) pair comes from exactly the transition SYSTEM.md §3 names.
+"""Every (outcome, disposition) pair comes from exactly the transition that should close it
+(docs/guides/lifecycle.md).
 
 Each row drives one transition against a claimed todo and reads the attempt it closed. The
 table as a whole must produce each of the seed's pairs, and the transitions that end no lease
@@ -100,7 +101,7 @@ CLOSERS: dict[str, tuple[Drive, tuple[str, str]]] = {
     ),
 }
 
-# The seed's pairs (SYSTEM.md §3, attempt row column).
+# The pairs of docs/guides/lifecycle.md (the attempt row column).
 SEED_PAIRS = {
     ("completed", "done"),
     ("failed", "retry_scheduled"),

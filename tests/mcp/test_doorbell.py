@@ -227,7 +227,7 @@ def test_the_gate_holds_a_second_ring_and_a_due_retry_passes_it(
                 await rings_within(witness)
                 assert await bell.ring(QUIET_SECONDS) is None
 
-            # A due retry clears the gate (SPEC-0034 REQ-16).
+            # A due retry clears the gate.
             await db(lifecycle.claim, endpoint, todo.id, owner=owner)
             await db(lifecycle.fail, endpoint, todo.id, owner=owner, retryable=True)
             past = timezone.now() - timedelta(seconds=1)

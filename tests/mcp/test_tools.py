@@ -94,7 +94,7 @@ def test_tools_list_shows_exactly_the_endpoints_verbs(
         "fail",
         "release",
     ]
-    # get_todo rides on list_todos (REQ-8); nothing else is implied.
+    # get_todo rides on list_todos; nothing else is implied.
     assert run(names("narrow", narrow_key)) == ["list_todos", "get_todo"]
     assert run(names("drain-only", drain_key)) == ["claim_next", "complete"]
 

@@ -1,4 +1,4 @@
-"""Runtime settings (SYSTEM.md §9): typed defaults in code, validated overrides in the
+"""Runtime settings: typed defaults in code, validated overrides in the
 ``settings`` table, a short per-process cache that ``put()`` clears."""
 
 from __future__ import annotations

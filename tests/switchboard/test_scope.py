@@ -1,4 +1,4 @@
-"""Owner scope (SYSTEM.md §2): an endpoint sees its own todos, a human those of the endpoints it
+"""Owner scope: an endpoint sees its own todos, a human those of the endpoints it
 owns; bob never sees alice's. Both forms are checked: the ORM ``Q`` and the SQL fragment."""
 
 from __future__ import annotations

@@ -213,8 +213,9 @@ def _attempt_pages_read(todo_id: str, endpoint_id: Any) -> tuple[int, int]:
 def test_a_heartbeat_with_no_attempt_write_due_reads_no_attempt_page(
     personas: Personas,
 ) -> None:
-    # REQ-18: most heartbeats are one update of the todo row; the fence and the "is the write
-    # due" check read the todo's copies (migrations/0003), not the attempt.
+    # Heartbeat sampling (docs/decisions/0006-heartbeat-sampling.md): most heartbeats are one
+    # update of the todo row; the fence and the "is the write due" check read the todo's copies
+    # (migrations/0003), not the attempt.
     ep = personas.endpoint_a.id
     todo_id = claimed(ep).todo.id
     lifecycle.heartbeat(ep, todo_id, owner=OWNER)

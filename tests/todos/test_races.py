@@ -1,8 +1,8 @@
-"""Race tests of the lifecycle (seed 000; the concurrency argument in ``todos/lifecycle.py``).
+"""Race tests of the lifecycle (the concurrency argument in ``todos/lifecycle.py``).
 
 Every test here commits for real (``transaction=True``) and runs its actors in threads, each on
 its own Django connection, closed when the thread ends. Leases are expired by setting
-``todos.lease_expires_at`` in the past with SQL (STYLE.md): PostgreSQL's ``now()`` does not follow
+``todos.lease_expires_at`` in the past with SQL: PostgreSQL's ``now()`` does not follow
 Python's clock, and the shortest lease a claim may ask for is ten seconds.
 """
 

@@ -1,4 +1,4 @@
-"""Webhook intake: one delivery becomes one event and a todo per matching rule (SYSTEM.md §6).
+"""Webhook intake: one delivery becomes one event and a todo per matching rule.
 
 ``receive`` is the only writer of ``events``. The order of checks is the order of the answers:
 unknown source (404), then the signature (a bad one is stored as ``rejected``, 401), then the

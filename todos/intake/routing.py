@@ -1,4 +1,4 @@
-"""The routing language of webhook rules: matching, templates, signatures (SYSTEM.md §6).
+"""The routing language of webhook rules: matching, templates, signatures (docs/guides/webhooks.md).
 
 Everything here is pure: no database, no clock. Intake (``todos.intake``) and the rule testers
 (admin and Board) call the same functions, so a trace shown by a tester is the trace a delivery

@@ -1,4 +1,4 @@
-"""The base schema of SYSTEM.md §3 and §6: sources, rules, events and todos.
+"""The base schema: sources, rules, events and todos.
 
 Hand-written SQL so the CHECKs, partial indexes and storage parameters are exactly what the
 claim, the Board and the sweeps need; ``state_operations`` keep Django's model state in step,

@@ -1,4 +1,4 @@
-"""todos.attempts_total and todos.attempts_pruned (seed 000, Schema).
+"""todos.attempts_total and todos.attempts_pruned (attempt history).
 
 ADD COLUMN … DEFAULT 0 is a metadata-only change on PostgreSQL 11 and newer, so this is cheap on
 a large table. The backfill that needs the table comes with attempts/0001_todo_attempts.

@@ -1,7 +1,7 @@
 """The held lease's fence digest and attempt-write time, copied onto the todo row.
 
 A heartbeat must check the fence and decide whether the open attempt's ``last_heartbeat_at`` is
-due for its once-a-minute write (seed 000, REQ-18 fallback). Both lived only on the attempt, so
+due for its once-a-minute write (docs/decisions/0006-heartbeat-sampling.md). Both lived only on the attempt, so
 every heartbeat probed ``todo_attempts`` (2-3 buffers) on top of the todo's HOT update, against
 the 10 % heartbeat budget (docs/performance.md). With the copies on the todo row, a heartbeat reads
 and writes one row, and reads the attempt only in its once-a-minute write.

@@ -1,4 +1,4 @@
--- fence: the holder's token digest matches the one presented (seed 000). No token on an
+-- fence: the holder's token digest matches the one presented (docs/decisions/0008-fence-on-attempts-total.md). No token on an
 -- unfenced claim matches; a token on an unfenced claim, no token on a fenced one and a wrong
 -- token do not. Digests are fixed-length, so the comparison leaks nothing through timing.
 -- It reads the todo row's copy of the open attempt's digest (todos/migrations/0003), written by

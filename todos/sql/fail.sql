@@ -19,8 +19,7 @@ WITH upd AS (
            finished_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN NULL
                               ELSE now() END,
            updated_at = now()
-     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
-     -- in todos/lifecycle.py).
+     -- Plan rule 1 (todos/sql/README.md).
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}
                 THEN true ELSE false END
@@ -34,8 +33,7 @@ closed AS (
            summary = %(summary)s, summary_truncated = %(summary_truncated)s,
            artifact = %(artifact)s
       FROM upd
-     -- Keyed by %(id)s too, not only joined to upd: one probe of todo_attempts_pkey whatever
-     -- the statistics, never a read of every open attempt (docs/decisions/0009-keyed-arms.md).
+     -- Plan rule 2 (todos/sql/README.md).
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
 )@{activity}

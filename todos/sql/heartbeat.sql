@@ -1,7 +1,7 @@
 -- heartbeat: extend the lease of a claimed todo (agent: the holder, fenced; operator: the
 --   owning human). The todo row carries the live lease. The open attempt's last_heartbeat_at
 --   and lease_expires_at are written only when last_heartbeat_at would move by more than a
---   minute (seed 000, REQ-18 fallback): the per-heartbeat attempt write cost 15–35 % of
+--   minute (docs/decisions/0006-heartbeat-sampling.md): the per-heartbeat attempt write cost 15–35 % of
 --   heartbeat throughput, and a minute still bounds an attempt's time of death.
 -- Most heartbeats read and write the todo row only: the guard checks the todo's copy of the
 --   fence digest (_fence.sql), and the todo's attempt_heartbeat_at says when the attempt was
@@ -30,8 +30,7 @@ WITH upd AS (
                           OR t.attempt_heartbeat_at < now() - interval '1 minute')
                          AND @{current_attempt}
                     THEN now() ELSE t.attempt_heartbeat_at END
-     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
-     -- in todos/lifecycle.py).
+     -- Plan rule 1 (todos/sql/README.md).
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}
                 THEN true ELSE false END

@@ -8,8 +8,7 @@ WITH upd AS (
        SET @{activity_bump}
            state = %(to_state)s, input_request = %(input_request)s, lease_expires_at = NULL,
            updated_at = now()
-     -- Found by todos_pkey alone: the CASE keeps the rest from steering the plan (see "Plans"
-     -- in todos/lifecycle.py).
+     -- Plan rule 1 (todos/sql/README.md).
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}
                 THEN true ELSE false END

@@ -1,7 +1,7 @@
 -- requeue_due_retries: failed todos whose retry is due go back to pending and ring the doorbell.
 --   No attempt changes: no lease ends here. The notification carries "retry": true, which tells
 --   every listening process to clear the todo from its doorbell gate so this ring goes out even
---   inside the gate's minute (SPEC-0034 REQ-16), whichever process ran the sweep.
+--   inside the gate's minute, whichever process ran the sweep.
 -- params: limit
 -- returns: id per requeued todo.
 -- Uses index: todos_retry_due_idx (next_retry_at) WHERE state = 'failed' AND next_retry_at IS NOT NULL.

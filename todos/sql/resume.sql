@@ -31,8 +31,7 @@ touched AS (
     UPDATE todo_attempts a
        SET lease_expires_at = upd.lease_expires_at
       FROM upd
-     -- Keyed by %(id)s too, not only joined to upd: one probe of todo_attempts_pkey whatever
-     -- the statistics, never a read of every open attempt (docs/decisions/0009-keyed-arms.md).
+     -- Plan rule 2 (todos/sql/README.md).
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
 )@{activity}

@@ -1,4 +1,4 @@
--- retention_todos: delete up to `batch` finished todos past retention (hybrid, SYSTEM.md §8):
+-- retention_todos: delete up to `batch` finished todos past retention (hybrid, docs/guides/operations.md):
 --   finished more than `days` ago, or beyond the newest `max_terminal` finished todos of their
 --   endpoint. Their attempts (and later spans, activity, bindings) go by ON DELETE CASCADE.
 --   Rows are locked SKIP LOCKED, so two sweepers never delete the same row twice, and a row
