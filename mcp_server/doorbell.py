@@ -47,6 +47,7 @@ from django.db import DatabaseError
 from django.db import connection as django_connection
 
 from mcp_server import resources
+from todos import lifecycle
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,9 @@ HEALTH_CHECK_SECONDS = 30.0
 # How long the first MCP request waits for the first LISTEN before serving anyway; the listener
 # keeps trying in the background if the database is slow or down.
 READY_TIMEOUT_SECONDS = 5.0
+# How long a ring waits for its `rung` activity row before going out anyway (the row is best
+# effort; the ring is not).
+RECORD_TIMEOUT_SECONDS = 0.25
 BACKOFF_FIRST_SECONDS = 0.2
 BACKOFF_MAX_SECONDS = 5.0
 APPLICATION_NAME = "switchboard-doorbell"
@@ -156,6 +160,7 @@ def subscribed(endpoint_id: UUID, session_ids: list[str], uri: str | None) -> li
 
 
 _subscribed = database_sync_to_async(subscribed, thread_sensitive=False)
+_record_ring = database_sync_to_async(lifecycle.record_ring, thread_sensitive=False)
 
 
 # --- the listener ------------------------------------------------------------------------------
@@ -295,7 +300,35 @@ class Doorbell:
         if todo_id in self._gate:
             return
         self._gate[todo_id] = now
-        self._ring(endpoint_id, resources.queue_uri(queue))
+        self._spawn(self._record_then_ring(endpoint_id, resources.queue_uri(queue), todo_id))
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._pending_rings.add(task)
+        task.add_done_callback(self._pending_rings.discard)
+
+    async def _record_then_ring(self, endpoint_id: UUID, uri: str, todo_id: str) -> None:
+        """Find the streams that hear ``uri``, write the todo's `rung` row, then ring them.
+
+        In that order: a claim the ring prompts must not find the todo's row locked by the
+        write (claim_next skips locked rows). The row is best effort: a failure or a slow
+        database delays the ring by at most ``RECORD_TIMEOUT_SECONDS`` and is only logged.
+        """
+        streams = self._streams.get(endpoint_id, ())
+        targets = [s for s in streams if s.uris is not None and uri in s.uris]
+        legacy = [s for s in streams if s.uris is None]
+        if legacy:
+            targets += [
+                stream for _, stream in await self._legacy_targets(endpoint_id, legacy, uri)
+            ]
+        if not targets:
+            return
+        try:
+            await asyncio.wait_for(_record_ring(todo_id, len(targets)), RECORD_TIMEOUT_SECONDS)
+        except (DatabaseError, TimeoutError):
+            logger.info("doorbell: no rung row for %s (the ring goes out anyway)", todo_id)
+        for stream in targets:
+            stream.push(uri)
 
     def _prune_gate(self, now: float) -> None:
         # Insertion order is ring order (an entry is only added once it has expired and been
@@ -319,13 +352,13 @@ class Doorbell:
         if legacy:
             # A database look-up: off the listener's loop iteration, so one slow query does not
             # hold up the next notification.
-            task = asyncio.get_running_loop().create_task(
-                self._ring_legacy(endpoint_id, legacy, uri)
-            )
-            self._pending_rings.add(task)
-            task.add_done_callback(self._pending_rings.discard)
+            self._spawn(self._ring_legacy(endpoint_id, legacy, uri))
 
-    async def _ring_legacy(self, endpoint_id: UUID, streams: list[Stream], uri: str | None) -> None:
+    async def _legacy_targets(
+        self, endpoint_id: UUID, streams: list[Stream], uri: str | None
+    ) -> list[tuple[str, Stream]]:
+        """The legacy streams subscribed to ``uri`` (every URI when None), with the URI each
+        subscribed to; their subscriptions live in the database (see the module docstring)."""
         by_session: dict[str, list[Stream]] = {}
         for stream in streams:
             if stream.session_id is not None:
@@ -334,10 +367,16 @@ class Doorbell:
             pairs = await _subscribed(endpoint_id, list(by_session), uri)
         except DatabaseError:
             logger.warning("doorbell: could not read legacy subscriptions", exc_info=True)
-            return
-        for session_id, subscribed_uri in pairs:
-            for stream in by_session.get(session_id, ()):
-                stream.push(subscribed_uri)
+            return []
+        return [
+            (subscribed_uri, stream)
+            for session_id, subscribed_uri in pairs
+            for stream in by_session.get(session_id, ())
+        ]
+
+    async def _ring_legacy(self, endpoint_id: UUID, streams: list[Stream], uri: str | None) -> None:
+        for subscribed_uri, stream in await self._legacy_targets(endpoint_id, streams, uri):
+            stream.push(subscribed_uri)
 
     def _ring_everything(self) -> None:
         for endpoint_id in list(self._streams):

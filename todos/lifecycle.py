@@ -134,6 +134,7 @@ OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
 RELEASE = _statement("release")
 OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = _statement("reap")
+RECORD_RING = _statement("record_ring")
 REQUEUE_DUE_RETRIES = _recorded("requeue_due_retries", attempt="NULL::int", from_state="'failed'")
 RETRY = _recorded("retry", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL)
 _CANCELED = {"attempt": "(SELECT seq FROM closed)", "from_state": "upd.from_state"}
@@ -938,3 +939,21 @@ def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
     if ids:
         _counted("requeue_due_retries", n=len(ids), activity="retried")
     return ids
+
+
+def record_ring(todo_id: str, streams: int) -> bool:
+    """Record that the doorbell is ringing ``streams`` subscription streams about a pending todo.
+
+    Best effort, and never waits: a todo no longer pending, or locked by a claim in progress,
+    is skipped (returns False). Call it before pushing the ring, so that no claim the ring
+    prompts can find the row locked by this write.
+    """
+    current = runtime_settings.current()
+    row = fetch_one(
+        RECORD_RING,
+        {"id": todo_id, "streams": streams, "activity_cap": current.activity_max_per_todo},
+    )
+    if row is None:
+        return False
+    transaction.on_commit(lambda: metrics.activity("rung"))
+    return True

@@ -16,7 +16,15 @@ from switchboard.lib.errors import InvalidInput, LeaseConflict
 from switchboard.lib.sql import fetch_all
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.todos.helpers import OWNER, claimed, expire_lease, make_retry_due, new_todo, todo_row
+from tests.todos.helpers import (
+    OWNER,
+    claimed,
+    expire_lease,
+    make_retry_due,
+    new_todo,
+    raw_connection,
+    todo_row,
+)
 from todos import lifecycle
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
@@ -401,3 +409,48 @@ def test_activity_rows_are_counted_in_metrics_once_committed(personas: Personas)
         beat(personas, held.todo.id, "one")
         assert value() == before
     assert value() == before + 1
+
+
+# --- rings --------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_ring_about_a_pending_todo_leaves_a_rung_row(personas: Personas) -> None:
+    todo_id = new_todo(personas.endpoint_a.id).id
+
+    assert lifecycle.record_ring(todo_id, 2) is True
+
+    (row,) = activity(todo_id)
+    assert (row["kind"], row["actor_kind"], row["actor_ref"]) == ("rung", "system", "doorbell")
+    assert row["detail"] == {"streams": 2}
+
+
+@pytest.mark.django_db
+def test_a_ring_about_a_todo_no_longer_pending_leaves_nothing(personas: Personas) -> None:
+    held = claimed(personas.endpoint_a.id)
+
+    assert lifecycle.record_ring(held.todo.id, 1) is False
+    assert activity(held.todo.id) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_ring_never_waits_on_a_todo_a_claim_holds(personas: Personas) -> None:
+    todo_id = new_todo(personas.endpoint_a.id).id
+    with raw_connection() as other:
+        other.execute("SELECT 1 FROM todos WHERE id = %s FOR UPDATE", [todo_id])
+
+        assert lifecycle.record_ring(todo_id, 1) is False
+
+    assert activity(todo_id) == []
+
+
+@pytest.mark.django_db
+def test_rung_rows_past_the_activity_cap_go_oldest_first(personas: Personas) -> None:
+    runtime_settings.put("activity_max_per_todo", 10)
+    runtime_settings.clear_cache()
+    todo_id = new_todo(personas.endpoint_a.id).id
+
+    for _ in range(14):
+        lifecycle.record_ring(todo_id, 1)
+
+    assert [r["seq"] for r in activity(todo_id)] == list(range(5, 15))

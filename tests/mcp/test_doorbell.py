@@ -181,15 +181,26 @@ def test_a_subscriber_hears_a_new_todo_and_a_foreign_one_does_not(
             if mode == "legacy":
                 assert alice.capabilities is not None and alice.capabilities.resources
                 assert alice.capabilities.resources.subscribe is True
-            await db(lifecycle.create, owner, queue=QUEUE, title="x")
+            todo = await db(lifecycle.create, owner, queue=QUEUE, title="x")
             assert await rings_within(alice) < RING_SECONDS
             # Bob watches a queue of the same name on his own endpoint: not his todo.
             assert await bob.ring(QUIET_SECONDS) is None
             # Another queue of Alice's does not ring her subscription to this one.
-            await db(lifecycle.create, owner, queue="other", title="y")
+            other = await db(lifecycle.create, owner, queue="other", title="y")
             assert await alice.ring(QUIET_SECONDS) is None
+            # The ring left a `rung` row on the todo (written before it went out); the todo
+            # nobody was ringed about has none.
+            assert await db(_rungs, todo.id) == [{"streams": 1}]
+            assert await db(_rungs, other.id) == []
 
     run(scenario())
+
+
+def _rungs(todo_id: str) -> list[Any]:
+    rows = (
+        Todo.objects.get(id=todo_id).activity.filter(kind="rung").values_list("detail", flat=True)
+    )
+    return list(rows)
 
 
 def test_a_legacy_subscription_taken_by_another_process_takes_effect(
