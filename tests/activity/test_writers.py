@@ -454,3 +454,13 @@ def test_rung_rows_past_the_activity_cap_go_oldest_first(personas: Personas) -> 
         lifecycle.record_ring(todo_id, 1)
 
     assert [r["seq"] for r in activity(todo_id)] == list(range(5, 15))
+
+
+@pytest.mark.parametrize(
+    "name", ["CLAIM_NEXT", "CLAIM", "HEARTBEAT", "COMPLETE", "FAIL", "RELEASE", "REAP"]
+)
+def test_the_agents_hot_statements_carry_no_activity_arm(name: str) -> None:
+    # The agent path pays nothing for activity: its statements neither bump activity_seq nor
+    # insert into todo_activity (the claim + complete budget is unchanged by construction).
+    sql = getattr(lifecycle, name)
+    assert "todo_activity" not in sql and "activity_seq" not in sql
