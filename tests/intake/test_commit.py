@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 
 from tests.base import Personas
+from tests.concurrency.harness import raw_connection
 from tests.intake.conftest import Hook
-from tests.todos.helpers import raw_connection
 from todos.models import Event, Todo
 
 pytestmark = pytest.mark.django_db(transaction=True)
