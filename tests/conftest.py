@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from django.test import Client
 
 from switchboard import embedded, runtime_settings
 from tests.base import Personas, make_personas
@@ -38,3 +39,10 @@ def _fresh_runtime_settings() -> Iterator[None]:
 @pytest.fixture
 def personas(db: None) -> Personas:
     return make_personas()
+
+
+@pytest.fixture
+def admin_client(client: Client, personas: Personas) -> Client:
+    """Django's test client, logged in as the superuser persona."""
+    client.force_login(personas.admin)
+    return client

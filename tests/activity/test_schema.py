@@ -15,10 +15,11 @@ from django.db import IntegrityError, transaction
 from activity.models import ActorKind, Kind, TodoActivity
 from attempts.models import TodoAttempt
 from switchboard import runtime_settings
-from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.lib.sql import fetch_one
 from switchboard.models import Human
 from tests.activity.helpers import activity_seqs, add_activity
 from tests.base import Personas
+from tests.reach import DAY, set_finished_at
 from todos import lifecycle, retention
 from todos.models import Todo
 
@@ -190,10 +191,7 @@ def test_retention_deletes_a_todos_activity_with_it(personas: Personas) -> None:
     old = _finished(personas, "old")
     kept = _finished(personas, "kept")
     # Finished past retention: move the row's timestamp, PostgreSQL's clock cannot be moved.
-    fetch_all(
-        "UPDATE todos SET finished_at = now() - %(days)s * interval '1 day' WHERE id = %(id)s",
-        {"days": runtime_settings.current().retention_days + 1, "id": old},
-    )
+    set_finished_at(old, (runtime_settings.current().retention_days + 1) * DAY)
     for todo_id in (old, kept):
         add_activity(todo_id, 1)
         add_activity(todo_id, 2, kind="human_action", actor_kind="human", actor_ref="alice")

@@ -16,15 +16,9 @@ from switchboard.lib.errors import InvalidInput, LeaseConflict
 from switchboard.lib.sql import fetch_all
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    claimed,
-    expire_lease,
-    make_retry_due,
-    new_todo,
-    raw_connection,
-    todo_row,
-)
+from tests.concurrency.harness import raw_connection
+from tests.reach import OWNER, claimed, expire_lease, make_retry_due, new_todo
+from tests.rows import todo_row
 from todos import lifecycle
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

@@ -15,16 +15,9 @@ from psycopg import errors
 from switchboard.lib.errors import AttemptInvariantViolated
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    expire_lease,
-    new_todo,
-    open_attempts,
-    raw_connection,
-    todo_row,
-)
+from tests.concurrency.harness import raw_connection
+from tests.reach import OWNER, claimed, expire_lease, new_todo
+from tests.rows import attempt_rows, open_attempts, todo_row
 from todos import lifecycle
 
 PLANT = (

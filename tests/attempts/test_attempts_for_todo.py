@@ -7,7 +7,7 @@ import pytest
 from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.todos.helpers import claimed, expire_lease, make_retry_due, reclaim
+from tests.reach import claimed, expire_lease, make_retry_due, reclaim
 from todos import lifecycle
 from todos.queries import attempts_for_todo
 

@@ -12,15 +12,8 @@ import pytest
 
 from switchboard.lib.errors import InvalidInput, LeaseConflict
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    expire_lease,
-    only_attempt,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, expire_lease
+from tests.rows import attempt_rows, only_attempt, snapshot, todo_row
 from todos import lifecycle
 
 Call = Callable[[UUID, str, str, str | None], Any]

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from switchboard import runtime_settings
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    count,
-    expire_lease,
-    new_todo,
-    open_attempts,
-    todo_row,
-)
+from tests.reach import OWNER, claimed_and_released, expire_lease, make_retry_due, new_todo
+from tests.rows import attempt_rows, count, open_attempts, todo_row
 from todos import lifecycle
-
-
-def _claim_release(ep: UUID, todo_id: str, n: int) -> None:
-    for _ in range(n):
-        lifecycle.claim(ep, todo_id, owner=OWNER)
-        lifecycle.release(ep, todo_id, owner=OWNER)
 
 
 def _assert_invariant(todo_id: str) -> None:
@@ -35,7 +20,7 @@ def test_the_cap_keeps_the_newest_attempts_and_counts_the_pruned(personas: Perso
     ep = personas.endpoint_a.id
     todo_id = new_todo(ep, max_attempts=10).id
 
-    _claim_release(ep, todo_id, 4)
+    claimed_and_released(ep, todo_id, 4)
     result = lifecycle.claim(ep, todo_id, owner=OWNER)
 
     row = todo_row(todo_id)
@@ -52,7 +37,7 @@ def test_below_the_cap_nothing_is_pruned(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     todo_id = new_todo(ep).id
 
-    _claim_release(ep, todo_id, 3)
+    claimed_and_released(ep, todo_id, 3)
 
     row = todo_row(todo_id)
     assert (row["attempts_total"], row["attempts_pruned"]) == (3, 0)
@@ -71,10 +56,7 @@ def test_the_invariant_holds_through_takeovers_and_failures(personas: Personas) 
             expire_lease(todo_id)  # the next claim takes over
         else:
             lifecycle.fail(ep, todo_id, owner=f"worker-{i}", retry_after_seconds=1)
-            fetch_all(
-                "UPDATE todos SET next_retry_at = now() - interval '1 second' WHERE id = %(id)s",
-                {"id": todo_id},
-            )
+            make_retry_due(todo_id)
         _assert_invariant(todo_id)
         assert len(attempt_rows(todo_id)) <= 3
 
@@ -115,9 +97,9 @@ def test_the_cap_is_per_todo(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     busy = new_todo(ep, max_attempts=10).id
     quiet = new_todo(ep).id
-    _claim_release(ep, quiet, 2)
+    claimed_and_released(ep, quiet, 2)
 
-    _claim_release(ep, busy, 4)
+    claimed_and_released(ep, busy, 4)
 
     assert [a["seq"] for a in attempt_rows(quiet)] == [1, 2]
     assert [a["seq"] for a in attempt_rows(busy)] == [3, 4]
@@ -127,10 +109,10 @@ def test_the_cap_is_per_todo(personas: Personas) -> None:
 def test_deleting_a_todo_deletes_its_attempts(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     gone = new_todo(ep).id
-    _claim_release(ep, gone, 2)
+    claimed_and_released(ep, gone, 2)
     lifecycle.claim(ep, gone, owner=OWNER)
     kept = new_todo(ep).id
-    _claim_release(ep, kept, 1)
+    claimed_and_released(ep, kept, 1)
     assert count("todo_attempts") == 4
 
     fetch_all("DELETE FROM todos WHERE id = %(id)s", {"id": gone})

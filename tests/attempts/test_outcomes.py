@@ -17,13 +17,8 @@ from attempts.models import Disposition, Outcome
 from switchboard.lib.sql import fetch_all
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    expire_lease,
-    make_retry_due,
-)
+from tests.reach import OWNER, claimed, expire_lease, make_retry_due
+from tests.rows import attempt_rows
 from todos import lifecycle
 
 Drive = Callable[[Personas, str], Any]

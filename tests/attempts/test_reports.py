@@ -17,7 +17,8 @@ from attempts import rules
 from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.todos.helpers import OWNER, claimed, new_todo, only_attempt, snapshot, todo_row
+from tests.reach import OWNER, claimed, new_todo
+from tests.rows import only_attempt, snapshot, todo_row
 from todos import lifecycle
 
 ALLOWED_SCHEMES = ["mcp", "https", "s3", "gs"]

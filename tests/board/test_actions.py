@@ -10,8 +10,8 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.base import Personas
-from tests.board.helpers import BOT, claimed, expire_lease, new_todo
 from tests.factories import EndpointFactory
+from tests.reach import BOT, claimed, expire_lease, new_todo
 from todos import lifecycle
 from todos.models import Todo
 
@@ -34,7 +34,7 @@ def buttons(body: str) -> set[str]:
 
 
 def test_claim_then_complete_from_the_drawer(alice_client: Client, personas: Personas) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
 
     claim = act(alice_client, todo.id, "claim")
     assert claim.status_code == 200 and state(todo.id) == "claimed"
@@ -49,7 +49,7 @@ def test_claim_then_complete_from_the_drawer(alice_client: Client, personas: Per
 def test_the_answer_is_the_drawer_and_the_row_out_of_band(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
 
     body = act(alice_client, todo.id, "claim").content.decode()
 
@@ -59,7 +59,7 @@ def test_the_answer_is_the_drawer_and_the_row_out_of_band(
 
 
 def test_from_the_todo_page_the_answer_has_no_row(alice_client: Client, personas: Personas) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
     url = reverse("todo_action", args=[todo.id, "claim"])
     page = f"http://testserver{reverse('todo_detail', args=[todo.id])}"
 
@@ -72,8 +72,8 @@ def test_from_the_todo_page_the_answer_has_no_row(alice_client: Client, personas
 def test_fail_retryable_schedules_a_retry_and_unchecked_dead_letters(
     alice_client: Client, personas: Personas
 ) -> None:
-    retrying = claimed(personas.endpoint_a.id)
-    dead = claimed(personas.endpoint_a.id)
+    retrying = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
+    dead = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
 
     act(alice_client, retrying, "fail", summary="flaky", retryable="on")
     act(alice_client, dead, "fail", summary="hopeless")
@@ -83,10 +83,10 @@ def test_fail_retryable_schedules_a_retry_and_unchecked_dead_letters(
 
 
 def test_release_extend_cancel_and_retry(alice_client: Client, personas: Personas) -> None:
-    released = claimed(personas.endpoint_a.id)
-    extended = claimed(personas.endpoint_a.id)
+    released = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
+    extended = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     before = Todo.objects.get(id=extended).lease_expires_at
-    canceled = new_todo(personas.endpoint_a.id).id
+    canceled = new_todo(personas.endpoint_a.id, "work").id
 
     assert act(alice_client, released, "release", summary="back you go").status_code == 200
     assert act(alice_client, extended, "extend", lease_ttl_seconds="3600").status_code == 200
@@ -103,7 +103,7 @@ def test_release_extend_cancel_and_retry(alice_client: Client, personas: Persona
 def test_a_dead_lettered_todo_is_retried_back_to_pending(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo_id = claimed(personas.endpoint_a.id)
+    todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.fail(personas.endpoint_a.id, todo_id, owner=BOT, retryable=False)
     assert "retry" in buttons(
         alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
@@ -118,11 +118,11 @@ def test_a_dead_lettered_todo_is_retried_back_to_pending(
 def test_the_drawer_offers_only_what_the_state_allows(
     alice_client: Client, personas: Personas
 ) -> None:
-    pending = new_todo(personas.endpoint_a.id).id
-    running = claimed(personas.endpoint_a.id)
-    lapsed = claimed(personas.endpoint_a.id)
+    pending = new_todo(personas.endpoint_a.id, "work").id
+    running = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
+    lapsed = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     expire_lease(lapsed)
-    done = claimed(personas.endpoint_a.id)
+    done = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.complete(personas.endpoint_a.id, done, owner=BOT)
 
     def offered(todo_id: str) -> set[str]:
@@ -138,7 +138,7 @@ def test_a_revoked_endpoints_dead_letter_offers_no_retry(
     alice_client: Client, personas: Personas
 ) -> None:
     doomed = EndpointFactory(owner=personas.alice, slug="doomed")
-    todo_id = new_todo(doomed.id).id
+    todo_id = new_todo(doomed.id, "work").id
     lifecycle.revoke_endpoint(personas.alice.id, doomed.id)
 
     body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
@@ -151,7 +151,8 @@ def test_a_revoked_endpoints_dead_letter_offers_no_retry(
 def test_a_conflict_renders_inline_in_the_drawer_with_409(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo_id = claimed(personas.endpoint_a.id)  # an agent holds a live lease
+    # An agent holds a live lease.
+    todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
 
     response = act(alice_client, todo_id, "claim")
 
@@ -166,7 +167,7 @@ def test_a_conflict_renders_inline_in_the_drawer_with_409(
 def test_a_stale_button_on_a_finished_todo_is_a_conflict_not_an_error_page(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
 
     response = act(alice_client, todo.id, "complete", summary="too early")
 
@@ -177,7 +178,7 @@ def test_a_stale_button_on_a_finished_todo_is_a_conflict_not_an_error_page(
 def test_without_javascript_an_action_redirects_and_a_conflict_is_a_full_page(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
 
     ok = act(alice_client, todo.id, "claim", htmx=False)
     refused = act(alice_client, todo.id, "complete", htmx=False)  # fine: alice holds it now
@@ -191,7 +192,7 @@ def test_without_javascript_an_action_redirects_and_a_conflict_is_a_full_page(
 
 
 def test_a_malformed_lease_length_is_shown_inline(alice_client: Client, personas: Personas) -> None:
-    todo_id = claimed(personas.endpoint_a.id)
+    todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
 
     bad = act(alice_client, todo_id, "extend", lease_ttl_seconds="soon")
     out_of_range = act(alice_client, todo_id, "extend", lease_ttl_seconds="5")
@@ -201,7 +202,7 @@ def test_a_malformed_lease_length_is_shown_inline(alice_client: Client, personas
 
 
 def test_actions_need_post_and_csrf(personas: Personas) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
     client = Client(enforce_csrf_checks=True)
     client.force_login(personas.alice)
     url = reverse("todo_action", args=[todo.id, "claim"])
@@ -212,6 +213,6 @@ def test_actions_need_post_and_csrf(personas: Personas) -> None:
 
 
 def test_an_unknown_action_is_not_found(alice_client: Client, personas: Personas) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
 
     assert act(alice_client, todo.id, "explode").status_code == 404

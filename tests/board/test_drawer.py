@@ -13,7 +13,7 @@ from django.urls import reverse
 from attempts.models import TodoAttempt
 from switchboard.models import Setting
 from tests.base import Personas
-from tests.board.helpers import BOT, claimed, died_then_failed, new_todo
+from tests.reach import BOT, claimed, died_then_failed, new_todo
 from todos import lifecycle
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,9 @@ def attempt_blocks(body: str) -> dict[int, str]:
 def test_htmx_gets_the_drawer_fragment_and_a_browser_the_same_drawer_as_a_page(
     alice_client: Client, personas: Personas, htmx_headers: dict[str, str]
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id, title="Fix the build", work_order="Make CI green.")
+    todo = new_todo(
+        personas.endpoint_a.id, "work", title="Fix the build", work_order="Make CI green."
+    )
     url = reverse("todo_detail", args=[todo.id])
 
     fragment = alice_client.get(url, **htmx_headers).content.decode()
@@ -44,7 +46,7 @@ def test_htmx_gets_the_drawer_fragment_and_a_browser_the_same_drawer_as_a_page(
 
 
 def test_the_payload_is_formatted_json(alice_client: Client, personas: Personas) -> None:
-    todo = new_todo(personas.endpoint_a.id, payload={"repo": "acme/app", "n": [1, 2]})
+    todo = new_todo(personas.endpoint_a.id, "work", payload={"repo": "acme/app", "n": [1, 2]})
 
     body = alice_client.get(reverse("todo_detail", args=[todo.id])).content.decode()
 
@@ -56,7 +58,7 @@ def test_the_payload_is_formatted_json(alice_client: Client, personas: Personas)
 def test_died_and_failed_attempts_are_told_apart_newest_first(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo_id = died_then_failed(personas.endpoint_a.id)
+    todo_id = died_then_failed(personas.endpoint_a.id, "work", owner=BOT).todo.id
 
     body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
 
@@ -76,7 +78,7 @@ def test_died_and_failed_attempts_are_told_apart_newest_first(
 
 
 def test_an_operator_attempt_names_the_operator(alice_client: Client, personas: Personas) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
     lifecycle.operator_claim(personas.alice.id, todo.id, claimant="alice by hand")
 
     block = attempt_blocks(
@@ -90,7 +92,7 @@ def test_an_operator_attempt_names_the_operator(alice_client: Client, personas: 
 def test_a_summary_and_a_payload_with_markup_render_as_inert_text(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id, title=XSS, payload={"x": XSS}, work_order=XSS)
+    todo = new_todo(personas.endpoint_a.id, "work", title=XSS, payload={"x": XSS}, work_order=XSS)
     lifecycle.claim(personas.endpoint_a.id, todo.id, owner=BOT, claimant=XSS)
     lifecycle.fail(personas.endpoint_a.id, todo.id, owner=BOT, summary=XSS)
 
@@ -101,7 +103,7 @@ def test_a_summary_and_a_payload_with_markup_render_as_inert_text(
 
 
 def test_a_truncated_summary_is_marked(alice_client: Client, personas: Personas) -> None:
-    todo_id = claimed(personas.endpoint_a.id)
+    todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.complete(personas.endpoint_a.id, todo_id, owner=BOT, summary="x" * 5000)
 
     block = attempt_blocks(
@@ -118,7 +120,7 @@ def test_a_truncated_summary_is_marked(alice_client: Client, personas: Personas)
 def test_the_artifact_is_a_link_only_for_https(
     alice_client: Client, personas: Personas, artifact: str, linked: bool
 ) -> None:
-    todo_id = claimed(personas.endpoint_a.id)
+    todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.complete(personas.endpoint_a.id, todo_id, owner=BOT, artifact=artifact)
 
     body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
@@ -129,7 +131,9 @@ def test_the_artifact_is_a_link_only_for_https(
 
 def test_pruned_attempts_are_counted(alice_client: Client, personas: Personas) -> None:
     Setting.objects.create(key="attempts_max_per_todo", value=2)
-    todo_id = claimed(personas.endpoint_a.id, max_attempts=10)
+    todo_id = claimed(
+        personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1", max_attempts=10
+    ).todo.id
     for _ in range(3):
         lifecycle.release(personas.endpoint_a.id, todo_id, owner=BOT)
         lifecycle.claim(personas.endpoint_a.id, todo_id, owner=BOT)
@@ -147,8 +151,10 @@ def test_the_drawer_makes_the_same_queries_for_1_and_20_attempts(
     htmx_headers: dict[str, str],
     django_assert_num_queries: Callable[..., Any],
 ) -> None:
-    one = claimed(personas.endpoint_a.id)
-    many = claimed(personas.endpoint_a.id, max_attempts=30)
+    one = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
+    many = claimed(
+        personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1", max_attempts=30
+    ).todo.id
     for _ in range(19):
         lifecycle.release(personas.endpoint_a.id, many, owner=BOT)
         lifecycle.claim(personas.endpoint_a.id, many, owner=BOT)

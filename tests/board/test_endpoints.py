@@ -13,8 +13,8 @@ from django.urls import reverse
 from switchboard.credentials import key_for_plaintext, mint_key
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey
 from tests.base import Personas
-from tests.board.helpers import BOT, claimed, new_todo
 from tests.factories import EndpointFactory
+from tests.reach import BOT, claimed, new_todo
 from todos import lifecycle
 from todos.models import Todo
 
@@ -147,13 +147,13 @@ def test_revoking_the_endpoint_says_how_many_todos_it_dead_letters(
     alice_client: Client, personas: Personas
 ) -> None:
     ep = personas.endpoint_a.id
-    pending = new_todo(ep).id
-    running = claimed(ep)
-    retrying = claimed(ep)
+    pending = new_todo(ep, "work").id
+    running = claimed(ep, "work", owner=BOT, claimant="harness/run-1").todo.id
+    retrying = claimed(ep, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.fail(ep, retrying, owner=BOT, retryable=True)
-    finished = claimed(ep)
+    finished = claimed(ep, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.complete(ep, finished, owner=BOT)
-    new_todo(personas.endpoint_b.id)  # bob's: not counted
+    new_todo(personas.endpoint_b.id, "work")  # bob's: not counted
 
     confirm = alice_client.get(reverse("endpoint_revoke", args=["agent-a"])).content.decode()
     assert "3 unfinished todos" in confirm

@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from switchboard.models import EndpointKey
 from tests.base import Personas
-from tests.board.helpers import claimed, new_todo
 from tests.factories import RuleFactory, SourceFactory
+from tests.reach import BOT, claimed, new_todo
 from todos.intake.sources import secret_fingerprint
 from todos.models import Event, Rule, Source, Todo
 
@@ -34,7 +34,7 @@ def same_page(body: bytes, todo_id: str) -> bytes:
 def test_bob_gets_404_for_alices_todo_page_and_drawer(
     bob_client: Client, personas: Personas, htmx: bool
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id, title="alice's secret task")
+    todo = new_todo(personas.endpoint_a.id, "work", title="alice's secret task")
     headers = HTMX if htmx else {}
 
     foreign = bob_client.get(reverse("todo_detail", args=[todo.id]), **headers)
@@ -49,7 +49,7 @@ def test_bob_gets_404_for_alices_todo_page_and_drawer(
 def test_bob_gets_404_for_every_action_on_alices_todo_and_nothing_changes(
     bob_client: Client, personas: Personas, action: str
 ) -> None:
-    todo_id = claimed(personas.endpoint_a.id)
+    todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     before = Todo.objects.values().get(id=todo_id)
 
     response = bob_client.post(
@@ -66,7 +66,7 @@ def test_bob_gets_404_for_every_action_on_alices_todo_and_nothing_changes(
 def test_alices_todos_never_appear_in_bobs_list_or_counts(
     bob_client: Client, personas: Personas
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id)
+    todo = new_todo(personas.endpoint_a.id, "work")
 
     mine = bob_client.get(reverse("todo_list")).content.decode()
     by_slug = bob_client.get(reverse("todo_list"), {"endpoint": "agent-a"}).content.decode()

@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.board.helpers import BOT, claimed, new_todo, set_created_at
 from tests.factories import EndpointFactory
+from tests.reach import BOT, claimed, new_todo, set_created_at
 from todos import lifecycle, queries
 from todos.models import Todo
 
@@ -33,10 +33,10 @@ def rows(response: Any) -> list[str]:
 def test_the_list_shows_the_humans_todos_newest_first(
     alice_client: Client, personas: Personas
 ) -> None:
-    old = new_todo(personas.endpoint_a.id, title="older").id
-    new = new_todo(personas.endpoint_a.id, title="newer").id
+    old = new_todo(personas.endpoint_a.id, "work", title="older").id
+    new = new_todo(personas.endpoint_a.id, "work", title="newer").id
     set_created_at(old, 60)
-    new_todo(personas.endpoint_b.id, title="bob's")
+    new_todo(personas.endpoint_b.id, "work", title="bob's")
 
     response = alice_client.get(reverse("todo_list"))
 
@@ -50,10 +50,10 @@ def test_filters_by_endpoint_queue_state_and_dead_letter(
     other = EndpointFactory(owner=personas.alice, slug="agent-a2")
     on_a = new_todo(personas.endpoint_a.id, queue="ci").id
     on_other = new_todo(other.id, queue="docs").id
-    running = claimed(personas.endpoint_a.id, queue="ci")
-    dead = claimed(personas.endpoint_a.id, queue="ci")
+    running = claimed(personas.endpoint_a.id, "ci", owner=BOT, claimant="harness/run-1").todo.id
+    dead = claimed(personas.endpoint_a.id, "ci", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.fail(personas.endpoint_a.id, dead, owner=BOT, retryable=False)
-    retrying = claimed(personas.endpoint_a.id, queue="ci")
+    retrying = claimed(personas.endpoint_a.id, "ci", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.fail(personas.endpoint_a.id, retrying, owner=BOT, retryable=True)
     url = reverse("todo_list")
 
@@ -70,18 +70,18 @@ def test_filters_by_endpoint_queue_state_and_dead_letter(
 def test_an_unknown_state_filter_is_ignored_not_an_error(
     alice_client: Client, personas: Personas
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id).id
+    todo = new_todo(personas.endpoint_a.id, "work").id
 
     assert rows(alice_client.get(reverse("todo_list"), {"state": "bogus"})) == [todo]
 
 
 def test_per_state_counts_are_one_aggregate_over_the_scope(personas: Personas) -> None:
-    new_todo(personas.endpoint_a.id)
+    new_todo(personas.endpoint_a.id, "work")
     new_todo(personas.endpoint_a.id, queue="other")
-    claimed(personas.endpoint_a.id)
-    dead = claimed(personas.endpoint_a.id)
+    claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1")
+    dead = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.fail(personas.endpoint_a.id, dead, owner=BOT, retryable=False)
-    new_todo(personas.endpoint_b.id)  # bob's: never counted for alice
+    new_todo(personas.endpoint_b.id, "work")  # bob's: never counted for alice
 
     alice = Scope.of_human(personas.alice.id)
     counts = queries.state_counts(alice, queries.TodoFilters())
@@ -93,9 +93,9 @@ def test_per_state_counts_are_one_aggregate_over_the_scope(personas: Personas) -
 
 
 def test_the_counts_are_shown_as_state_tabs(alice_client: Client, personas: Personas) -> None:
-    new_todo(personas.endpoint_a.id)
-    new_todo(personas.endpoint_a.id)
-    claimed(personas.endpoint_a.id)
+    new_todo(personas.endpoint_a.id, "work")
+    new_todo(personas.endpoint_a.id, "work")
+    claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1")
 
     body = alice_client.get(reverse("todo_list")).content.decode()
 
@@ -106,7 +106,7 @@ def test_keyset_pagination_walks_every_todo_once_newest_first(
     alice_client: Client, personas: Personas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(queries, "PAGE_SIZE", 3)
-    ids = [new_todo(personas.endpoint_a.id, title=f"t{i}").id for i in range(7)]
+    ids = [new_todo(personas.endpoint_a.id, "work", title=f"t{i}").id for i in range(7)]
     # The last two share a created_at (the tie is broken by id); the rest are a second apart.
     for age, todo_id in enumerate(ids):
         set_created_at(todo_id, 100 - min(age, 5))
@@ -145,7 +145,7 @@ def test_pagination_keeps_the_filters(
 
 
 def test_a_malformed_cursor_starts_from_the_top(alice_client: Client, personas: Personas) -> None:
-    todo = new_todo(personas.endpoint_a.id).id
+    todo = new_todo(personas.endpoint_a.id, "work").id
 
     assert rows(alice_client.get(reverse("todo_list"), {"after": "garbage"})) == [todo]
 
@@ -155,11 +155,11 @@ def test_the_list_makes_the_same_queries_for_1_and_20_todos(
     personas: Personas,
     django_assert_num_queries: Callable[..., Any],
 ) -> None:
-    new_todo(personas.endpoint_a.id)
+    new_todo(personas.endpoint_a.id, "work")
     # session, user, the page (endpoint joined), the counts, the endpoint filter's options
     with django_assert_num_queries(5):
         assert len(rows(alice_client.get(reverse("todo_list")))) == 1
     for _ in range(19):
-        claimed(personas.endpoint_a.id)
+        claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1")
     with django_assert_num_queries(5):
         assert len(rows(alice_client.get(reverse("todo_list")))) == 20

@@ -29,8 +29,8 @@ from playwright.sync_api import Browser, Page, Response, ViewportSize, expect, s
 
 from switchboard import demo as demo_data
 from switchboard.models import Endpoint
-from tests.board.helpers import expire_lease
 from tests.live import ROOT, LiveServer
+from tests.reach import expire_lease
 from todos import lifecycle
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

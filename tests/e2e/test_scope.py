@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.base import Personas
-from tests.board.helpers import new_todo
 from tests.e2e.conftest import Board
+from tests.reach import new_todo
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 def test_bobs_browser_gets_404_for_alices_todo(
     open_board: Callable[..., Board], personas: Personas
 ) -> None:
-    todo = new_todo(personas.endpoint_a.id, title="Alice's secret work")
+    todo = new_todo(personas.endpoint_a.id, "work", title="Alice's secret work")
     alice, bob = open_board(), open_board()
     alice.login("alice")
     bob.login("bob")

@@ -17,6 +17,7 @@ from switchboard.models import Verb
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from tests.mcp.conftest import MODES, LiveServer, mcp_client, run
+from tests.reach import expire_lease, make_retry_due
 from todos import lifecycle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.parametrize("mode", MODES)]
@@ -38,23 +39,6 @@ async def call_error(client: Client, tool: str, **arguments: Any) -> dict[str, A
     error = result.structured_content["error"]
     assert set(error) == {"code", "message"}
     return dict(error)
-
-
-def _expire_retry(todo_id: str) -> None:
-    # PostgreSQL's clock decides when a retry is due; move the todo's, not Python's.
-    with connection.cursor() as cur:
-        cur.execute(
-            "UPDATE todos SET next_retry_at = now() - interval '1 second' WHERE id = %s",
-            [todo_id],
-        )
-
-
-def _expire_lease(todo_id: str) -> None:
-    with connection.cursor() as cur:
-        cur.execute(
-            "UPDATE todos SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
-            [todo_id],
-        )
 
 
 def _claimer_sessions(todo_id: str) -> list[str | None]:
@@ -157,7 +141,7 @@ def test_claim_heartbeat_fail_claim_complete(
             assert failed["attempt_seq"] == 1
 
     run(first_attempt())
-    _expire_retry(todo.id)
+    make_retry_due(todo.id)
 
     async def second_attempt() -> None:
         async with mcp_client(url, personas.key_a, mode) as client:
@@ -258,7 +242,7 @@ def test_the_fence_a_stale_token_gets_the_same_conflict_as_a_non_holder(
 
     run(first_holder())
     # The first worker stalls; its lease lapses and a second worker takes the todo over.
-    _expire_lease(todo.id)
+    expire_lease(todo.id)
 
     async def takeover() -> None:
         async with mcp_client(url, personas.key_a, mode) as client:
@@ -275,7 +259,7 @@ def test_the_fence_a_stale_token_gets_the_same_conflict_as_a_non_holder(
 
     run(takeover())
     # The owning human takes the todo from the Board: now the agent is plainly not the holder.
-    _expire_lease(todo.id)
+    expire_lease(todo.id)
     lifecycle.operator_claim(personas.alice.pk, todo.id)
 
     async def non_holder() -> None:

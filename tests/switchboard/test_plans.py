@@ -22,7 +22,7 @@ from django.db import connection
 
 from tests.base import Personas
 from tests.plans import plan_nodes
-from tests.todos.helpers import OWNER, claimed
+from tests.reach import OWNER, claimed
 from todos import lifecycle
 
 # Every parameter the statements below take, with its type.

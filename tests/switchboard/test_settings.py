@@ -8,7 +8,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import psutil
@@ -148,25 +147,6 @@ def test_load_or_create_keeps_an_existing_key(tmp_path: Path) -> None:
     path.write_text("an-operator-chose-this-key\n")
     assert secret_key.load_or_create(path) == "an-operator-chose-this-key"
     assert path.read_text() == "an-operator-chose-this-key\n"
-
-
-def test_load_or_create_gives_concurrent_callers_one_key(tmp_path: Path) -> None:
-    path = tmp_path / "secret_key"
-    barrier = threading.Barrier(8)
-    keys: list[str] = []
-
-    def start() -> None:
-        barrier.wait()
-        keys.append(secret_key.load_or_create(path))
-
-    threads = [threading.Thread(target=start) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=10)
-
-    assert len(keys) == 8
-    assert set(keys) == {path.read_text().strip()}
 
 
 # --- settings at import -----------------------------------------------------------------------

@@ -7,16 +7,8 @@ import pytest
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    claimed,
-    db_now,
-    expire_lease,
-    only_attempt,
-    seconds_until,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, expire_lease
+from tests.rows import db_now, only_attempt, seconds_until, snapshot, todo_row
 from todos import lifecycle
 
 

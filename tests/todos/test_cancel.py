@@ -7,16 +7,8 @@ import pytest
 from switchboard.lib.errors import LeaseConflict, TodoNotFound
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    db_now,
-    new_todo,
-    only_attempt,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, new_todo
+from tests.rows import attempt_rows, db_now, only_attempt, snapshot, todo_row
 from todos import lifecycle
 
 

@@ -9,17 +9,20 @@ import pytest
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
-from tests.todos.helpers import (
+from tests.reach import (
     OWNER,
-    attempt_rows,
-    db_now,
+    claimed_and_released,
     expire_lease,
     make_retry_due,
     new_todo,
+    set_created_at,
+)
+from tests.rows import (
+    attempt_rows,
+    db_now,
     only_attempt,
     open_attempts,
     seconds_until,
-    set_created_at,
     snapshot,
     todo_row,
 )
@@ -311,18 +314,12 @@ def test_claim_by_id_ignores_the_queue(personas: Personas) -> None:
     assert todo_row(todo.id)["state"] == "claimed"
 
 
-def _claim_release(ep: Any, todo_id: str, n: int) -> None:
-    for _ in range(n):
-        lifecycle.claim(ep, todo_id, owner=OWNER)
-        lifecycle.release(ep, todo_id, owner=OWNER, summary="not now")
-
-
 def test_a_claim_carries_the_five_newest_closed_attempts_newest_first(
     personas: Personas,
 ) -> None:
     ep = personas.endpoint_a.id
     todo_id = new_todo(ep, max_attempts=10).id
-    _claim_release(ep, todo_id, 5)
+    claimed_and_released(ep, todo_id, 5, summary="not now")
     lifecycle.claim(ep, todo_id, owner="worker-dead")
     expire_lease(todo_id)
 
@@ -348,7 +345,7 @@ def test_a_claim_carries_the_five_newest_closed_attempts_newest_first(
 def test_a_claim_after_fewer_than_five_attempts_carries_them_all(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     todo_id = new_todo(ep).id
-    _claim_release(ep, todo_id, 2)
+    claimed_and_released(ep, todo_id, 2, summary="not now")
 
     result = lifecycle.claim(ep, todo_id, owner=OWNER)
 

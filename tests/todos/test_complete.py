@@ -6,17 +6,8 @@ import pytest
 
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    db_now,
-    expire_lease,
-    new_todo,
-    only_attempt,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, expire_lease, new_todo
+from tests.rows import attempt_rows, db_now, only_attempt, snapshot, todo_row
 from todos import lifecycle
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from switchboard.lib.errors import InvalidInput
 from tests.base import Personas
-from tests.todos.helpers import attempt_rows, count, todo_row
+from tests.rows import attempt_rows, count, todo_row
 from todos import lifecycle
 
 

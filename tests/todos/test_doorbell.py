@@ -16,7 +16,8 @@ import pytest
 from django.db import transaction
 
 from tests.base import Personas
-from tests.todos.helpers import OWNER, expire_lease, make_retry_due, new_todo, raw_connection
+from tests.concurrency.harness import raw_connection
+from tests.reach import OWNER, expire_lease, make_retry_due, new_todo
 from todos import lifecycle
 
 pytestmark = pytest.mark.django_db(transaction=True)

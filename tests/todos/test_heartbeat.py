@@ -11,17 +11,8 @@ from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.plans import plan_nodes
-from tests.todos.helpers import (
-    OWNER,
-    claimed,
-    db_now,
-    expire_lease,
-    new_todo,
-    only_attempt,
-    seconds_until,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, expire_lease, new_todo
+from tests.rows import db_now, only_attempt, seconds_until, snapshot, todo_row
 from todos import lifecycle
 
 

@@ -12,7 +12,7 @@ from prometheus_client import REGISTRY
 
 from switchboard.lib.errors import LeaseConflict
 from tests.base import Personas
-from tests.todos.helpers import OWNER, claimed, expire_lease, make_retry_due, new_todo
+from tests.reach import OWNER, claimed, expire_lease, make_retry_due, new_todo
 from todos import lifecycle
 
 Capture = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]

@@ -9,19 +9,8 @@ import pytest
 
 from switchboard.lib.errors import LeaseConflict, TodoNotFound
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    db_now,
-    expire_lease,
-    make_retry_due,
-    new_todo,
-    only_attempt,
-    seconds_until,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, expire_lease, make_retry_due, new_todo
+from tests.rows import attempt_rows, db_now, only_attempt, seconds_until, snapshot, todo_row
 from todos import lifecycle
 
 

@@ -12,7 +12,7 @@ from switchboard.lib.errors import TodoNotFound
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.factories import EndpointFactory, RuleFactory, SourceFactory
-from tests.todos.helpers import OWNER, claimed, expire_lease, new_todo, set_created_at
+from tests.reach import OWNER, claimed, expire_lease, new_todo, set_created_at
 from todos import lifecycle, queries
 from todos.queries import Cursor, TodoFilters
 

@@ -5,14 +5,8 @@ from __future__ import annotations
 from uuid import UUID
 
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    make_retry_due,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, make_retry_due
+from tests.rows import attempt_rows, snapshot, todo_row
 from todos import lifecycle
 
 

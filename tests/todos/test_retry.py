@@ -8,14 +8,8 @@ import pytest
 
 from switchboard.lib.errors import LeaseConflict, TodoNotFound
 from tests.base import Personas
-from tests.todos.helpers import (
-    OWNER,
-    attempt_rows,
-    claimed,
-    new_todo,
-    snapshot,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, new_todo
+from tests.rows import attempt_rows, snapshot, todo_row
 from todos import lifecycle
 
 

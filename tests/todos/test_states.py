@@ -28,15 +28,8 @@ from switchboard.lib.sql import fetch_all, load
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.factories import EndpointFactory
-from tests.todos.helpers import (
-    OWNER,
-    claimed,
-    db_now,
-    expire_lease,
-    make_retry_due,
-    new_todo,
-    todo_row,
-)
+from tests.reach import OWNER, claimed, expire_lease, make_retry_due, new_todo
+from tests.rows import db_now, todo_row
 from todos import lifecycle, queries, states
 from todos.models import Todo
 from todos.states import State

@@ -20,14 +20,8 @@ from switchboard import runtime_settings
 from switchboard.lib.sql import fetch_all, fetch_one
 from tests.base import Personas
 from tests.factories import SourceFactory
-from tests.todos.helpers import (
-    attempt_rows,
-    claimed,
-    expire_lease,
-    make_retry_due,
-    new_todo,
-    todo_row,
-)
+from tests.reach import DAY, claimed, expire_lease, make_retry_due, new_todo, set_finished_at
+from tests.rows import attempt_rows, todo_row
 from todos import lifecycle, sweeps
 from todos.models import Event
 
@@ -46,11 +40,7 @@ def finish(endpoint_id: object, n: int, *, finished_days_ago: int = 0) -> list[s
     for i in range(n):
         c = claimed(endpoint_id)  # type: ignore[arg-type]
         lifecycle.complete(c.todo.endpoint_id, c.todo.id, owner="worker-1", summary="done")
-        fetch_all(
-            "UPDATE todos SET finished_at = now() - %(d)s * interval '1 day'"
-            " + %(i)s * interval '1 second' WHERE id = %(id)s",
-            {"d": finished_days_ago, "i": i, "id": c.todo.id},
-        )
+        set_finished_at(c.todo.id, finished_days_ago * DAY - i)
         ids.append(c.todo.id)
     return ids
 
@@ -79,7 +69,7 @@ def test_reap_command_prints_what_it_requeued_and_dead_lettered(personas: Person
 def test_requeue_retries_command_prints_the_ids_it_requeued(personas: Personas) -> None:
     c = claimed(personas.endpoint_a.id)
     lifecycle.fail(c.todo.endpoint_id, c.todo.id, owner="worker-1", summary="flaky")
-    fetch_all("UPDATE todos SET next_retry_at = now() - interval '1 second'", {})
+    make_retry_due(c.todo.id)
 
     out = run("requeue_retries")
 

@@ -11,7 +11,7 @@ from django.db import connection
 
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
-from tests.todos.helpers import claimed
+from tests.reach import claimed
 
 TIMES = """
 SELECT %(a)s::timestamptz AS a, %(b)s::timestamptz AS b, %(c)s::timestamptz AS c,

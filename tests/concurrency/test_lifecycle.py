@@ -1,9 +1,10 @@
 """Race tests of the lifecycle (the concurrency argument in ``todos/lifecycle.py``).
 
 Every test here commits for real (``transaction=True``) and runs its actors in threads, each on
-its own Django connection, closed when the thread ends. Leases are expired by setting
-``todos.lease_expires_at`` in the past with SQL: PostgreSQL's ``now()`` does not follow
-Python's clock, and the shortest lease a claim may ask for is ten seconds.
+its own Django connection, closed when the thread ends (``Crew``, tests/concurrency/harness.py).
+Leases are expired by setting ``todos.lease_expires_at`` in the past with SQL
+(``tests.reach.expire_lease``): PostgreSQL's ``now()`` does not follow Python's clock, and the
+shortest lease a claim may ask for is ten seconds.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -24,6 +24,14 @@ from django.db import connection, transaction
 from switchboard.lib.errors import LeaseConflict
 from switchboard.lib.sql import fetch_all, fetch_one
 from tests.base import Personas
+from tests.concurrency.harness import (
+    Crew,
+    backend_activity,
+    backend_pid,
+    behind_this_transaction,
+)
+from tests.reach import expire_lease, lapsed
+from tests.rows import attempt_rows, todo_row
 from todos import lifecycle
 from todos.types import ClaimResult, FailResult, ReportResult, SweepResult
 
@@ -34,103 +42,6 @@ UNFINISHED_SQL = """
      WHERE endpoint_id = %(endpoint_id)s
        AND NOT (state = 'completed' OR (state = 'failed' AND next_retry_at IS NULL))
 """
-
-
-def lapse(todo_id: str, seq: int) -> int:
-    """Expire the lease of attempt ``seq`` if it is still the todo's live claim; rows changed."""
-    with connection.cursor() as cur:
-        cur.execute(
-            "UPDATE todos SET lease_expires_at = now() - interval '1 second'"
-            " WHERE id = %(id)s AND state = 'claimed' AND attempts_total = %(seq)s",
-            {"id": todo_id, "seq": seq},
-        )
-        return cur.rowcount
-
-
-def attempts_of(todo_id: str) -> list[dict[str, Any]]:
-    return fetch_all(
-        "SELECT * FROM todo_attempts WHERE todo_id = %(id)s ORDER BY seq", {"id": todo_id}
-    )
-
-
-def todo_of(todo_id: str) -> dict[str, Any]:
-    row = fetch_one("SELECT * FROM todos WHERE id = %(id)s", {"id": todo_id})
-    assert row is not None, todo_id
-    return row
-
-
-def lapsed_claim(endpoint_id: UUID, queue_name: str, owner: str, max_attempts: int = 3) -> str:
-    """A todo claimed by ``owner`` (attempt 1 open) whose lease has lapsed."""
-    todo = lifecycle.create(endpoint_id, queue=queue_name, max_attempts=max_attempts)
-    claimed = lifecycle.claim(endpoint_id, todo.id, owner=owner, lease_ttl_seconds=TTL)
-    assert lapse(todo.id, claimed.attempt_seq) == 1
-    return todo.id
-
-
-class Crew:
-    """Threads that report what went wrong instead of dying silently.
-
-    Each thread runs on its own Django connection and closes it when it ends.
-    """
-
-    def __init__(self) -> None:
-        self.problems: list[str] = []
-        self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-
-    def problem(self, message: str) -> None:
-        with self._lock:
-            self.problems.append(message)
-
-    def start(self, name: str, target: Callable[[], None]) -> None:
-        def run() -> None:
-            try:
-                target()
-            except BaseException as exc:
-                self.problem(f"{name} died: {exc!r}")
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=run, name=name, daemon=True)
-        self._threads.append(thread)
-        thread.start()
-
-    def join(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-            if thread.is_alive():
-                self.problem(f"{thread.name} did not stop within {timeout} s")
-
-
-def backend_waits_on_a_lock(pid: int, timeout: float = 10.0) -> bool:
-    """Whether backend ``pid`` is (or, within ``timeout``, comes to be) blocked on a lock."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        row = activity(pid)
-        if row is not None and row["wait_event_type"] == "Lock":
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def activity(pid: int) -> dict[str, Any] | None:
-    """Backend ``pid``'s row of pg_stat_activity as it is now.
-
-    Within a transaction PostgreSQL serves the statistics views from a snapshot taken at their
-    first read; clearing it makes each poll see the present.
-    """
-    return fetch_one(
-        "SELECT pg_stat_clear_snapshot(), state, query, wait_event_type,"
-        " backend_xid IS NOT NULL AS writing FROM pg_stat_activity WHERE pid = %(pid)s",
-        {"pid": pid},
-    )
-
-
-def backend_pid() -> int:
-    row = fetch_one("SELECT pg_backend_pid() AS pid", {})
-    assert row is not None
-    return int(row["pid"])
 
 
 # --- 1. the whole lifecycle under eight workers, a reaper and a checker -------------------------
@@ -306,7 +217,7 @@ class Worker:
                 ledger.count("crashes")
                 return
             if r < 0.25:  # stall past the lease, then carry on as if nothing happened
-                if lapse(h.todo_id, h.seq) != 1:
+                if expire_lease(h.todo_id, attempt=h.seq) != 1:
                     if not h.lapsed:  # only a lease already lapsed can have been lost
                         ledger.crew.problem(f"{self.owner}: could not lapse its live {h.key}")
                     del self.held[h.todo_id]
@@ -376,7 +287,7 @@ def expirer(
         except queue.Empty:
             continue
         time.sleep(rng.uniform(0, 0.02))
-        ledger.count("lapsed_abandoned", lapse(todo_id, seq))
+        ledger.count("lapsed_abandoned", expire_lease(todo_id, attempt=seq))
 
 
 # Each query returns the rows that break an invariant; under READ COMMITTED one statement reads
@@ -599,7 +510,11 @@ def test_a_reaper_and_a_taker_racing_for_a_lapsed_lease_close_it_exactly_once(
     crew.start("taker", taker_side)
     tally: Counter[str] = Counter()
     for i in range(TUG_ROUNDS):
-        todo_ids.append(lapsed_claim(endpoint_id, f"tug-{i}", "stale"))
+        todo_ids.append(
+            lapsed(
+                endpoint_id, f"tug-{i}", owner="stale", lease_ttl_seconds=TTL, max_attempts=3
+            ).todo.id
+        )
         start.wait()
         done.wait()
         todo_id, sweep, take = todo_ids[i], sweeps[i], takes[i]
@@ -609,7 +524,7 @@ def test_a_reaper_and_a_taker_racing_for_a_lapsed_lease_close_it_exactly_once(
         reaper_closed = todo_id in sweep.requeued + sweep.dead_lettered
         taker_closed = take is not None and take.took_over
         assert reaper_closed != taker_closed, context  # never both, never neither
-        todo, attempts = todo_of(todo_id), attempts_of(todo_id)
+        todo, attempts = todo_row(todo_id), attempt_rows(todo_id)
         assert todo["attempts_total"] == len(attempts) + todo["attempts_pruned"], context
         assert [a["seq"] for a in attempts] == list(range(1, len(attempts) + 1)), context
         first = attempts[0]
@@ -668,7 +583,13 @@ def test_two_reapers_at_once_reap_each_lapsed_lease_exactly_once(personas: Perso
     for i in range(REAPER_ROUNDS):
         # Half the todos have spent their budget: those are dead-lettered, the rest requeued.
         budgets = {
-            lapsed_claim(endpoint_id, "double", f"gone-{j}", max_attempts=1 + j % 2): 1 + j % 2
+            lapsed(
+                endpoint_id,
+                "double",
+                owner=f"gone-{j}",
+                lease_ttl_seconds=TTL,
+                max_attempts=1 + j % 2,
+            ).todo.id: 1 + j % 2
             for j in range(LAPSED_PER_ROUND)
         }
         start.wait()
@@ -680,7 +601,7 @@ def test_two_reapers_at_once_reap_each_lapsed_lease_exactly_once(personas: Perso
         assert set(both) == set(budgets), f"round {i}"
         assert set(dead) == {t for t, budget in budgets.items() if budget == 1}
         for todo_id, budget in budgets.items():
-            todo, attempts = todo_of(todo_id), attempts_of(todo_id)
+            todo, attempts = todo_row(todo_id), attempt_rows(todo_id)
             state, disposition = (
                 ("failed", "dead_lettered") if budget == 1 else ("pending", "requeued")
             )
@@ -704,52 +625,34 @@ def test_two_reapers_at_once_reap_each_lapsed_lease_exactly_once(personas: Perso
 # its attempt still open).
 
 
-def behind_this_transaction(crew: Crew, name: str, call: Callable[[], object]) -> list[object]:
-    """Run ``call`` in a thread; return once it waits on a lock this transaction holds.
-
-    The returned list receives the call's result (or exception) when the thread ends.
-    """
-    pid: queue.SimpleQueue[int] = queue.SimpleQueue()
-    out: list[object] = []
-
-    def run() -> None:
-        pid.put(backend_pid())
-        try:
-            out.append(call())
-        except Exception as exc:
-            out.append(exc)
-
-    crew.start(name, run)
-    assert backend_waits_on_a_lock(pid.get(timeout=10)), f"{name} never waited on the lock"
-    return out
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_that_waited_on_the_row_lock_closes_the_attempt_opened_while_it_waited(
     personas: Personas,
 ) -> None:
     endpoint_id = personas.endpoint_a.id
-    todo_id = lapsed_claim(endpoint_id, "waits", "first")
+    todo_id = lapsed(
+        endpoint_id, "waits", owner="first", lease_ttl_seconds=TTL, max_attempts=3
+    ).todo.id
     crew = Crew()
     with transaction.atomic():
         # While the taker waits on this transaction's row lock, the todo is reaped, claimed
         # again (attempt 2 opens) and that lease lapses too.
         assert lifecycle.reap().requeued == (todo_id,)
         second = lifecycle.claim(endpoint_id, todo_id, owner="second", lease_ttl_seconds=TTL)
-        assert lapse(todo_id, second.attempt_seq) == 1
+        assert expire_lease(todo_id, attempt=second.attempt_seq) == 1
         taken = behind_this_transaction(
             crew, "taker", lambda: lifecycle.claim(endpoint_id, todo_id, owner="third")
         )
     crew.join(timeout=10)
     assert not crew.problems, crew.problems
     (result,) = taken
-    attempts = [(a["seq"], a["outcome"]) for a in attempts_of(todo_id)]
+    attempts = [(a["seq"], a["outcome"]) for a in attempt_rows(todo_id)]
     if isinstance(result, LeaseConflict):
         # Refusing is sound too: the claim could not see attempt 2, so it left the todo alone
         # and a later claim (or the reaper) deals with the lapsed lease.
-        assert (todo_of(todo_id)["owner"], attempts) == ("second", [(1, "reaped"), (2, None)])
+        assert (todo_row(todo_id)["owner"], attempts) == ("second", [(1, "reaped"), (2, None)])
         result = lifecycle.claim(endpoint_id, todo_id, owner="third")
-        attempts = [(a["seq"], a["outcome"]) for a in attempts_of(todo_id)]
+        attempts = [(a["seq"], a["outcome"]) for a in attempt_rows(todo_id)]
     assert isinstance(result, ClaimResult), repr(result)
     assert result.took_over and result.attempt_seq == 3
     assert attempts == [(1, "reaped"), (2, "lease_expired"), (3, None)]
@@ -760,7 +663,9 @@ def test_a_claim_that_waited_for_the_reaper_lists_the_reaped_attempt_among_its_p
     personas: Personas,
 ) -> None:
     endpoint_id = personas.endpoint_a.id
-    todo_id = lapsed_claim(endpoint_id, "waits", "first")
+    todo_id = lapsed(
+        endpoint_id, "waits", owner="first", lease_ttl_seconds=TTL, max_attempts=3
+    ).todo.id
     crew = Crew()
     with transaction.atomic():
         assert lifecycle.reap().requeued == (todo_id,)
@@ -781,7 +686,7 @@ def test_a_fenced_report_that_waited_on_a_takeover_is_refused(personas: Personas
     endpoint_id = personas.endpoint_a.id
     todo = lifecycle.create(endpoint_id, queue="waits")
     stale = lifecycle.claim(endpoint_id, todo.id, owner="agent", require_fence=True)
-    assert lapse(todo.id, stale.attempt_seq) == 1
+    assert expire_lease(todo.id, attempt=stale.attempt_seq) == 1
     crew = Crew()
     with transaction.atomic():
         # A second process of the same agent (same owner string) takes the lapsed lease over
@@ -798,9 +703,9 @@ def test_a_fenced_report_that_waited_on_a_takeover_is_refused(personas: Personas
     crew.join(timeout=10)
     assert not crew.problems, crew.problems
     (result,) = reported
-    attempts = attempts_of(todo.id)
+    attempts = attempt_rows(todo.id)
     assert isinstance(result, LeaseConflict), (repr(result), attempts)
-    assert todo_of(todo.id)["state"] == "claimed"
+    assert todo_row(todo.id)["state"] == "claimed"
     assert [(a["seq"], a["outcome"]) for a in attempts] == [(1, "lease_expired"), (2, None)]
 
 
@@ -814,7 +719,7 @@ def test_an_extend_that_waited_on_a_takeover_leaves_the_new_attempts_first_write
     endpoint_id = personas.endpoint_a.id
     todo = lifecycle.create(endpoint_id, queue="waits")
     stale = lifecycle.claim(endpoint_id, todo.id, owner="agent")
-    assert lapse(todo.id, stale.attempt_seq) == 1
+    assert expire_lease(todo.id, attempt=stale.attempt_seq) == 1
     crew = Crew()
     with transaction.atomic():
         fresh = lifecycle.claim(endpoint_id, todo.id, owner="agent-2")
@@ -826,13 +731,13 @@ def test_an_extend_that_waited_on_a_takeover_leaves_the_new_attempts_first_write
     assert not crew.problems, crew.problems
     (result,) = extended
     assert not isinstance(result, Exception), repr(result)
-    assert todo_of(todo.id)["attempt_heartbeat_at"] is None
-    assert attempts_of(todo.id)[-1]["last_heartbeat_at"] is None
+    assert todo_row(todo.id)["attempt_heartbeat_at"] is None
+    assert attempt_rows(todo.id)[-1]["last_heartbeat_at"] is None
 
     lifecycle.heartbeat(endpoint_id, todo.id, owner="agent-2")
 
-    assert todo_of(todo.id)["attempt_heartbeat_at"] is not None
-    assert attempts_of(todo.id)[-1]["last_heartbeat_at"] is not None
+    assert todo_row(todo.id)["attempt_heartbeat_at"] is not None
+    assert attempt_rows(todo.id)[-1]["last_heartbeat_at"] is not None
 
 
 FODDER = 250
@@ -858,7 +763,9 @@ def test_a_reap_whose_snapshot_predates_a_reclaim_closes_the_attempt_that_reclai
         for _ in range(FODDER):  # lapsed leases claimed before the todo under test
             fodder = lifecycle.create(endpoint_id, queue="fodder")
             lifecycle.claim(endpoint_id, fodder.id, owner="fodder", lease_ttl_seconds=TTL)
-        todo_id = lapsed_claim(endpoint_id, f"sweep-{round_}", "first")
+        todo_id = lapsed(
+            endpoint_id, f"sweep-{round_}", owner="first", lease_ttl_seconds=TTL, max_attempts=3
+        ).todo.id
         with connection.cursor() as cur:
             cur.execute(
                 "UPDATE todos SET lease_expires_at = now() - interval '1 second'"
@@ -867,19 +774,19 @@ def test_a_reap_whose_snapshot_predates_a_reclaim_closes_the_attempt_that_reclai
         swept.clear()
         with transaction.atomic():
             second = lifecycle.claim(endpoint_id, todo_id, owner="second", lease_ttl_seconds=TTL)
-            assert second.took_over and lapse(todo_id, second.attempt_seq) == 1
+            assert second.took_over and expire_lease(todo_id, attempt=second.attempt_seq) == 1
             crew.start("reaper", sweep)
             reaper_pid = pid.get(timeout=10)
             deadline = time.monotonic() + 10
             while True:  # until the sweep has taken its snapshot and begun locking rows
                 assert time.monotonic() < deadline, "the sweep never started"
-                row = activity(reaper_pid)
+                row = backend_activity(reaper_pid)
                 if row is not None and "SKIP LOCKED" in row["query"] and row["writing"]:
                     break
         crew.join(timeout=30)
         assert not crew.problems, crew.problems
         (result,) = swept
-        todo, attempts = todo_of(todo_id), attempts_of(todo_id)
+        todo, attempts = todo_row(todo_id), attempt_rows(todo_id)
         opened = [(a["seq"], a["outcome"]) for a in attempts]
         assert todo["attempts_total"] == len(attempts), opened
         if todo_id not in result.requeued:
@@ -887,7 +794,7 @@ def test_a_reap_whose_snapshot_predates_a_reclaim_closes_the_attempt_that_reclai
             # still claimed by the re-claim, and the next sweep reaps it.
             assert (todo["state"], opened) == ("claimed", [(1, "lease_expired"), (2, None)])
             assert lifecycle.reap().requeued == (todo_id,)
-            after = [(a["seq"], a["outcome"]) for a in attempts_of(todo_id)]
+            after = [(a["seq"], a["outcome"]) for a in attempt_rows(todo_id)]
             assert after == [(1, "lease_expired"), (2, "reaped")]
             continue
         # Reaped: attempt 2 is closed, and the todo can be claimed again.

@@ -1,0 +1,151 @@
+"""The todo admin: read-only, todos change only through lifecycle actions; its attempts inline."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from attempts.models import TodoAttempt
+from tests.admin_helpers import admin_messages, admin_page, admin_url
+from tests.base import Personas
+from tests.factories import SourceFactory
+from tests.reach import BOT, claimed, expire_lease
+from todos import lifecycle
+from todos.models import Event, Todo
+
+pytestmark = pytest.mark.django_db
+
+
+def test_todo_admin_refuses_add_change_and_delete(admin_client: Client, personas: Personas) -> None:
+    todo = lifecycle.create(personas.endpoint_a.id, queue="work", title="as created")
+
+    assert admin_client.get(reverse("admin:todos_todo_add")).status_code == 403
+    change = admin_url("admin:todos_todo_change", todo.id)
+    html = admin_page(admin_client, change)
+    assert 'name="title"' not in html  # the view page has no inputs
+    refused = admin_client.post(change, {"title": "edited", "state": "completed"})
+    assert refused.status_code == 403
+    delete = admin_url("admin:todos_todo_delete", todo.id)
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+    stored = Todo.objects.get(pk=todo.id)
+    assert (stored.title, stored.state) == ("as created", "pending")
+
+
+def test_retry_action_sends_a_dead_letter_back_to_pending(
+    admin_client: Client, personas: Personas
+) -> None:
+    dead = claimed(personas.endpoint_b.id, "work", owner=BOT, max_attempts=1).todo.id
+    lifecycle.fail(personas.endpoint_b.id, dead, owner=BOT)
+    assert Todo.objects.get(pk=dead).dead_letter
+
+    response = admin_client.post(
+        reverse("admin:todos_todo_changelist"),
+        {"action": "retry_todos", "_selected_action": [dead], "index": "0"},
+    )
+
+    assert response.status_code == 302
+    todo = Todo.objects.get(pk=dead)
+    assert (todo.state, todo.attempt) == ("pending", 0)
+    assert admin_messages(response) == ["Retried 1 todo."]
+
+
+def test_cancel_action_cancels_and_reports_each_conflict(
+    admin_client: Client, personas: Personas
+) -> None:
+    pending = lifecycle.create(personas.endpoint_a.id, queue="work", title="pending").id
+    held = claimed(personas.endpoint_a.id, "work", owner=BOT).todo.id
+    done = claimed(personas.endpoint_a.id, "work", owner=BOT).todo.id
+    lifecycle.complete(personas.endpoint_a.id, done, owner=BOT)
+
+    response = admin_client.post(
+        reverse("admin:todos_todo_changelist"),
+        {"action": "cancel_todos", "_selected_action": [pending, held, done], "index": "0"},
+    )
+
+    assert response.status_code == 302
+    states = dict(Todo.objects.filter(pk__in=[pending, held, done]).values_list("id", "state"))
+    assert states == {pending: "canceled", held: "canceled", done: "completed"}
+    shown = admin_messages(response)
+    assert len(shown) == 2
+    assert shown[0].startswith(f"Not canceled: todo {done} cannot cancel now")
+    assert shown[1] == "Canceled 2 todos."
+    attempt = TodoAttempt.objects.get(todo_id=held)
+    assert (attempt.outcome, attempt.summary) == ("canceled", "Canceled in the admin by admin")
+
+
+def test_todo_page_lists_attempts_newest_first_with_died_ones_marked(
+    admin_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a
+    todo_id = claimed(ep.id, "work", owner=BOT).todo.id
+    expire_lease(todo_id)
+    lifecycle.reap()
+    lifecycle.claim(ep.id, todo_id, owner=BOT, claimant="second-run")
+    lifecycle.fail(ep.id, todo_id, owner=BOT, summary="gave up <b>loudly</b>")
+
+    html = admin_page(admin_client, admin_url("admin:todos_todo_change", todo_id))
+
+    rows = re.findall(r'<td class="field-seq">\s*<p>(\d+)</p>', html)
+    assert rows == ["2", "1"]
+    assert "<strong>reaped</strong> (died)" in html
+    assert "gave up &lt;b&gt;loudly&lt;/b&gt;" in html  # summaries are escaped
+
+
+def test_todo_page_queries_do_not_grow_with_attempts(
+    admin_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a
+    one = claimed(ep.id, "work", owner=BOT).todo.id
+    many = claimed(ep.id, "work", owner=BOT).todo.id
+    for _ in range(4):
+        lifecycle.release(ep.id, many, owner=BOT)
+        lifecycle.claim(ep.id, many, owner=BOT)
+
+    admin_page(admin_client, admin_url("admin:todos_todo_change", one))  # warm per-process caches
+    with CaptureQueriesContext(connection) as few:
+        admin_page(admin_client, admin_url("admin:todos_todo_change", one))
+    with CaptureQueriesContext(connection) as lots:
+        admin_page(admin_client, admin_url("admin:todos_todo_change", many))
+
+    assert TodoAttempt.objects.filter(todo_id=many).count() == 5
+    assert len(lots) == len(few) <= 12
+
+
+def test_todo_list_filters_dead_letters(admin_client: Client, personas: Personas) -> None:
+    dead = claimed(personas.endpoint_a.id, "work", owner=BOT, max_attempts=1).todo.id
+    lifecycle.fail(personas.endpoint_a.id, dead, owner=BOT)
+    retrying = claimed(personas.endpoint_a.id, "work", owner=BOT).todo.id
+    lifecycle.fail(personas.endpoint_a.id, retrying, owner=BOT)
+
+    html = admin_page(
+        admin_client, reverse("admin:todos_todo_changelist"), data={"dead_letter": "yes"}
+    )
+
+    assert dead in html
+    assert retrying not in html
+
+
+def test_links_to_a_todo_survive_the_admins_id_quoting(
+    admin_client: Client, personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The admin reads "_24" in a URL as "$": an unquoted link to td_24… finds no todo.
+    monkeypatch.setattr(lifecycle, "new_todo_id", lambda: "td_24aaaaaaaaaaaaaaaaaa")
+    source = SourceFactory(owner=personas.alice)
+    event = Event.objects.create(source=source, disposition="routed", payload={})
+    todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, event_id=event.pk).todo.id
+    assert todo_id == "td_24aaaaaaaaaaaaaaaaaa"
+
+    pages = [
+        admin_page(admin_client, reverse("admin:attempts_todoattempt_changelist")),
+        admin_page(admin_client, admin_url("admin:todos_event_change", event.pk)),
+    ]
+
+    for html in pages:
+        (link,) = re.findall(r'href="([^"]*/todos/todo/[^"]*/change/)"', html)
+        assert "td_5F24" in link
+        assert todo_id in admin_page(admin_client, link)
