@@ -416,7 +416,7 @@ def test_a_ring_about_a_pending_todo_leaves_a_rung_row(personas: Personas) -> No
 
     (row,) = activity(todo_id)
     assert (row["kind"], row["actor_kind"], row["actor_ref"]) == ("rung", "system", "doorbell")
-    assert row["detail"] == {"streams": 2}
+    assert row["detail"] == {"subscribers": 2}
 
 
 @pytest.mark.django_db

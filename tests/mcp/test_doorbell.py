@@ -190,7 +190,7 @@ def test_a_subscriber_hears_a_new_todo_and_a_foreign_one_does_not(
             assert await alice.ring(QUIET_SECONDS) is None
             # The ring left a `rung` row on the todo (written before it went out); the todo
             # nobody was ringed about has none.
-            assert await db(_rungs, todo.id) == [{"streams": 1}]
+            assert await db(_rungs, todo.id) == [{"subscribers": 1}]
             assert await db(_rungs, other.id) == []
 
     run(scenario())

@@ -20,7 +20,7 @@ upd AS (
 rung AS (
     INSERT INTO todo_activity (todo_id, seq, kind, actor_kind, actor_ref, detail)
     SELECT upd.id, upd.activity_seq, 'rung', 'system', 'doorbell',
-           jsonb_build_object('streams', %(streams)s::int)
+           jsonb_build_object('subscribers', %(streams)s::int)
       FROM upd
     RETURNING seq
 ),
