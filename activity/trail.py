@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -29,7 +29,7 @@ from activity.models import Kind
 from switchboard.lib.sql import fetch_all, load
 from switchboard.scope import Scope
 from todos import queries
-from todos.models import Event, Todo
+from todos.models import Event, State, Todo
 from todos.queries import TrailAttempt
 
 # The newest rows a trail shows; the per-todo cap (activity_max_per_todo, 500 by default)
@@ -43,8 +43,74 @@ _ACTIVITY = load(
 )
 
 
+# What each action recorded in ``detail.action`` reads as, after its actor's name.
+_ACTION_WORDS = {
+    "claim": "claimed it",
+    "complete": "completed it",
+    "fail": "failed it",
+    "release": "released it to its queue",
+    "retry": "retried it",
+    "extend": "extended the lease",
+    "cancel": "canceled it",
+    "resume": "resumed it",
+    "interrupt": "paused it for input",
+    "reject": "rejected it",
+}
+
+
+def activity_words(kind: str, detail: Mapping[str, Any]) -> str:
+    """What an activity row says happened, as a phrase after its actor's name.
+
+    ``detail`` is stored JSON: an unknown action is named as stored, for the template to escape.
+    """
+    if kind == Kind.NOTE:
+        return "noted"
+    if kind == Kind.RETRIED:
+        return "requeued it: its retry was due"
+    if kind == Kind.RUNG:
+        return "rang the doorbell"
+    action = detail.get("action")
+    if isinstance(action, str) and action:
+        return _ACTION_WORDS.get(action, action)
+    return "acted on it"
+
+
+class Said:
+    """The words of an activity row, shared by the trail's rows and the feed's entries."""
+
+    __slots__ = ()
+    kind: str
+    detail: dict[str, Any]
+    message: str | None
+
+    @property
+    def words(self) -> str:
+        return activity_words(self.kind, self.detail)
+
+    @property
+    def transition(self) -> tuple[str, str] | None:
+        """The state change a Board action, an A2A transition or a retry records, if any: two
+        known states only, so the page may name a state's class after them."""
+        before, after = self.detail.get("from"), self.detail.get("to")
+        if before in State.values and after in State.values:
+            return (before, after)
+        return None
+
+    @property
+    def reason(self) -> str:
+        """The reason a Board action gave (``detail.reason``), else the row's message."""
+        reason = self.detail.get("reason")
+        return reason if isinstance(reason, str) and reason else (self.message or "")
+
+    @property
+    def subscribers(self) -> int | None:
+        """How many listeners a ring reached."""
+        n = self.detail.get("subscribers")
+        return n if type(n) is int else None
+
+
 @dataclass(frozen=True, slots=True)
-class ActivityRow:
+class ActivityRow(Said):
     """One ``todo_activity`` row, with the username behind a Board action."""
 
     seq: int
