@@ -76,7 +76,7 @@ def activity_feed(request: BoardRequest) -> HttpResponse:
     if after is None:
         feed.mark_seen(request.user.id)
         mark_read(request)
-    page = feed.feed_page(request.user.id, filters, after)
+    page = feed.feed_page(request.user.id, filters, after, size=feed.PAGE_SIZE)
     endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
     return render(
         request,

@@ -243,7 +243,6 @@ def test_the_older_link_pages_through_the_view(
     alice_client: Client, personas: Personas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(feed, "PAGE_SIZE", 3)
-    monkeypatch.setattr(feed.feed_page, "__defaults__", (FeedFilters(), None, 3))
     a = personas.endpoint_a.id
     todo_id = claimed(a)
     for k in range(7):
