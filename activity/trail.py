@@ -25,6 +25,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any, Self
 
+from django.utils.timezone import localtime
+
 from activity.models import Kind
 from switchboard.lib.sql import fetch_all, load
 from switchboard.scope import Scope
@@ -42,6 +44,8 @@ _ACTIVITY = load(
     human_named=queries.human_named_sql("v.actor_ref"),
 )
 
+
+_STATES = frozenset(State.values)  # read once: ``values`` builds its list on every access
 
 # What each action recorded in ``detail.action`` reads as, after its actor's name.
 _ACTION_WORDS = {
@@ -79,6 +83,7 @@ class Said:
     """The words of an activity row, shared by the trail's rows and the feed's entries."""
 
     __slots__ = ()
+    at: dt.datetime
     kind: str
     detail: dict[str, Any]
     message: str | None
@@ -92,7 +97,7 @@ class Said:
         """The state change a Board action, an A2A transition or a retry records, if any: two
         known states only, so the page may name a state's class after them."""
         before, after = self.detail.get("from"), self.detail.get("to")
-        if before in State.values and after in State.values:
+        if before in _STATES and after in _STATES:
             return (before, after)
         return None
 
@@ -101,6 +106,17 @@ class Said:
         """The reason a Board action gave (``detail.reason``), else the row's message."""
         reason = self.detail.get("reason")
         return reason if isinstance(reason, str) and reason else (self.message or "")
+
+    @property
+    def iso(self) -> str:
+        """``at`` for a ``<time datetime>``: the same instant in any time zone."""
+        return self.at.isoformat()
+
+    @property
+    def stamp(self) -> str:
+        """``at`` as the page shows it, in the current time zone (the ``date`` filter's
+        "Y-m-d H:i:s", at a fraction of its cost on a page of hundreds of entries)."""
+        return localtime(self.at).strftime("%Y-%m-%d %H:%M:%S")
 
     @property
     def subscribers(self) -> int | None:
@@ -187,6 +203,17 @@ class TimelineEntry:
     @property
     def sort_key(self) -> tuple[dt.datetime, int, int]:
         return (self.at, self.rank, self.seq)
+
+    @property
+    def iso(self) -> str:
+        """``at`` for a ``<time datetime>``: the same instant in any time zone."""
+        return self.at.isoformat()
+
+    @property
+    def stamp(self) -> str:
+        """``at`` as the page shows it, in the current time zone (the ``date`` filter's
+        "Y-m-d H:i:s", at a fraction of its cost on a page of hundreds of entries)."""
+        return localtime(self.at).strftime("%Y-%m-%d %H:%M:%S")
 
     @property
     def anchor(self) -> str:
