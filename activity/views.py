@@ -3,8 +3,8 @@
 Parse the filters and the cursor, make one read (``activity.feed.feed_page``), render. Every
 parameter is untrusted: an unknown kind or outcome means "any", a cursor that does not decode
 starts the feed over, and a value PostgreSQL text cannot hold matches nothing; none of them is
-an error. Opening the first page marks the feed read (``humans.activity_seen_at``); turning
-pages does not.
+an error. Opening the first page marks the feed read (``humans.activity_seen_at``, written only
+when that changes what the badge counts); turning pages does not.
 """
 
 from __future__ import annotations
@@ -66,6 +66,21 @@ def _row(entry: feed.FeedEntry) -> EntryRow:
     return EntryRow(entry, KIND_WORDS.get(entry.kind, entry.kind), word, css)
 
 
+def _mark_read(request: BoardRequest, filters: feed.FeedFilters, page: feed.FeedPage) -> None:
+    """The first page was opened: everything up to now is read.
+
+    The write is skipped when it would change nothing the badge counts: the unfiltered first
+    page shows the newest entry, and it is no newer than the last visit. So a human who keeps
+    the feed open and reloads it does not write their row on every load.
+    """
+    seen = request.user.activity_seen_at
+    newest = page.entries[0].at if page.entries else None
+    unfiltered = filters == feed.FeedFilters()
+    if seen is None or not unfiltered or (newest is not None and newest > seen):
+        feed.mark_seen(request.user.id)
+    mark_read(request)
+
+
 @login_required
 @require_GET
 def activity_feed(request: BoardRequest) -> HttpResponse:
@@ -73,10 +88,9 @@ def activity_feed(request: BoardRequest) -> HttpResponse:
     place on its todo's trail page."""
     filters = _filters(request)
     after = feed.Cursor.decode(request.GET.get("after", ""))
-    if after is None:
-        feed.mark_seen(request.user.id)
-        mark_read(request)
     page = feed.feed_page(request.user.id, filters, after, size=feed.PAGE_SIZE)
+    if after is None:
+        _mark_read(request, filters, page)
     endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
     return render(
         request,

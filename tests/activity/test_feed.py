@@ -272,19 +272,41 @@ def test_a_page_makes_the_same_queries_for_few_and_many_entries(
 ) -> None:
     todo_id = claimed(personas.endpoint_a.id)
     agent_note(personas.endpoint_a.id, todo_id, BOT, "one")
-    # session, user, mark read, the page (names joined), the endpoint filter's options
+    url = reverse("activity") + "?kind=note"  # filtered: the first page always marks read
+    # session, user, the page (names joined), mark read, the endpoint filter's options
     with django_assert_num_queries(5):
-        alice_client.get(reverse("activity"))
+        alice_client.get(url)
     for _ in range(60):
         agent_note(personas.endpoint_a.id, todo_id, BOT, "more")
     with django_assert_num_queries(5):
-        body = alice_client.get(reverse("activity")).content.decode()
+        body = alice_client.get(url).content.decode()
     assert body.count('<li class="feed-entry') == feed.PAGE_SIZE
-    older = re.search(r'href="\?(after=[^"]+)" rel="next"', body)
+    older = re.search(r'href="\?([^"]*after=[^"]+)" rel="next"', body)
     assert older
-    # A later page does not mark anything read; the rail counts instead.
+    # A later page marks nothing read; the rail counts instead.
     with django_assert_num_queries(5):
-        alice_client.get(reverse("activity") + "?" + older.group(1))
+        alice_client.get(reverse("activity") + "?" + older.group(1).replace("&amp;", "&"))
+
+
+def test_reopening_the_feed_with_nothing_new_writes_nothing(
+    alice_client: Client,
+    joined_earlier: Personas,
+    django_assert_num_queries: Callable[..., Any],
+) -> None:
+    todo_id = claimed(joined_earlier.endpoint_a.id)
+    agent_note(joined_earlier.endpoint_a.id, todo_id, BOT, "one")
+    alice = Human.objects.filter(id=joined_earlier.alice.id)
+    with django_assert_num_queries(5):  # session, user, page, mark read, endpoints
+        alice_client.get(reverse("activity"))
+    seen = alice.get().activity_seen_at
+    assert seen is not None
+
+    with django_assert_num_queries(4):  # the newest entry is no newer than the last visit
+        alice_client.get(reverse("activity"))
+    alice.update(activity_seen_at=seen - dt.timedelta(seconds=1))
+    with django_assert_num_queries(5):  # now it is: marked read again
+        alice_client.get(reverse("activity"))
+    assert alice.get().activity_seen_at == seen
 
 
 # --- the rail's badge ----------------------------------------------------------------------------
