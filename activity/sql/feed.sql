@@ -9,11 +9,14 @@
 --   username behind a Board action or an operator's claim), message, truncated, detail,
 --   outcome, disposition, and the todo's title, queue and endpoint_slug.
 -- Uses index: idx_todo_attempts_ended and idx_todo_activity_at, each walked newest first from
---   the cursor (its `at` is an index bound) and stopped after `size` of the human's rows, then
---   merged (Merge Append). A page reads the human's rows it shows plus the other owners' rows
---   interleaved with them in time, whatever the length of the history, and later pages cost
---   the same. No Sort reads more than the arms' `size` rows each. Then todos_pkey,
---   endpoints_pkey and humans_pkey for the page's rows only.
+--   the cursor (its `at` is an index bound) and merged lazily by `at` (Merge Append), an
+--   Incremental Sort putting each instant's ties in order: a page reads the human's rows it
+--   shows plus the other owners' rows interleaved with them in time, whatever the length of
+--   the history, and later pages cost the same. No Sort reads more than the arms' LIMITs let
+--   through. Then todos_pkey, endpoints_pkey and humans_pkey for the page's rows only.
+-- Each arm stops after `size` rows and the rows tied with its last: any row it leaves out is
+-- older than `size` rows of its own arm, so it cannot be on this page (and the next page starts
+-- from the cursor, not from the arms' ends).
 -- @{arms} is one arm or both joined by UNION ALL; the filters are fixed fragments chosen by
 -- which filters are set (activity.feed.statement); values are always parameters.
 SELECT f.*, t.title, t.queue, e.slug AS endpoint_slug, h.username AS actor_name

@@ -3,7 +3,8 @@
 -- params: scope_human_id, since, size (the cap).
 -- returns: n, at most `size`.
 -- Uses index: idx_todo_attempts_ended and idx_todo_activity_at, walked from now back to
---   `since` and stopped after `size` of the human's rows; todos_pkey per row walked.
+--   `since` and stopped after `size` of the human's rows (and their last instant's ties);
+--   todos_pkey per row walked.
 SELECT count(*)::int AS n
   FROM (
         SELECT 1
