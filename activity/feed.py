@@ -12,8 +12,9 @@ row's seq are told apart by ``kind``), so no entry is skipped or repeated betwee
 among entries at one instant. The cursor travels as opaque text; text that does not decode to
 one starts the feed over.
 
-The rail's unread badge is the same read with ``at > humans.activity_seen_at``, counted up to
-``UNREAD_CAP``; opening the feed's first page moves ``activity_seen_at`` to now.
+The rail's unread badge is the same read with ``at > humans.activity_seen_at`` (the day the
+human joined until they first open the feed, ``unread_since``), counted up to ``UNREAD_CAP``;
+opening the feed's first page moves ``activity_seen_at`` to now.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import binascii
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any, Self
@@ -168,7 +169,7 @@ class FeedEntry(Said):
         return f"activity-{self.seq}"
 
 
-_ENTRY_FIELDS = tuple(FeedEntry.__dataclass_fields__)
+_ENTRY_FIELDS = tuple(f.name for f in fields(FeedEntry))
 
 
 @dataclass(frozen=True, slots=True)
