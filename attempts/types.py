@@ -36,7 +36,7 @@ class AttemptView:
     summary: str | None
     summary_truncated: bool
     artifact: str | None
-    notes_dropped: int
+    notes_dropped: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
+from activity import views as activity_views
 from switchboard import board, views
 from todos import views as todo_views
 from todos.intake import board as intake_board
@@ -14,7 +15,7 @@ urlpatterns = [
     path("", todo_views.todo_list, name="todo_list"),
     path("todos/<str:todo_id>", todo_views.todo_detail, name="todo_detail"),
     path("todos/<str:todo_id>/<str:action>", todo_views.todo_action, name="todo_action"),
-    path("activity/", views.activity, name="activity"),
+    path("activity/", activity_views.activity_feed, name="activity"),
     path("endpoints/", board.endpoint_list, name="endpoint_list"),
     path("endpoints/new", board.endpoint_new, name="endpoint_new"),
     path("endpoints/<slug:slug>", board.endpoint_detail, name="endpoint_detail"),

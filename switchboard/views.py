@@ -1,29 +1,11 @@
-"""Core pages: the health check and the Board's placeholder page (activity)."""
+"""Core pages: the health check."""
 
 from __future__ import annotations
 
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-
-from switchboard.lib.board import BoardRequest, login_required
-
-
-@login_required
-@require_GET
-def activity(request: BoardRequest) -> HttpResponse:
-    """Placeholder: the activity feed arrives with the activity issue."""
-    return render(
-        request,
-        "board/placeholder.html",
-        {
-            "section": "activity",
-            "title": "Activity",
-            "message": "The activity feed across your todos arrives with the activity issue.",
-        },
-    )
 
 
 @never_cache

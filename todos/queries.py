@@ -24,10 +24,10 @@ from django.db.models import Count, Min, Q
 from attempts.models import TodoAttempt
 from attempts.types import AttemptView
 from switchboard.lib.errors import InvalidInput, TodoNotFound
-from switchboard.lib.sql import load
+from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
-from switchboard.scope import Scope
-from todos.models import Rule, Todo
+from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
+from todos.models import Event, Rule, Todo
 from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
 from todos.types import AttemptsPage
 
@@ -326,3 +326,75 @@ def listed_queues(scope: Scope, limit: int = LISTED_QUEUES_MAX) -> list[str]:
         .distinct()[:limit]
     )
     return sorted({*routed, *live})[:limit]
+
+
+# --- the trail page --------------------------------------------------------------------------
+# The owner-scoped reads that activity/trail.py puts together into one todo's story. Each
+# answers for a todo outside ``scope`` exactly as for an unknown one.
+
+TRAIL_ATTEMPTS_LIMIT = ATTEMPTS_LIMIT_MAX
+
+
+def human_named_sql(ref: str) -> str:
+    """The LATERAL subquery naming the human an actor reference (the column ``ref``) points
+    at, for a statement to splice in at load time (todos/sql/_human_named.sql)."""
+    return load(_SQL, "_human_named", ref=ref)
+
+
+_TRAIL_ATTEMPTS = {
+    scope_sql: load(_SQL, "trail_attempts", scope=scope_sql, human_named=human_named_sql("a.owner"))
+    for scope_sql in (ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TrailAttempt:
+    """An attempt as the trail shows it: the attempt, the notes refused over its cap, and the
+    username behind an operator claim (None for an agent's claim or a deleted human)."""
+
+    view: AttemptView
+    notes_dropped: int
+    claimer_name: str | None
+
+
+def todo_in_scope(scope: Scope, todo_id: str) -> Todo:
+    """One todo with its endpoint (one query); ``TodoNotFound`` outside ``scope``.
+
+    Uses index: todos_pkey.
+    """
+    todo = Todo.objects.filter(scope.todos(), id=todo_id).select_related("endpoint").first()
+    if todo is None:
+        raise TodoNotFound(todo_id)
+    return todo
+
+
+def event_for_todo(scope: Scope, todo_id: str) -> Event | None:
+    """The webhook delivery a todo was created from, whole (headers, payload, verification,
+    routing trace) with its source, or None: for a todo made another way, and for a todo
+    outside ``scope`` (one query, the owner predicate on the todo it is reached through).
+
+    Uses index: todos_pkey, then events_pkey and sources_pkey.
+    """
+    return (
+        Event.objects.filter(scope.todos("todos__"), todos__id=todo_id)
+        .select_related("source")
+        .first()
+    )
+
+
+def trail_attempts(
+    scope: Scope, todo_id: str, limit: int = TRAIL_ATTEMPTS_LIMIT
+) -> tuple[TrailAttempt, ...]:
+    """A todo's newest ``limit`` attempts, newest first, with their dropped-note counts and
+    the names behind operator claims (one query, todos/sql/trail_attempts.sql); none for a
+    todo outside ``scope``. The todo's own ``attempts_total`` and ``attempts_pruned`` say how
+    many there were and how many the per-todo cap pruned."""
+    rows = fetch_all(_TRAIL_ATTEMPTS[scope.sql], {"id": todo_id, "limit": limit, **scope.params})
+    return tuple(
+        TrailAttempt(
+            view=AttemptView.from_row(row),
+            notes_dropped=row["notes_dropped"],
+            claimer_name=row["claimer_name"],
+        )
+        for row in rows
+    )

@@ -1,4 +1,5 @@
-"""The Board's todo pages: the list, the drawer (a partial, also a page), operator actions.
+"""The Board's todo pages: the list, the drawer (the list's side panel), the trail page (one
+todo's whole story), operator actions.
 
 Views parse, make one call (a read in ``todos.queries`` or a transition in ``todos.lifecycle``)
 and render. Domain errors are mapped here and nowhere else: ``TodoNotFound`` → 404,
@@ -11,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -23,6 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from activity.trail import todo_trail
 from attempts.models import DIED_OUTCOMES, ClaimerKind, Outcome
 from attempts.types import AttemptView
 from switchboard.lib.board import BoardRequest, login_required
@@ -30,6 +32,7 @@ from switchboard.lib.errors import InvalidInput, LeaseConflict, LifecycleError, 
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import lifecycle, queries, states
+from todos.intake.board import present_trace
 from todos.models import Todo
 from todos.states import State
 
@@ -80,6 +83,18 @@ def _duration(start: dt.datetime, end: dt.datetime) -> str:
     return f"{hours} h {minutes} min"
 
 
+def outcome_badge(outcome: str | None) -> tuple[str, str]:
+    """An attempt's outcome as its badge shows it, words and class, the same on the drawer,
+    the trail page and the Activity feed: died and failed told apart."""
+    if outcome is None:
+        return "in progress", "outcome-open"
+    if outcome in DIED_OUTCOMES:
+        return _OUTCOME_WORDS[Outcome(outcome)], "outcome-died"
+    if outcome in Outcome.values:
+        return _OUTCOME_WORDS.get(Outcome(outcome), outcome), f"outcome-{outcome}"
+    return outcome, "outcome-other"
+
+
 def _attempt_row(a: AttemptView, todo: Todo, now: dt.datetime) -> AttemptRow:
     if a.claimer_kind == ClaimerKind.OWNER:
         claimer = f"operator {a.owner}"
@@ -87,12 +102,7 @@ def _attempt_row(a: AttemptView, todo: Todo, now: dt.datetime) -> AttemptRow:
         claimer = f"endpoint {todo.endpoint.slug}"
     else:  # not expected (claims are scoped to the todo's endpoint), but say what is stored
         claimer = f"endpoint {a.claimer_endpoint_id}"
-    if a.outcome is None:
-        word, css = "in progress", "outcome-open"
-    elif a.outcome in DIED_OUTCOMES:
-        word, css = _OUTCOME_WORDS[Outcome(a.outcome)], "outcome-died"
-    else:
-        word, css = _OUTCOME_WORDS.get(Outcome(a.outcome), a.outcome), f"outcome-{a.outcome}"
+    word, css = outcome_badge(a.outcome)
     end = a.ended_at or now
     return AttemptRow(
         view=a,
@@ -198,15 +208,64 @@ def _not_found(request: BoardRequest, todo_id: str) -> HttpResponse:
 @login_required
 @require_GET
 def todo_detail(request: BoardRequest, todo_id: str) -> HttpResponse:
-    """The drawer: a fragment for htmx, the same drawer as a full page otherwise."""
+    """The drawer for htmx (the list's side panel); otherwise the trail page, the todo's story."""
+    if not request.htmx:
+        return _trail_page(request, todo_id)
     try:
         context = _drawer_context(request, todo_id, section="todos")
     except TodoNotFound:
         return _not_found(request, todo_id)
-    # Only the list loads the drawer with htmx; the page is the drawer on its own.
-    context["in_list"] = bool(request.htmx)
-    template = DRAWER if request.htmx else "todos/todo_detail.html"
-    return render(request, template, context)
+    # Only the list loads the drawer with htmx.
+    context["in_list"] = True
+    return render(request, DRAWER, context)
+
+
+def _trail_page(
+    request: BoardRequest, todo_id: str, *, error: str | None = None, status: int = 200
+) -> HttpResponse:
+    """The trail page: the todo, its operator actions, and its timeline (activity/trail.py).
+
+    A fixed number of queries whatever the number of attempts and activity rows: the trail's
+    four reads, plus the session, the user and the rail's unread count.
+    """
+    try:
+        trail = todo_trail(request.user.id, todo_id)
+    except TodoNotFound:
+        return _not_found(request, todo_id)
+    todo, event = trail.todo, trail.event
+    now = timezone.now()
+    rows: dict[int, AttemptRow] = {}
+    for a in trail.attempts:
+        row = _attempt_row(a.view, todo, now)
+        if a.claimer_name:  # an operator's claim: the human's name, not "human:<id>"
+            row = replace(row, claimer=f"operator {a.claimer_name}")
+        rows[a.view.seq] = row
+    verification = event.verification if event and isinstance(event.verification, dict) else {}
+    context = {
+        "section": "todos",
+        "page": True,
+        "todo": todo,
+        "trail": trail,
+        "blocks": [(b, rows.get(b.group.seq) if b.group else None) for b in trail.blocks],
+        "attempts_total": todo.attempts_total,
+        "attempts_pruned": todo.attempts_pruned,
+        "attempts_not_shown": trail.attempts_not_shown,
+        # The buttons the statements would accept; they still decide.
+        "actions": states.operator_actions(
+            todo, now, endpoint_revoked=todo.endpoint.revoked_at is not None
+        ),
+        "error": error,
+        # Autoescaped where rendered: payloads, headers and results are untrusted input.
+        "payload_json": _pretty(todo.payload),
+        "result_json": None if todo.result is None else _pretty(todo.result),
+        "event": event,
+        "event_trace": present_trace(event.routing_trace) if event else [],
+        "verification": str(verification.get("result") or "—"),
+        "verification_json": _pretty(event.verification) if event else "",
+        "headers_json": _pretty(event.headers) if event else "",
+        "event_payload_json": _pretty(event.payload) if event else "",
+    }
+    return render(request, "todos/todo_detail.html", context, status=status)
 
 
 # --- operator actions --------------------------------------------------------------------------
@@ -295,12 +354,12 @@ def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpRespons
     if not request.htmx and error is None:
         messages.success(request, done)
         return redirect("todo_detail", todo_id=todo_id)
+    if not request.htmx:
+        return _trail_page(request, todo_id, error=error, status=status)
     try:
         context = _drawer_context(request, todo_id, section="todos", error=error)
     except TodoNotFound:  # deleted by retention between the action and this read
         return _not_found(request, todo_id)
-    if not request.htmx:
-        return render(request, "todos/todo_detail.html", context, status=status)
     context["notice"] = done if error is None else None
     context["in_list"] = _from_the_list(request)
     body = render_to_string(DRAWER, context, request)

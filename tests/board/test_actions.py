@@ -188,7 +188,7 @@ def test_without_javascript_an_action_redirects_and_a_conflict_is_a_full_page(
     assert refused.status_code == 302 and state(todo.id) == "completed"
     assert again.status_code == 409
     body = again.content.decode()
-    assert "<html" in body and "Could not release" in body and 'id="drawer"' in body
+    assert "<html" in body and "Could not release" in body and 'id="trail"' in body
 
 
 def test_a_malformed_lease_length_is_shown_inline(alice_client: Client, personas: Personas) -> None:

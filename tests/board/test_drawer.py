@@ -27,7 +27,14 @@ def attempt_blocks(body: str) -> dict[int, str]:
     return {int(seq): block for seq, block in found}
 
 
-def test_htmx_gets_the_drawer_fragment_and_a_browser_the_same_drawer_as_a_page(
+def drawer(client: Client, todo_id: str) -> str:
+    """The drawer as the list loads it (htmx); without htmx the URL is the trail page."""
+    return client.get(
+        reverse("todo_detail", args=[todo_id]), HTTP_HX_REQUEST="true"
+    ).content.decode()
+
+
+def test_htmx_gets_the_drawer_fragment_and_a_browser_the_trail_page(
     alice_client: Client, personas: Personas, htmx_headers: dict[str, str]
 ) -> None:
     todo = new_todo(
@@ -39,16 +46,16 @@ def test_htmx_gets_the_drawer_fragment_and_a_browser_the_same_drawer_as_a_page(
     page = alice_client.get(url).content.decode()
 
     assert fragment.startswith('<div class="drawer-body">') and "<html" not in fragment
-    assert "<html" in page and 'id="drawer"' in page
+    assert "Nobody has claimed it yet." in fragment
+    assert "<html" in page and 'id="trail"' in page and 'id="drawer"' not in page
     for body in (fragment, page):
         assert "Fix the build" in body and "Make CI green." in body and todo.id in body
-        assert "Nobody has claimed it yet." in body
 
 
 def test_the_payload_is_formatted_json(alice_client: Client, personas: Personas) -> None:
     todo = new_todo(personas.endpoint_a.id, "work", payload={"repo": "acme/app", "n": [1, 2]})
 
-    body = alice_client.get(reverse("todo_detail", args=[todo.id])).content.decode()
+    body = drawer(alice_client, todo.id)
 
     # jsonb orders keys shorter first; the drawer shows them as stored, indented.
     pretty = '{\n  "n": [\n    1,\n    2\n  ],\n  "repo": "acme/app"\n}'
@@ -60,7 +67,7 @@ def test_died_and_failed_attempts_are_told_apart_newest_first(
 ) -> None:
     todo_id = died_then_failed(personas.endpoint_a.id, "work", owner=BOT).todo.id
 
-    body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    body = drawer(alice_client, todo_id)
 
     blocks = attempt_blocks(body)
     assert list(blocks) == [2, 1]  # newest first
@@ -81,9 +88,7 @@ def test_an_operator_attempt_names_the_operator(alice_client: Client, personas: 
     todo = new_todo(personas.endpoint_a.id, "work")
     lifecycle.operator_claim(personas.alice.id, todo.id, claimant="alice by hand")
 
-    block = attempt_blocks(
-        alice_client.get(reverse("todo_detail", args=[todo.id])).content.decode()
-    )[1]
+    block = attempt_blocks(drawer(alice_client, todo.id))[1]
 
     assert f"operator human:{personas.alice.id}" in block and "alice by hand" in block
     assert "in progress" in block and "so far" in block
@@ -106,9 +111,7 @@ def test_a_truncated_summary_is_marked(alice_client: Client, personas: Personas)
     todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.complete(personas.endpoint_a.id, todo_id, owner=BOT, summary="x" * 5000)
 
-    block = attempt_blocks(
-        alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
-    )[1]
+    block = attempt_blocks(drawer(alice_client, todo_id))[1]
 
     assert '<span class="badge">truncated</span>' in block
 
@@ -123,7 +126,7 @@ def test_the_artifact_is_a_link_only_for_https(
     todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1").todo.id
     lifecycle.complete(personas.endpoint_a.id, todo_id, owner=BOT, artifact=artifact)
 
-    body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    body = drawer(alice_client, todo_id)
 
     assert artifact in body
     assert (f'<a href="{artifact}"' in body) is linked
@@ -138,7 +141,7 @@ def test_pruned_attempts_are_counted(alice_client: Client, personas: Personas) -
         lifecycle.release(personas.endpoint_a.id, todo_id, owner=BOT)
         lifecycle.claim(personas.endpoint_a.id, todo_id, owner=BOT)
 
-    body = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    body = drawer(alice_client, todo_id)
 
     assert TodoAttempt.objects.filter(todo_id=todo_id).count() == 2
     assert "4 attempts in all; 2 oldest pruned from history" in body

@@ -1,4 +1,4 @@
-"""The Board's shell: login and logout, the rail, the placeholder, the static assets."""
+"""The Board's shell: login and logout, the rail, the static assets."""
 
 from __future__ import annotations
 
@@ -75,8 +75,10 @@ def test_staff_see_the_admin_in_the_rail(client: Client, personas: Personas) -> 
     assert b">Admin</a>" in client.get(reverse("todo_list")).content
 
 
-def test_the_placeholder_says_which_issue_brings_it(alice_client: Client) -> None:
-    assert b"activity issue" in alice_client.get(reverse("activity")).content
+def test_the_activity_item_opens_the_feed(alice_client: Client) -> None:
+    body = alice_client.get(reverse("activity")).content.decode()
+
+    assert "<h1>Activity</h1>" in body and "Nothing has happened on your todos yet." in body
 
 
 def test_the_stylesheet_and_htmx_are_served_here(alice_client: Client) -> None:

@@ -134,14 +134,15 @@ def test_the_list_makes_the_same_queries_for_1_and_10_sources(
 ) -> None:
     github_source(personas)
     deliver("github")
-    # session, user, the sources with their counts and last event (correlated subqueries)
-    with django_assert_num_queries(3):
+    # session, user, the sources with their counts and last event (correlated subqueries),
+    # the rail's unread count
+    with django_assert_num_queries(4):
         alice_client.get(reverse("sources"))
     for n in range(9):
         source = SourceFactory(owner=personas.alice, slug=f"s-{n}", secret=SECRET)
         RuleFactory(source=source, endpoint=personas.endpoint_a)
         deliver(source.slug)
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         body = alice_client.get(reverse("sources")).content.decode()
     assert body.count('<tr class="row">') == 10
 
@@ -529,13 +530,14 @@ def test_the_source_page_makes_the_same_queries_for_1_and_20_events(
 ) -> None:
     source = github_source(personas)
     deliver("github")
-    # session, user, the source, its rules with their endpoints, its events with their todo ids
-    with django_assert_num_queries(5):
+    # session, user, the source, its rules with their endpoints, its events with their todo
+    # ids, the rail's unread count
+    with django_assert_num_queries(6):
         alice_client.get(reverse("source_detail", args=["github"]))
     RuleFactory(source=source, endpoint=personas.endpoint_a, queue="also", position=20)
     for n in range(25):
         deliver("github", delivery=f"d-{n}")
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         body = alice_client.get(reverse("source_detail", args=["github"])).content.decode()
     assert body.count('<details class="event">') == 20
 

@@ -49,9 +49,9 @@ def test_markup_from_agents_renders_as_inert_text(board: Board, demo: Demo) -> N
     drawer = page.locator("#drawer")
     assert_inert(page, drawer)
 
-    # And on the todo's own page.
+    # And on the todo's own page, its trail.
     board.goto(f"/todos/{todo.id}")
-    assert_inert(page, page.locator("#drawer"))
+    assert_inert(page, page.locator("#trail"))
     expect(page).to_have_title(f"{TITLE} · Switchboard")
 
     # The probe works: the same markup inserted as HTML runs.

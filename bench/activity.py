@@ -1,0 +1,304 @@
+"""Benchmark the trail page and the Activity feed against their budgets (a benchmark, not a test).
+
+Run it alone: ``.venv/bin/python bench/activity.py`` (``--quick`` for a smoke run). It uses
+``DATABASE_URL`` (else the embedded server, through settings), TRUNCATEs ``todos`` (and with
+them ``todo_attempts`` and ``todo_activity``) there and replaces its own ``bench-activity-*``
+humans and endpoints, so point it at a database of its own.
+
+What it seeds, with ``generate_series`` (a few statements, no Python loop over rows):
+
+- the feed's history: ``--owners`` humans with one endpoint each, ``--todos`` completed todos
+  spread evenly over them and over 30 days, each with two ended attempts (twice ``--todos``
+  attempt endings) and ``--rows-per-todo`` activity rows (notes of both attempts, a Board
+  action, the sweeper's requeue and a ring), interleaved in time across owners, so a human's
+  page passes every other owner's rows on its way, as on a shared server;
+- the trail: one more todo of the first owner with ``--trail-attempts`` attempts and
+  ``--trail-rows`` activity rows spread over them.
+
+Then it times, in this process through Django's test client (the whole request: middleware,
+session, the reads, the template; no network), ``--requests`` GETs of each page as the first
+owner, after a warm-up, and prints the median and the 95th percentile in milliseconds against
+the budget (docs/performance.md), each page's query count, and the feed's read alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+# This file is named activity.py: run as a script, its directory heads sys.path and would shadow
+# the project's ``activity`` app. Drop it, and put the project root there instead.
+sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != HERE]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "switchboard.settings")
+
+# The project's modules need settings configured first, hence the imports after setup().
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth.hashers import make_password  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from activity import feed  # noqa: E402
+from switchboard import credentials  # noqa: E402
+from switchboard.models import Endpoint, Human  # noqa: E402
+
+PREFIX = "bench-activity"
+BUDGET_MS = {"trail": 100.0, "feed": 30.0}
+WARMUP_REQUESTS = 5  # past psycopg's prepare threshold (5) before the clock starts
+
+# Ids are md5 hex with 0/1/8/9 mapped to w/x/y/z, which satisfies todos_id_check
+# ('^td_[a-z2-7]{20}$') and is unique per (nonce, i). Todo i belongs to owner i % owners and is
+# created (n - i) minutes back from now scaled into 30 days, so the owners' rows interleave.
+SEED_TODOS = """
+INSERT INTO todos (id, endpoint_id, queue, title, payload, state, attempt, attempts_total,
+                   activity_seq, created_at, updated_at, finished_at)
+SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1, 20),
+       (%(endpoints)s::uuid[])[1 + i %% %(owners)s], 'ci-fix', 'Fix check ' || i,
+       jsonb_build_object('n', i, 'repo', 'example/shop'), 'completed', 2, 2, %(rows)s,
+       now() - interval '30 days' * (%(n)s - i) / %(n)s - interval '1 hour',
+       now(), now() - interval '30 days' * (%(n)s - i) / %(n)s
+  FROM generate_series(1, %(n)s) AS i
+"""
+
+# Two attempts per todo: the first failed (a retry was scheduled), the second completed.
+SEED_ATTEMPTS = """
+INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, owner,
+                           claimant, claimed_at, last_heartbeat_at, lease_expires_at, ended_at,
+                           outcome, disposition, summary)
+SELECT t.id, s, s, 'endpoint', t.endpoint_id, 'bench-agent', 'bench/run-' || s,
+       t.created_at + (s * 10) * interval '1 minute',
+       t.created_at + (s * 10 + 2) * interval '1 minute',
+       t.created_at + (s * 10 + 5) * interval '1 minute',
+       t.created_at + (s * 10 + 4) * interval '1 minute',
+       CASE s WHEN 1 THEN 'failed' ELSE 'completed' END,
+       CASE s WHEN 1 THEN 'retry_scheduled' ELSE 'done' END,
+       CASE s WHEN 1 THEN 'the suite is red on main' ELSE 'fixed and pushed' END
+  FROM todos t CROSS JOIN generate_series(1, 2) AS s
+ WHERE t.endpoint_id = ANY(%(endpoints)s::uuid[])
+"""
+
+# rows-per-todo activity rows, seq 1..k, k = rows: a ring before the first claim, notes in
+# both attempts, the sweeper's requeue between them, a Board action at the end.
+SEED_ACTIVITY = """
+INSERT INTO todo_activity (todo_id, seq, attempt_seq, at, kind, actor_kind, actor_ref, message,
+                           detail)
+SELECT t.id, k,
+       CASE WHEN k = 1 OR k = %(rows)s / 2 + 1 THEN NULL
+            WHEN k <= %(rows)s / 2 THEN 1 ELSE 2 END,
+       t.created_at + k * interval '1 minute' + interval '30 seconds',
+       CASE WHEN k = 1 THEN 'rung' WHEN k = %(rows)s / 2 + 1 THEN 'retried'
+            WHEN k = %(rows)s THEN 'human_action' ELSE 'note' END,
+       CASE WHEN k = 1 OR k = %(rows)s / 2 + 1 THEN 'system'
+            WHEN k = %(rows)s THEN 'human' ELSE 'endpoint' END,
+       CASE WHEN k = 1 THEN 'doorbell' WHEN k = %(rows)s / 2 + 1 THEN 'sweeper'
+            WHEN k = %(rows)s THEN 'human:' || %(human_id)s ELSE 'bench-agent' END,
+       CASE WHEN k IN (1, %(rows)s / 2 + 1) THEN NULL
+            ELSE 'step ' || k || ': ran the failing test again' END,
+       CASE WHEN k = 1 THEN '{"subscribers": 1}'::jsonb
+            WHEN k = %(rows)s / 2 + 1 THEN '{"from": "failed", "to": "pending"}'::jsonb
+            WHEN k = %(rows)s THEN '{"action": "extend", "from": "claimed", "to": "claimed"}'
+            ELSE '{}'::jsonb END
+  FROM todos t CROSS JOIN generate_series(1, %(rows)s) AS k
+ WHERE t.endpoint_id = ANY(%(endpoints)s::uuid[])
+"""
+
+# The trail's todo: `attempts` attempts a minute apart (all ended but the last) and `rows`
+# notes spread over them in order.
+SEED_TRAIL = """
+WITH todo AS (
+    INSERT INTO todos (id, endpoint_id, queue, title, payload, work_order, state, owner,
+                       lease_expires_at, attempt, max_attempts, claimed_at, attempts_total,
+                       activity_seq, created_at, updated_at)
+    VALUES (%(id)s, %(endpoint_id)s, 'ci-fix', 'The trail under test',
+            '{"repo": "example/shop", "check": "test (3.12)"}',
+            'Find out why the check fails and fix it.', 'claimed', 'bench-agent',
+            now() + interval '5 minutes', %(attempts)s, 1000, now(), %(attempts)s, %(rows)s,
+            now() - interval '1 day', now())
+    RETURNING id, created_at
+), attempts AS (
+    INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, owner,
+                               claimant, claimed_at, last_heartbeat_at, lease_expires_at,
+                               ended_at, outcome, disposition, summary)
+    SELECT todo.id, s, s, 'endpoint', %(endpoint_id)s, 'bench-agent', 'bench/run-' || s,
+           todo.created_at + s * interval '1 hour',
+           todo.created_at + s * interval '1 hour' + interval '20 minutes',
+           todo.created_at + s * interval '1 hour' + interval '50 minutes',
+           CASE WHEN s < %(attempts)s THEN todo.created_at + s * interval '1 hour'
+                                           + interval '30 minutes' END,
+           CASE WHEN s < %(attempts)s THEN 'failed' END,
+           CASE WHEN s < %(attempts)s THEN 'retry_scheduled' END,
+           CASE WHEN s < %(attempts)s THEN 'still red after run ' || s END
+      FROM todo CROSS JOIN generate_series(1, %(attempts)s) AS s
+)
+INSERT INTO todo_activity (todo_id, seq, attempt_seq, at, kind, actor_kind, actor_ref, message)
+SELECT todo.id, k, 1 + (k - 1) * %(attempts)s / %(rows)s,
+       todo.created_at + (1 + (k - 1) * %(attempts)s / %(rows)s) * interval '1 hour'
+                       + ((k - 1) %% (%(rows)s / %(attempts)s) + 1) * interval '1 minute',
+       'note', 'endpoint', 'bench-agent', 'note ' || k || ': bisecting the failing commit'
+  FROM todo CROSS JOIN generate_series(1, %(rows)s) AS k
+"""
+
+
+def _human(username: str) -> Human:
+    human, _ = Human.objects.get_or_create(
+        username=username, defaults={"password": make_password(None)}
+    )
+    return human
+
+
+def _endpoint(owner: Human, slug: str, name: str) -> Any:
+    endpoint = Endpoint.objects.filter(slug=slug).first()
+    if endpoint is None:
+        endpoint, _, _ = credentials.create_endpoint(owner, name=name, slug=slug, verbs=[])
+    return endpoint.id
+
+
+def seed(args: argparse.Namespace) -> tuple[Human, Human, str]:
+    """Replace the bench's rows; return the first owner, a human with an endpoint and no
+    todos, and the trail's todo id."""
+    with connection.cursor() as cur:
+        cur.execute("TRUNCATE todos CASCADE")
+    # Humans and endpoints are kept from run to run (endpoints are never deleted: their only
+    # writer, switchboard/credentials.py, revokes instead); the bench makes the missing ones.
+    owners = [_human(f"{PREFIX}-{n}") for n in range(args.owners)]
+    endpoint_ids = [
+        _endpoint(owner, f"{PREFIX}-{n}", f"Bench {n}") for n, owner in enumerate(owners)
+    ]
+    quiet = _human(f"{PREFIX}-quiet")
+    _endpoint(quiet, f"{PREFIX}-quiet", "Quiet")
+    nonce = uuid.uuid4().hex
+    trail_id = "td_" + "".join("wxyz"[int(c, 16) % 4] for c in nonce[:20])
+    params = {
+        "nonce": nonce,
+        "endpoints": endpoint_ids,
+        "owners": args.owners,
+        "n": args.todos,
+        "rows": args.rows_per_todo,
+        "human_id": owners[0].id,
+    }
+    started = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute(SEED_TODOS, params)
+        cur.execute(SEED_ATTEMPTS, params)
+        cur.execute(SEED_ACTIVITY, params)
+        cur.execute(
+            SEED_TRAIL,
+            {
+                "id": trail_id,
+                "endpoint_id": endpoint_ids[0],
+                "attempts": args.trail_attempts,
+                "rows": args.trail_rows,
+            },
+        )
+        cur.execute("VACUUM (ANALYZE) todos, todo_attempts, todo_activity, endpoints, humans")
+        cur.execute("SELECT count(*) FROM todo_activity")
+        (rows,) = cur.fetchone() or (0,)
+        cur.execute("SELECT count(*) FROM todo_attempts WHERE ended_at IS NOT NULL")
+        (ended,) = cur.fetchone() or (0,)
+    print(
+        f"seeded {args.owners} owners, {args.todos + 1:,} todos, {rows:,} activity rows,"
+        f" {ended:,} attempt endings in {time.perf_counter() - started:.1f} s"
+    )
+    return owners[0], quiet, trail_id
+
+
+def timed(call: Callable[[], object], n: int) -> list[float]:
+    """Milliseconds per call, ``n`` calls after a warm-up."""
+    for _ in range(WARMUP_REQUESTS):
+        call()
+    samples = []
+    for _ in range(n):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def p95(samples: Sequence[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def get(client: Client, path: str) -> Callable[[], object]:
+    def call() -> object:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.status_code)
+        return response
+
+    return call
+
+
+def queries(call: Callable[[], object]) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        call()
+    return len(captured.captured_queries)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
+    parser.add_argument("--owners", type=int, default=50, help="humans, one endpoint each (50)")
+    parser.add_argument("--todos", type=int, default=100_000, help="feed todos (100000)")
+    parser.add_argument(
+        "--rows-per-todo", type=int, default=10, help="activity rows per feed todo (10)"
+    )
+    parser.add_argument("--trail-attempts", type=int, default=20, help="the trail's (20)")
+    parser.add_argument("--trail-rows", type=int, default=500, help="the trail's rows (500)")
+    parser.add_argument("--requests", type=int, default=50, help="timed GETs per page (50)")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: 2,000 feed todos, 10 requests"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.todos, args.requests = 2_000, 10
+
+    owner, quiet, trail_id = seed(args)
+    # The test client speaks to the product as configured; only its host must be allowed.
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(owner)
+    pages = {"trail": get(client, f"/todos/{trail_id}"), "feed": get(client, "/activity/")}
+
+    print(f"\n{'page':<8} {'median ms':>10} {'p95 ms':>8} {'budget':>8} {'queries':>8}  verdict")
+    for name, call in pages.items():
+        samples = timed(call, args.requests)
+        median = statistics.median(samples)
+        verdict = "met" if median <= BUDGET_MS[name] else "NOT met"
+        print(
+            f"{name:<8} {median:>10.1f} {p95(samples):>8.1f} {BUDGET_MS[name]:>7.0f}"
+            f" {queries(call):>8}  {verdict}"
+        )
+    read = timed(lambda: feed.feed_page(owner.id), args.requests)
+    print(f"\nthe feed's read alone (feed.feed_page): median {statistics.median(read):.1f} ms")
+    since = owner.date_joined - dt.timedelta(days=40)
+    count = timed(lambda: feed.unread_count(owner.id, since), args.requests)
+    print(
+        "the rail's count, nothing seen for 40 days (feed.unread_count):"
+        f" median {statistics.median(count):.1f} ms"
+    )
+    # The walk's worst case, no budget: a human with no entries among busy owners walks
+    # every row of both tables for an empty page. Timed once.
+    started = time.perf_counter()
+    feed.feed_page(quiet.id)
+    print(
+        "the feed's read for a human with no entries (every row walked, once):"
+        f" {(time.perf_counter() - started) * 1000:.0f} ms"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The Activity feed's query plan: both arms walk their ``at`` index newest first and stop, on
+a shared table where the human owns a small share of the rows.
+
+``activity/sql/feed.sql`` says "Uses index: idx_todo_attempts_ended and idx_todo_activity_at,
+each walked newest first … No Sort reads more than the arms' `size` rows each". These tests
+hold it to that: no sequential scan of either table, no Sort over rows that no LIMIT bounds,
+and a page reads a bounded number of rows however much history the human has. Left to
+itself, PostgreSQL prefers to start from the human's todos and sort all their rows, which
+costs a read of the human's whole history per page. The statements explained are the ones
+``feed_page`` and ``unread_count`` run, captured as they run.
+
+The rows are committed (a transactional test) and truncated after, as in
+tests/board/test_list_plan.py, so the plans later tests explain are not skewed by dead rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from activity import feed
+from activity.feed import FeedFilters, feed_page
+from switchboard.models import Endpoint, Human
+from tests.base import Personas
+from tests.plans import plan_nodes
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OWNERS = 6  # alice, bob and four others, one endpoint each: alice has a sixth of the rows
+TODOS = 12_000
+ROWS_PER_TODO = 8  # activity rows, a ring among them; and two attempt endings per todo
+TABLES = ("todo_activity", "todo_attempts")
+INDEXES = {"todo_activity": "idx_todo_activity_at", "todo_attempts": "idx_todo_attempts_ended"}
+
+SEED = """
+WITH todo AS (
+    INSERT INTO todos (id, endpoint_id, queue, title, state, attempt, attempts_total,
+                       activity_seq, created_at, updated_at, finished_at)
+    SELECT 'td_' || translate(substr(md5(g::text), 1, 20), '0189', 'wxyz'),
+           (%(endpoints)s::uuid[])[1 + g %% %(owners)s], 'work', 'todo ' || g, 'completed', 2,
+           2, %(rows)s, now() - (%(n)s - g) * interval '1 minute', now(),
+           now() - (%(n)s - g) * interval '1 minute' + interval '50 seconds'
+      FROM generate_series(1, %(n)s) AS g
+    RETURNING id, endpoint_id, created_at
+), ended AS (
+    INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, owner,
+                               claimed_at, lease_expires_at, ended_at, outcome, disposition)
+    SELECT id, s, s, 'endpoint', endpoint_id, 'agent', created_at + s * interval '10 seconds',
+           created_at + interval '5 minutes', created_at + s * interval '20 seconds',
+           CASE s WHEN 1 THEN 'failed' ELSE 'completed' END,
+           CASE s WHEN 1 THEN 'retry_scheduled' ELSE 'done' END
+      FROM todo CROSS JOIN generate_series(1, 2) AS s
+)
+INSERT INTO todo_activity (todo_id, seq, attempt_seq, at, kind, actor_kind, actor_ref, message)
+SELECT id, k, 1 + k / 5, created_at + k * interval '5 seconds',
+       CASE k WHEN 1 THEN 'rung' ELSE 'note' END, CASE k WHEN 1 THEN 'system' ELSE 'endpoint' END,
+       CASE k WHEN 1 THEN 'doorbell' ELSE 'agent' END, 'note ' || k
+  FROM todo CROSS JOIN generate_series(1, %(rows)s) AS k
+"""
+
+
+@pytest.fixture
+def shared_tables(personas: Personas) -> Iterator[Personas]:
+    """TODOS todos spread evenly over the owners' endpoints, a minute apart, each with its
+    attempt endings and activity rows interleaved in time with everyone else's; then fresh
+    statistics. Afterwards: empty tables with the statistics of empty tables."""
+    owners = Human.objects.bulk_create(
+        Human(username=f"owner-{n}", password="!") for n in range(OWNERS - 2)
+    )
+    Endpoint.objects.bulk_create(
+        Endpoint(owner=owner, slug=f"other-{n}", name=f"Other {n}", verbs=[])
+        for n, owner in enumerate(owners)
+    )
+    endpoint_ids = list(Endpoint.objects.order_by("slug").values_list("id", flat=True))
+    assert len(endpoint_ids) == OWNERS
+    with connection.cursor() as cur:
+        cur.execute(
+            SEED,
+            {"endpoints": endpoint_ids, "owners": OWNERS, "n": TODOS, "rows": ROWS_PER_TODO},
+        )
+        for table in ("todos", *TABLES, "endpoints"):
+            cur.execute(f"ANALYZE {table}")
+    yield personas
+    with connection.cursor() as cur:
+        cur.execute("TRUNCATE todos CASCADE")
+        for table in ("todos", *TABLES):
+            cur.execute(f"ANALYZE {table}")
+
+
+def _captured(call: Any) -> tuple[str, Any]:
+    with CaptureQueriesContext(connection) as captured:
+        result = call()
+    assert len(captured.captured_queries) == 1
+    return captured.captured_queries[0]["sql"], result
+
+
+def _plan(sql: str, *, analyze: bool = False) -> dict[str, Any]:
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+    with connection.cursor() as cur:
+        cur.execute(f"EXPLAIN ({options}) {sql}")
+        row = cur.fetchone()
+    assert row is not None
+    plan: dict[str, Any] = row[0][0]["Plan"]
+    return plan
+
+
+def _reads(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nodes that read todo_activity or todo_attempts."""
+    return [node for node in plan_nodes(plan) if node.get("Relation Name") in TABLES]
+
+
+def _unlimited_reads(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """Reads of the two tables below ``node`` that no Limit node stands between."""
+    found = []
+    for child in node.get("Plans", []):
+        if child["Node Type"] == "Limit":
+            continue
+        if child.get("Relation Name") in TABLES:
+            found.append(child)
+        found += _unlimited_reads(child)
+    return found
+
+
+def _unbounded_sorts(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Sort nodes over reads of the two tables that no Limit bounds: a sort of every row the
+    scans find, rather than of a page. (An Incremental Sort sorts one instant's ties.)"""
+    return [n for n in plan_nodes(plan) if n["Node Type"] == "Sort" and _unlimited_reads(n)]
+
+
+def _check_walks_in_order(plan: dict[str, Any]) -> None:
+    reads = _reads(plan)
+    assert not [node for node in reads if node["Node Type"] == "Seq Scan"], reads
+    assert sorted(node.get("Index Name", "") for node in reads) == sorted(INDEXES.values())
+    for node in reads:
+        assert node["Index Name"] == INDEXES[node["Relation Name"]], node
+        assert node["Scan Direction"] == "Forward"  # the indexes are (at DESC): newest first
+    assert _unbounded_sorts(plan) == []
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [FeedFilters(), FeedFilters(queue="work"), FeedFilters(endpoint="agent-a")],
+    ids=["unfiltered", "queue", "endpoint"],
+)
+def test_every_page_walks_both_at_indexes_newest_first(
+    shared_tables: Personas, filters: FeedFilters
+) -> None:
+    alice = shared_tables.alice.id
+    first_sql, first = _captured(lambda: feed_page(alice, filters))
+    assert len(first.entries) == feed.PAGE_SIZE and first.next_cursor is not None
+    next_sql, _ = _captured(lambda: feed_page(alice, filters, first.next_cursor))
+
+    for sql in (first_sql, next_sql):
+        _check_walks_in_order(_plan(sql))
+
+
+def test_a_page_reads_about_a_page_per_owner_however_long_the_history(
+    shared_tables: Personas,
+) -> None:
+    alice = shared_tables.alice.id
+    mine = TODOS // OWNERS * (ROWS_PER_TODO - 1 + 2)  # alice's entries in the feed
+    # Each arm walks until it has a page of alice's rows: about a page per owner, with slack
+    # for the instants it must finish reading. Far less than alice's history.
+    budget = 2 * (feed.PAGE_SIZE + 1) * OWNERS
+    assert budget * 5 < mine
+    after = None
+    for _ in range(3):
+        sql, page = _captured(lambda after=after: feed_page(alice, after=after))
+        plan = _plan(sql, analyze=True)  # executed inside the test's transaction
+
+        walked = sum(
+            (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
+            for node in _reads(plan)
+        )
+        assert len(page.entries) == feed.PAGE_SIZE
+        assert walked <= budget, f"read {walked} rows for a page of {feed.PAGE_SIZE}"
+        after = page.next_cursor
+
+
+def test_the_unread_count_walks_the_same_indexes(shared_tables: Personas) -> None:
+    alice = shared_tables.alice.id
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(days=365)
+    sql, count = _captured(lambda: feed.unread_count(alice, since))
+
+    assert count == feed.UNREAD_CAP
+    _check_walks_in_order(_plan(sql))
