@@ -14,14 +14,14 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin import AdminSite
-from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from attempts.models import DIED_OUTCOMES, TodoAttempt
+from switchboard.lib.admin import TodoRowsAdmin, changelist_urls
 
 
 class DiedListFilter(admin.SimpleListFilter):
@@ -41,7 +41,7 @@ class DiedListFilter(admin.SimpleListFilter):
         return queryset
 
 
-class TodoAttemptAdmin(admin.ModelAdmin):
+class TodoAttemptAdmin(TodoRowsAdmin):
     """The attempts list. Not registered (see the module docstring); mounted by ``urls()``."""
 
     change_list_template = "admin/attempts/todoattempt/change_list.html"
@@ -57,54 +57,20 @@ class TodoAttemptAdmin(admin.ModelAdmin):
         "claimed_at",
         "ended_at",
     )
-    # No row links: a link would point at a change page that cannot exist for a composite key.
-    list_display_links = None
     list_filter = ("outcome", "disposition", "claimer_kind", DiedListFilter)
     # ``todo__id`` is the todo_id column itself (Django trims the join to the pk).
     search_fields = ("=todo__id", "claimant", "owner")
     date_hierarchy = "claimed_at"
     ordering = ("-claimed_at", "todo_id", "-seq")
-    # The full count of a large, append-mostly table is a sequential scan on every page view.
-    show_full_result_count = False
-    actions = None
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet[TodoAttempt]:
-        # The list names the todo by id (the row's own column): no join, no todo payloads.
-        return super().get_queryset(request).select_related(None)
-
-    @admin.display(description="todo", ordering="todo_id")
-    def todo_link(self, obj: TodoAttempt) -> SafeString:
-        url = reverse("admin:todos_todo_change", args=[quote(obj.todo_id)])
-        return format_html('<a href="{}">{}</a>', url, obj.todo_id)
 
     @admin.display(description="died", boolean=True)
     def died(self, obj: TodoAttempt) -> bool:
         return obj.died
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 def urls(admin_site: AdminSite) -> list[URLPattern]:
-    """The attempts changelist, for a registered ModelAdmin's ``get_urls`` to include.
-
-    Its URL name is the one a registered model's changelist would have, so the admin's own
-    templates (sorting, filters, date drill-down) find it.
-    """
-    model_admin = TodoAttemptAdmin(TodoAttempt, admin_site)
-    return [
-        path(
-            "attempts/",
-            admin_site.admin_view(model_admin.changelist_view),
-            name="attempts_todoattempt_changelist",
-        )
-    ]
+    """The attempts changelist, for a registered ModelAdmin's ``get_urls`` to include."""
+    return changelist_urls(TodoAttemptAdmin(TodoAttempt, admin_site), "attempts/")
 
 
 class TodoAttemptInline(admin.TabularInline):

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.admin import ModelAdmin
+from django.contrib.admin import display as admin_display
+from django.contrib.admin.utils import quote
 from django.db.models import Model
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -72,3 +75,50 @@ def pretty_json(value: Any) -> SafeString:
         return format_html("<span>{}</span>", "—")
     text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
     return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)
+
+
+class TodoRowsAdmin(ModelAdmin):
+    """A read-only list of rows that belong to a todo and have a composite primary key
+    (``todo_attempts``, ``todo_activity``: ``(todo_id, seq)``).
+
+    Django 6 refuses to register a model whose primary key is composite, so such a list is an
+    unregistered ModelAdmin mounted by ``changelist_urls`` from a registered admin's
+    ``get_urls``. Its rows link to their todo (a change page of their own cannot exist), the
+    list reads no todo columns, and nothing here writes: the lifecycle is the rows' only writer.
+    """
+
+    list_display_links = None
+    # The full count of a large, append-mostly table is a sequential scan on every page view.
+    show_full_result_count = False
+    actions = None
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # The list names the todo by id (the row's own column): no join, no todo payloads.
+        return super().get_queryset(request).select_related(None)
+
+    @admin_display(description="todo", ordering="todo_id")
+    def todo_link(self, obj: Any) -> SafeString:
+        url = reverse("admin:todos_todo_change", args=[quote(obj.todo_id)])
+        return format_html('<a href="{}">{}</a>', url, obj.todo_id)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def changelist_urls(model_admin: ModelAdmin, route: str) -> list[URLPattern]:
+    """Mount an unregistered admin's changelist at ``route``, under the URL name a registered
+    model's changelist would have, so the admin's own templates (sorting, filters) find it."""
+    opts = model_admin.model._meta
+    return [
+        path(
+            route,
+            model_admin.admin_site.admin_view(model_admin.changelist_view),
+            name=f"{opts.app_label}_{opts.model_name}_changelist",
+        )
+    ]

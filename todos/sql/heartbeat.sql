@@ -23,13 +23,7 @@
 -- Uses index: todos_pkey; todo_attempts_pkey once a minute.
 WITH upd AS (
     UPDATE todos t
-       SET @{activity_bump}
-           lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now(),
-           attempt_heartbeat_at =
-               CASE WHEN (t.attempt_heartbeat_at IS NULL
-                          OR t.attempt_heartbeat_at < now() - interval '1 minute')
-                         AND @{current_attempt}
-                    THEN now() ELSE t.attempt_heartbeat_at END
+       SET @{activity_bump}@{lease_extended}
      -- Plan rule 1 (todos/sql/README.md).
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}

@@ -21,12 +21,7 @@ WITH room AS (
 upd AS (
     UPDATE todos t
        SET activity_seq = t.activity_seq + CASE WHEN (SELECT ok FROM room) THEN 1 ELSE 0 END,
-           lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now(),
-           attempt_heartbeat_at =
-               CASE WHEN (t.attempt_heartbeat_at IS NULL
-                          OR t.attempt_heartbeat_at < now() - interval '1 minute')
-                         AND @{current_attempt}
-                    THEN now() ELSE t.attempt_heartbeat_at END
+           @{lease_extended}
      -- Plan rule 1 (todos/sql/README.md).
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}

@@ -1,0 +1,10 @@
+-- lease_extended: SET items that extend the lease of the claimed todo t by ttl_seconds, and
+--   move its record of the sampled attempt write (attempt_heartbeat_at) to now() exactly when
+--   that write is due: more than a minute since the last one, and the open attempt visible to
+--   this statement (docs/decisions/0006-heartbeat-sampling.md). heartbeat.sql says why.
+lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now(),
+attempt_heartbeat_at =
+    CASE WHEN (t.attempt_heartbeat_at IS NULL
+               OR t.attempt_heartbeat_at < now() - interval '1 minute')
+              AND @{current_attempt}
+         THEN now() ELSE t.attempt_heartbeat_at END
