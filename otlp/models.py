@@ -64,9 +64,7 @@ class TodoSpan(models.Model):
         # Created by the migration's SQL, which names the query it serves; declared so the state
         # matches the database.
         indexes = [
-            models.Index(
-                fields=["todo", "attempt_seq", "start_at"], name="idx_todo_spans_attempt"
-            )
+            models.Index(fields=["todo", "attempt_seq", "start_at"], name="idx_todo_spans_attempt")
         ]
 
     def __str__(self) -> str:

@@ -44,6 +44,36 @@ class RuntimeSettings:
     )
     waterfall_max_spans: int = _setting(2_000, 10, 100_000, "Spans drawn in a todo's waterfall.")
     spans_max_per_todo: int = _setting(5_000, 10, 1_000_000, "Spans stored per todo.")
+    spans_max_per_attempt: int = _setting(
+        2_000, 10, 1_000_000, "Spans stored per attempt; later ones are counted, not stored."
+    )
+    otlp_capture_content: int = _setting(
+        0,
+        0,
+        1,
+        "1: keep spans' tool inputs/outputs and message contents (cut, credentials masked);"
+        " 0: drop them.",
+    )
+    # Request rates, per minute; 0 lifts the limit. The per-address budgets are checked before
+    # authentication, so a flood of bad keys never reaches the database.
+    otlp_rate_per_address: int = _setting(
+        1_200, 0, 10_000_000, "OTLP requests per minute from one client address (0: no limit)."
+    )
+    otlp_rate_per_endpoint: int = _setting(
+        600, 0, 10_000_000, "OTLP requests per minute to one endpoint (0: no limit)."
+    )
+    mcp_rate_per_address: int = _setting(
+        12_000, 0, 10_000_000, "MCP requests per minute from one client address (0: no limit)."
+    )
+    mcp_rate_per_endpoint: int = _setting(
+        6_000, 0, 10_000_000, "MCP requests per minute to one endpoint (0: no limit)."
+    )
+    hooks_rate_per_address: int = _setting(
+        6_000, 0, 10_000_000, "Webhook deliveries per minute from one address (0: no limit)."
+    )
+    hooks_rate_per_source: int = _setting(
+        1_200, 0, 10_000_000, "Webhook deliveries per minute to one source (0: no limit)."
+    )
     ring_unclaimed_after_seconds: int = _setting(
         600, 10, 86_400, "Re-ring a pending todo left unclaimed this long."
     )
@@ -94,6 +124,17 @@ def current() -> RuntimeSettings:
     snapshot = load()
     with _lock:
         _cached = (now, snapshot)
+    return snapshot
+
+
+async def acurrent() -> RuntimeSettings:
+    """``current()`` for async code: the cached snapshot, or a read in a worker thread."""
+    cached = _cached
+    if cached is not None and time.monotonic() - cached[0] < CACHE_TTL_SECONDS:
+        return cached[1]
+    from channels.db import database_sync_to_async
+
+    snapshot: RuntimeSettings = await database_sync_to_async(current, thread_sensitive=False)()
     return snapshot
 
 

@@ -154,9 +154,7 @@ class Migration(migrations.Migration):
                         "db_table": "todo_trace_bindings",
                         "ordering": ["todo_id"],
                         "indexes": [
-                            models.Index(
-                                fields=["trace_id"], name="idx_todo_trace_bindings_trace"
-                            )
+                            models.Index(fields=["trace_id"], name="idx_todo_trace_bindings_trace")
                         ],
                     },
                 ),
