@@ -50,6 +50,9 @@ class Caller:
     session: str | None = None
     # params._meta.traceparent of the tools/call request, unparsed.
     meta_traceparent: Any = None
+    # Seconds until the endpoint is under its request rate again, when this call is over it
+    # (the transport counts it; the server answers it with the rate_limited tool error).
+    retry_after: int | None = None
 
     @property
     def scope(self) -> Scope:
@@ -149,9 +152,7 @@ def claim_next(caller: Caller, args: Args) -> Out:
 
 def claim(caller: Caller, args: Args) -> Out:
     trace = _traceparent(caller, args)
-    claimed = lifecycle.claim(
-        caller.endpoint.id, args["id"], **_claim_options(caller, args, trace)
-    )
+    claimed = lifecycle.claim(caller.endpoint.id, args["id"], **_claim_options(caller, args, trace))
     return shapes.claim_out(claimed, str(trace))
 
 
