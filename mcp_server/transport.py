@@ -278,16 +278,6 @@ async def _endpoint(scope: Scope, slug: str) -> Endpoint:
     return endpoint
 
 
-async def _rates() -> runtime_settings.RuntimeSettings:
-    try:
-        return await runtime_settings.acurrent()
-    except DatabaseError:
-        logger.exception("MCP: could not read the rate limits, database unavailable")
-        raise Refused(
-            503, "Service unavailable: try again", types.INTERNAL_ERROR, {"Retry-After": "1"}
-        ) from None
-
-
 async def _over_rate(dimension: str, key: str, per_minute: int) -> int | None:
     """Seconds until a request would pass when ``key`` is over its rate, else None."""
     verdict = await limits.limiter(settings.REDIS_URL).hit("mcp", dimension, key, per_minute)
@@ -314,7 +304,7 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         raise Refused(421, "Misdirected Request: Host is not in ALLOWED_HOSTS")
     if not origin_allowed(asgi.header(scope, b"origin")):
         raise Refused(403, "Forbidden: Origin is not allowed")
-    rates = await _rates()
+    rates = await runtime_settings.acurrent_or_defaults()
     address = limits.client_address(scope)
     if (wait := await _over_rate("address", address, rates.mcp_rate_per_address)) is not None:
         raise _too_many(wait)

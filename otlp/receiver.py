@@ -75,7 +75,7 @@ async def _serve(scope: Scope, receive: Receive) -> tuple[response.Reply, Outcom
     if scope.get("method") != "POST":
         raise _Refusal(405, "method not allowed: export traces with POST", {"Allow": "POST"})
     slug = match.group(1)
-    current = await runtime_settings.acurrent()
+    current = await runtime_settings.acurrent_or_defaults()
     await _limit(
         "this address", "address", limits.client_address(scope), current.otlp_rate_per_address
     )

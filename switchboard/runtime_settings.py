@@ -8,12 +8,15 @@ admin clears this process's cache at once and reaches other processes within the
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 CACHE_TTL_SECONDS = 5.0
+
+logger = logging.getLogger(__name__)
 
 
 def _setting(default: int, minimum: int, maximum: int, help: str) -> Any:
@@ -136,6 +139,20 @@ async def acurrent() -> RuntimeSettings:
 
     snapshot: RuntimeSettings = await database_sync_to_async(current, thread_sensitive=False)()
     return snapshot
+
+
+async def acurrent_or_defaults() -> RuntimeSettings:
+    """``acurrent()``, or the defaults when the table cannot be read.
+
+    For checks that must work while the database does not: the request rate limits, which run
+    before anything else touches it. The failure is logged; the request's own database work
+    then fails, and answers, as it would have.
+    """
+    try:
+        return await acurrent()
+    except Exception:
+        logger.warning("runtime settings unreadable; using the defaults", exc_info=True)
+        return RuntimeSettings()
 
 
 def clear_cache() -> None:

@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
@@ -110,7 +110,12 @@ def request(
         resource_spans=[
             ResourceSpans(
                 resource=Resource(attributes=attributes),
-                scope_spans=[ScopeSpans(spans=[s.proto() for s in spans])],
+                scope_spans=[
+                    ScopeSpans(
+                        scope=InstrumentationScope(name="tests"),
+                        spans=[s.proto() for s in spans],
+                    )
+                ],
             )
         ]
     )

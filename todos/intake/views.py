@@ -108,10 +108,7 @@ async def guard(scope: Any, receive: Any, send: Any, app: Any) -> None:
 
 async def _over_rate(scope: Any) -> int | None:
     """Seconds until a delivery would pass, when its address or its source is over its rate."""
-    try:
-        current = await runtime_settings.acurrent()
-    except DatabaseError:
-        return None  # the view answers 503 for the same reason
+    current = await runtime_settings.acurrent_or_defaults()
     source = scope.get("path", "")[len(PREFIX) :].strip("/")
     limiter = limits.limiter(settings.REDIS_URL)
     for dimension, key, rate in (
