@@ -28,6 +28,7 @@ from django.utils.safestring import SafeString
 
 from activity import admin as activity_admin
 from attempts import admin as attempts_admin
+from otlp import admin as otlp_admin
 from switchboard.lib.admin import Shown, adopt, pretty_json, show_once
 from switchboard.lib.errors import LifecycleError
 from switchboard.scope import Scope
@@ -175,6 +176,7 @@ class TodoAdmin(admin.ModelAdmin):
         return [
             *attempts_admin.urls(self.admin_site),
             *activity_admin.urls(self.admin_site),
+            *otlp_admin.urls(self.admin_site),
             *super().get_urls(),
         ]
 
