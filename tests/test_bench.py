@@ -16,7 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
-    "script", ["bench/lifecycle.py", "bench/mcp.py", "bench/ablations/lifecycle_ablations.py"]
+    "script",
+    [
+        "bench/lifecycle.py",
+        "bench/mcp.py",
+        "bench/otlp.py",
+        "bench/ablations/lifecycle_ablations.py",
+    ],
 )
 def test_the_benchmark_imports_and_parses_its_options(script: str) -> None:
     done = subprocess.run(
