@@ -84,3 +84,43 @@ def test_the_table_refuses_what_the_translator_never_makes(
                         {columns["attributes"]})""",
             [claim.todo.id],
         )
+
+
+def _indexdef(name: str) -> str:
+    with connection.cursor() as cur:
+        cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+        (definition,) = cur.fetchone()
+    return str(definition)
+
+
+@pytest.mark.parametrize(
+    ("name", "definition"),
+    [
+        (
+            "idx_todo_attempts_trace",
+            "CREATE INDEX idx_todo_attempts_trace ON public.todo_attempts USING btree (trace_id)"
+            " WHERE (trace_id IS NOT NULL)",
+        ),
+        (
+            "idx_todo_spans_attempt",
+            "CREATE INDEX idx_todo_spans_attempt ON public.todo_spans USING btree"
+            " (todo_id, attempt_seq, start_at)",
+        ),
+        (
+            "idx_todo_trace_bindings_trace",
+            "CREATE INDEX idx_todo_trace_bindings_trace ON public.todo_trace_bindings USING btree"
+            " (trace_id)",
+        ),
+    ],
+)
+def test_the_index_is_defined_as_its_query_needs(name: str, definition: str) -> None:
+    assert _indexdef(name) == definition
+
+
+def test_the_models_declare_the_indexes_the_migrations_create() -> None:
+    from attempts.models import TodoAttempt
+    from otlp.models import TodoSpan, TodoTraceBinding
+
+    assert "idx_todo_attempts_trace" in {i.name for i in TodoAttempt._meta.indexes}
+    assert [i.name for i in TodoSpan._meta.indexes] == ["idx_todo_spans_attempt"]
+    assert [i.name for i in TodoTraceBinding._meta.indexes] == ["idx_todo_trace_bindings_trace"]
