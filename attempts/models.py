@@ -69,17 +69,28 @@ class TodoAttempt(models.Model):
     lease_token_hash = models.BinaryField(null=True, blank=True, editable=False)
     # Progress notes refused once the attempt held its cap of notes (migrations/0002_activity).
     notes_dropped = models.IntegerField(db_default=0, default=0)
+    # The attempt's trace (16 bytes): the claim's traceparent, or one minted for it; spans of
+    # this trace bind to this attempt. Spans refused once the attempt held its span cap are
+    # counted in spans_dropped (migrations/0003_trace).
+    trace_id = models.BinaryField(null=True, blank=True, editable=False)
+    spans_dropped = models.IntegerField(db_default=0, default=0)
 
     class Meta:
         db_table = "todo_attempts"
         ordering = ["todo_id", "-seq"]
-        # Created CONCURRENTLY by migrations/0002_activity.py, which names the query it serves.
+        # Created CONCURRENTLY by migrations/0002_activity.py and 0003_trace.py, which name the
+        # queries they serve.
         indexes = [
             models.Index(
                 fields=["-ended_at"],
                 condition=models.Q(ended_at__isnull=False),
                 name="idx_todo_attempts_ended",
-            )
+            ),
+            models.Index(
+                fields=["trace_id"],
+                condition=models.Q(trace_id__isnull=False),
+                name="idx_todo_attempts_trace",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -17,6 +17,15 @@ def timestamp(value: Any) -> dt.datetime | None:
     return dt.datetime.fromisoformat(value)
 
 
+def trace_hex(value: Any) -> str | None:
+    """A bytea trace id as hex: from a row (bytes, memoryview) or jsonb (``\\x…`` text)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.removeprefix("\\x").lower()
+    return bytes(value).hex()
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptView:
     todo_id: str
@@ -37,6 +46,10 @@ class AttemptView:
     summary_truncated: bool
     artifact: str | None
     notes_dropped: int = 0
+    # The attempt's trace id as 32 lowercase hex digits (None: no trace), and the spans refused
+    # once the attempt held its span cap.
+    trace_id: str | None = None
+    spans_dropped: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
@@ -47,6 +60,8 @@ class AttemptView:
             values["claimer_endpoint_id"] = UUID(values["claimer_endpoint_id"])
         values["summary_truncated"] = bool(values["summary_truncated"])
         values["notes_dropped"] = values["notes_dropped"] or 0
+        values["spans_dropped"] = values["spans_dropped"] or 0
+        values["trace_id"] = trace_hex(values["trace_id"])
         return cls(**values)
 
     @property

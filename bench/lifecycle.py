@@ -276,6 +276,7 @@ class BareClient:
             "claimer_session": None,
             "claimant": CLAIMANT,
             "attempts_cap": target.attempts_cap,
+            "trace_id": None,
         }
 
     def claim(self) -> str | None:

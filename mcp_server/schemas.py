@@ -88,7 +88,7 @@ TRACEPARENT: Schema = {
     "maxLength": TRACEPARENT_MAX_CHARS,
     "description": "W3C traceparent of the agent's trace for this attempt"
     " (00-<32 hex>-<16 hex>-<2 hex>). params._meta.traceparent counts too; this argument wins."
-    " Malformed values are refused.",
+    " Malformed values are refused. Without one, the claim mints a traceparent and returns it.",
 }
 LEASE_TOKEN: Schema = {
     "type": "string",
@@ -290,8 +290,26 @@ ATTEMPT: Schema = {
             "type": "integer",
             "description": "Progress notes not stored: the attempt was at its note cap.",
         },
+        "trace_id": {
+            "type": ["string", "null"],
+            "description": "The attempt's trace id (32 hex digits): spans of this trace that"
+            " were exported to /otlp/{endpoint}/v1/traces bind to this attempt.",
+        },
+        "spans_dropped": {
+            "type": "integer",
+            "description": "Spans not stored: the attempt was at its span cap.",
+        },
     },
-    "required": ["seq", "attempt", "claimer_kind", "died", "summary_truncated", "notes_dropped"],
+    "required": [
+        "seq",
+        "attempt",
+        "claimer_kind",
+        "died",
+        "summary_truncated",
+        "notes_dropped",
+        "trace_id",
+        "spans_dropped",
+    ],
 }
 CLAIM: Schema = {
     "type": "object",
@@ -309,7 +327,12 @@ CLAIM: Schema = {
             "items": ATTEMPT,
             "description": "The most recent closed attempts, newest first.",
         },
-        "traceparent": {"type": "string", "description": "The traceparent this claim carried."},
+        "traceparent": {
+            "type": "string",
+            "description": "The attempt's trace context: the traceparent the claim carried, or"
+            " one minted for it. Export your spans as its children (use it as their parent"
+            " context) and they bind to this attempt.",
+        },
     },
     "required": ["empty"],
 }

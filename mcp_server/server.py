@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 # Keys this app adds to the ASGI scope (namespaced, as the ASGI spec asks of extensions).
 SCOPE_ENDPOINT = "switchboard.endpoint"
 SCOPE_SESSION = "switchboard.session"
+# Seconds until the endpoint is under its rate again; set when this request is over it.
+SCOPE_RETRY_AFTER = "switchboard.retry_after"
 
 INSTRUCTIONS = """\
 Switchboard hands out work ("todos") on queues. To drain a queue: call claim_next with the
@@ -84,6 +86,7 @@ def _caller(ctx: ServerRequestContext[Any, Any]) -> tools.Caller:
         endpoint=endpoint,
         session=scope.get(SCOPE_SESSION),
         meta_traceparent=meta.get("traceparent") if isinstance(meta, Mapping) else None,
+        retry_after=scope.get(SCOPE_RETRY_AFTER),
     )
 
 
@@ -158,6 +161,11 @@ async def call_tool(
     """Check scope and arguments, run the tool in a worker thread, map its errors (one place)."""
     caller = _caller(ctx)
     name = params.name
+    if caller.retry_after is not None:
+        return tool_error(
+            "rate_limited",
+            f"this endpoint is over its request rate; retry after {caller.retry_after} s",
+        )
     if name not in tools.TOOLS:
         # The spec's answer to an unknown tool is a protocol error, not a tool result.
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}", data=name)

@@ -68,6 +68,8 @@ def attempt_out(attempt: AttemptView) -> dict[str, Any]:
         "summary_truncated": attempt.summary_truncated,
         "artifact": attempt.artifact,
         "notes_dropped": attempt.notes_dropped,
+        "trace_id": attempt.trace_id,
+        "spans_dropped": attempt.spans_dropped,
     }
 
 

@@ -50,6 +50,9 @@ class Caller:
     session: str | None = None
     # params._meta.traceparent of the tools/call request, unparsed.
     meta_traceparent: Any = None
+    # Seconds until the endpoint is under its request rate again, when this call is over it
+    # (the transport counts it; the server answers it with the rate_limited tool error).
+    retry_after: int | None = None
 
     @property
     def scope(self) -> Scope:
@@ -99,15 +102,14 @@ def get_todo(caller: Caller, args: Args) -> Out:
 # --- claims ------------------------------------------------------------------------------------
 
 
-def _traceparent(caller: Caller, args: Args) -> str | None:
-    """The claim's traceparent (argument first, then params._meta), validated; None if absent.
+def _traceparent(caller: Caller, args: Args) -> tp.TraceParent:
+    """The claim's traceparent (argument first, then params._meta), validated; minted if absent.
 
-    PROTOCOLS.md §5 says a receiver ignores an invalid traceparent; a claim refuses it instead
-    (the issue's rule), because an agent that sent one meant its spans to bind to this attempt
-    and would otherwise only find out when they never show up.
-
-    It is returned with the claim and not stored yet: todo_attempts has no trace column until
-    the OTLP issue adds one (seed 001).
+    A receiver ignores an invalid traceparent (W3C trace context); a claim refuses it instead,
+    because an agent that sent one meant its spans to bind to this attempt and would otherwise
+    only find out when they never show up. When the claim carries none, a fresh one is minted:
+    its trace id is stored on the attempt and returned, so an agent that adopts it as the parent
+    of its spans has them bind with no attribute (docs/guides/agent-activity.md).
     """
     for source, value in (
         ("traceparent", args.get("traceparent")),
@@ -118,12 +120,13 @@ def _traceparent(caller: Caller, args: Args) -> str | None:
         parsed = tp.parse(value)
         if parsed is None:
             raise ToolError("invalid", f"{source}: not a valid W3C traceparent")
-        return str(parsed)
-    return None
+        return parsed
+    return tp.mint()
 
 
-def _claim_options(caller: Caller, args: Args) -> dict[str, Any]:
+def _claim_options(caller: Caller, args: Args, trace: tp.TraceParent) -> dict[str, Any]:
     return {
+        "trace_id": bytes.fromhex(trace.trace_id),
         "owner": caller.owner,
         "lease_ttl_seconds": _opt(args, "lease_ttl_seconds"),
         "claimant": _opt(args, "claimant"),
@@ -138,17 +141,19 @@ def claim_next(caller: Caller, args: Args) -> Out:
         raise ToolError("invalid", "give exactly one of queue or queues")
     trace = _traceparent(caller, args)
     claimed = lifecycle.claim_next(
-        caller.endpoint.id, [queue] if queue is not None else queues, **_claim_options(caller, args)
+        caller.endpoint.id,
+        [queue] if queue is not None else queues,
+        **_claim_options(caller, args, trace),
     )
     if claimed is None:
         return {"empty": True}
-    return shapes.claim_out(claimed, trace)
+    return shapes.claim_out(claimed, str(trace))
 
 
 def claim(caller: Caller, args: Args) -> Out:
     trace = _traceparent(caller, args)
-    claimed = lifecycle.claim(caller.endpoint.id, args["id"], **_claim_options(caller, args))
-    return shapes.claim_out(claimed, trace)
+    claimed = lifecycle.claim(caller.endpoint.id, args["id"], **_claim_options(caller, args, trace))
+    return shapes.claim_out(claimed, str(trace))
 
 
 # --- the holder's reports ----------------------------------------------------------------------

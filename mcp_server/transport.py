@@ -1,8 +1,11 @@
 """``/mcp/{slug}``: the ASGI entry in front of the SDK's Streamable HTTP session manager.
 
 In order, before the SDK sees a request: the path names an endpoint; Host and Origin pass
-``ALLOWED_HOSTS`` (DNS-rebinding protection, the transport spec's MUST); the bearer resolves to
-that endpoint (``switchboard.auth``, 401 otherwise); a legacy GET with a session id
+``ALLOWED_HOSTS`` (DNS-rebinding protection, the transport spec's MUST); the client address is
+under its rate (``switchboard.lib.limits``, 429 with ``Retry-After``); the bearer resolves to
+that endpoint (``switchboard.auth``, 401 otherwise); the endpoint is under its rate (a
+``tools/call`` over it is answered by the tool error ``rate_limited``, so the model reads why;
+any other request is 429 with ``Retry-After``); a legacy GET with a session id
 becomes the doorbell's SSE stream (``legacy_stream``), anything else must be POST; the body fits
 ``SWITCHBOARD_MAX_BODY_BYTES`` (413); it is JSON and one JSON-RPC 2.0 message (the right JSON-RPC
 error otherwise, the same in both eras). For the legacy era it also mints the session id on
@@ -37,8 +40,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_server import doorbell, sessions
 from mcp_server import server as mcp
+from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi
+from switchboard.lib import asgi, limits, metrics
 from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -274,6 +278,23 @@ async def _endpoint(scope: Scope, slug: str) -> Endpoint:
     return endpoint
 
 
+async def _over_rate(dimension: str, key: str, per_minute: int) -> int | None:
+    """Seconds until a request would pass when ``key`` is over its rate, else None."""
+    verdict = await limits.limiter(settings.REDIS_URL).hit("mcp", dimension, key, per_minute)
+    if verdict.allowed:
+        return None
+    metrics.rate_limited("mcp", dimension)
+    return verdict.retry_after
+
+
+def _too_many(retry_after: int) -> Refused:
+    return Refused(
+        429,
+        f"Too Many Requests: retry after {retry_after} s",
+        headers={"Retry-After": str(retry_after)},
+    )
+
+
 async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
     match = _PATH.match(scope.get("path", ""))
     if match is None:
@@ -283,13 +304,20 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         raise Refused(421, "Misdirected Request: Host is not in ALLOWED_HOSTS")
     if not origin_allowed(asgi.header(scope, b"origin")):
         raise Refused(403, "Forbidden: Origin is not allowed")
+    rates = await runtime_settings.acurrent_or_defaults()
+    address = limits.client_address(scope)
+    if (wait := await _over_rate("address", address, rates.mcp_rate_per_address)) is not None:
+        raise _too_many(wait)
     endpoint = await _endpoint(scope, slug)
+    endpoint_wait = await _over_rate("endpoint", str(endpoint.id), rates.mcp_rate_per_endpoint)
 
     if (
         scope.get("method") == "GET"
         and not is_modern(scope)
         and asgi.header(scope, SESSION_HEADER) is not None
     ):
+        if endpoint_wait is not None:
+            raise _too_many(endpoint_wait)
         await legacy_stream(scope, receive, guard, endpoint)
         return
     if scope.get("method") != "POST":
@@ -303,6 +331,8 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         raise Refused(415, "Unsupported Media Type: send Content-Type: application/json")
     message = check_message(body)
     guard.request_id = message.get("id")
+    if endpoint_wait is not None and message.get("method") != "tools/call":
+        raise _too_many(endpoint_wait)
 
     session: str | None = None
     if not is_modern(scope):
@@ -316,7 +346,14 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
             session = presented
     # A modern request's Mcp-Session-Id is ignored (the 2026 spec), so it never labels a claim.
 
-    inner: Scope = {**scope, mcp.SCOPE_ENDPOINT: endpoint, mcp.SCOPE_SESSION: session}
+    # A tools/call over the endpoint's rate reaches the handler, which answers it with the
+    # rate_limited tool error (mcp_server.server.call_tool).
+    inner: Scope = {
+        **scope,
+        mcp.SCOPE_ENDPOINT: endpoint,
+        mcp.SCOPE_SESSION: session,
+        mcp.SCOPE_RETRY_AFTER: endpoint_wait,
+    }
     manager = await mcp.RUNTIME.manager()
     await manager.handle_request(inner, asgi.replay(body, receive), guard.send)
 

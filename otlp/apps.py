@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class OtlpConfig(AppConfig):
-    """The OTLP/HTTP trace receiver (seed 001); models arrive with the OTLP issue."""
+    """The OTLP/HTTP trace receiver and the spans it stores (docs/guides/agent-activity.md)."""
 
     name = "otlp"
     verbose_name = "OTLP traces"

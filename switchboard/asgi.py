@@ -1,7 +1,9 @@
-"""The ASGI application: MCP at /mcp/{slug} beside Django, webhooks behind their body cap;
-Channels routes WebSockets once the live issue lands.
+"""The ASGI application: MCP at /mcp/{slug} and the OTLP receiver at /otlp/{slug}/v1/traces
+beside Django, webhooks behind their body cap; Channels routes WebSockets once the live issue
+lands.
 
-``/mcp`` goes to the MCP transport (an ASGI app around the official SDK), everything else to
+``/mcp`` goes to the MCP transport (an ASGI app around the official SDK), ``/otlp`` to the trace
+receiver (``otlp.receiver``, which reads the body under its cap itself), everything else to
 Django. The ``lifespan`` entry starts and stops the MCP session manager on servers that send
 lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
 request (``mcp_server.server.McpRuntime``).
@@ -28,6 +30,7 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402
 
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
+from otlp import receiver as otlp_receiver  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
 
 
@@ -35,6 +38,8 @@ async def http(scope: Any, receive: Any, send: Any) -> None:
     path = scope.get("path", "")
     if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
         await mcp_transport.application(scope, receive, send)
+    elif otlp_receiver.is_otlp_path(path):
+        await otlp_receiver.application(scope, receive, send)
     elif hooks.is_hook_path(path):
         await hooks.guard(scope, receive, send, django_application)
     else:

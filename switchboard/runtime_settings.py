@@ -8,12 +8,15 @@ admin clears this process's cache at once and reaches other processes within the
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 CACHE_TTL_SECONDS = 5.0
+
+logger = logging.getLogger(__name__)
 
 
 def _setting(default: int, minimum: int, maximum: int, help: str) -> Any:
@@ -44,6 +47,36 @@ class RuntimeSettings:
     )
     waterfall_max_spans: int = _setting(2_000, 10, 100_000, "Spans drawn in a todo's waterfall.")
     spans_max_per_todo: int = _setting(5_000, 10, 1_000_000, "Spans stored per todo.")
+    spans_max_per_attempt: int = _setting(
+        2_000, 10, 1_000_000, "Spans stored per attempt; later ones are counted, not stored."
+    )
+    otlp_capture_content: int = _setting(
+        0,
+        0,
+        1,
+        "1: keep spans' tool inputs/outputs and message contents (cut, credentials masked);"
+        " 0: drop them.",
+    )
+    # Request rates, per minute; 0 lifts the limit. The per-address budgets are checked before
+    # authentication, so a flood of bad keys never reaches the database.
+    otlp_rate_per_address: int = _setting(
+        1_200, 0, 10_000_000, "OTLP requests per minute from one client address (0: no limit)."
+    )
+    otlp_rate_per_endpoint: int = _setting(
+        600, 0, 10_000_000, "OTLP requests per minute to one endpoint (0: no limit)."
+    )
+    mcp_rate_per_address: int = _setting(
+        12_000, 0, 10_000_000, "MCP requests per minute from one client address (0: no limit)."
+    )
+    mcp_rate_per_endpoint: int = _setting(
+        6_000, 0, 10_000_000, "MCP requests per minute to one endpoint (0: no limit)."
+    )
+    hooks_rate_per_address: int = _setting(
+        6_000, 0, 10_000_000, "Webhook deliveries per minute from one address (0: no limit)."
+    )
+    hooks_rate_per_source: int = _setting(
+        1_200, 0, 10_000_000, "Webhook deliveries per minute to one source (0: no limit)."
+    )
     ring_unclaimed_after_seconds: int = _setting(
         600, 10, 86_400, "Re-ring a pending todo left unclaimed this long."
     )
@@ -95,6 +128,31 @@ def current() -> RuntimeSettings:
     with _lock:
         _cached = (now, snapshot)
     return snapshot
+
+
+async def acurrent() -> RuntimeSettings:
+    """``current()`` for async code: the cached snapshot, or a read in a worker thread."""
+    cached = _cached
+    if cached is not None and time.monotonic() - cached[0] < CACHE_TTL_SECONDS:
+        return cached[1]
+    from channels.db import database_sync_to_async
+
+    snapshot: RuntimeSettings = await database_sync_to_async(current, thread_sensitive=False)()
+    return snapshot
+
+
+async def acurrent_or_defaults() -> RuntimeSettings:
+    """``acurrent()``, or the defaults when the table cannot be read.
+
+    For checks that must work while the database does not: the request rate limits, which run
+    before anything else touches it. The failure is logged; the request's own database work
+    then fails, and answers, as it would have.
+    """
+    try:
+        return await acurrent()
+    except Exception:
+        logger.warning("runtime settings unreadable; using the defaults", exc_info=True)
+        return RuntimeSettings()
 
 
 def clear_cache() -> None:

@@ -175,8 +175,12 @@ LOGGING = {
 }
 
 # --- Switchboard switches (process level; runtime settings live in the settings table) --------
-# Receive OTLP traces at /otlp/{slug}/v1/traces (off by default).
-SWITCHBOARD_OTLP = env_bool("SWITCHBOARD_OTLP", False)
+# Receive OTLP traces at /otlp/{slug}/v1/traces (off: the path answers 404).
+SWITCHBOARD_OTLP = env_bool("SWITCHBOARD_OTLP", True)
+# Largest OTLP request body, on the wire and again after decompression (413 beyond it).
+SWITCHBOARD_OTLP_MAX_BODY_BYTES = env_int(
+    "SWITCHBOARD_OTLP_MAX_BODY_BYTES", 4 * 1_048_576, minimum=1024
+)
 # Derive an attempt's summary from the compact JSON of its result when no summary is given.
 # Off by default: results were never shown to later claimers before (seed 000).
 SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT = env_bool("SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT", False)

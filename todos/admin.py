@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString
 
 from activity import admin as activity_admin
 from attempts import admin as attempts_admin
+from otlp import admin as otlp_admin
 from switchboard.lib.admin import pretty_json
 from switchboard.lib.errors import LifecycleError
 from switchboard.scope import Scope
@@ -161,6 +162,7 @@ class TodoAdmin(admin.ModelAdmin):
         return [
             *attempts_admin.urls(self.admin_site),
             *activity_admin.urls(self.admin_site),
+            *otlp_admin.urls(self.admin_site),
             *super().get_urls(),
         ]
 

@@ -162,6 +162,7 @@ OWNER_MAX_BYTES = 256
 TITLE_MAX_BYTES = 1024
 SWEEP_BATCH = 500
 PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries
+TRACE_ID_BYTES = 16  # todo_attempts.trace_id: a W3C trace id
 INTERRUPT_STATES = tuple(str(state) for state in PAUSED_STATES)  # what interrupt may move to
 ACTIVITY_TEXT_MAX_BYTES = 512  # todo_activity.message
 ACTOR_REF_MAX_BYTES = 128  # todo_activity.actor_ref
@@ -414,8 +415,11 @@ def _claim_params(
     require_fence: bool,
     claimer_kind: str,
     claimer_endpoint_id: UUID | None,
+    trace_id: bytes | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     token, token_hash = fence.mint() if require_fence else (None, None)
+    if trace_id is not None and (len(trace_id) != TRACE_ID_BYTES or not any(trace_id)):
+        raise InvalidInput("trace_id", f"must be {TRACE_ID_BYTES} bytes, not all zero")
     params = {
         "owner": check_name("owner", owner, OWNER_MAX_BYTES),
         "ttl_seconds": _ttl(lease_ttl_seconds),
@@ -425,6 +429,7 @@ def _claim_params(
         "claimant": rules.claimant(claimant),
         "token_hash": token_hash,
         "attempts_cap": runtime_settings.current().attempts_max_per_todo,
+        "trace_id": trace_id,
     }
     return params, token
 
@@ -492,8 +497,12 @@ def claim_next(
     claimant: str | None = None,
     session: str | None = None,
     require_fence: bool = False,
+    trace_id: bytes | None = None,
 ) -> ClaimResult | None:
-    """Claim the oldest claimable todo on ``queues``; None when there is nothing to claim."""
+    """Claim the oldest claimable todo on ``queues``; None when there is nothing to claim.
+
+    ``trace_id`` (16 bytes) is the new attempt's trace: spans of it bind to the attempt.
+    """
     if isinstance(queues, str) or not queues:
         raise InvalidInput("queues", "must be a non-empty list of queue names")
     queue_list = [check_name("queues", q) for q in queues]
@@ -505,6 +514,7 @@ def claim_next(
         require_fence=require_fence,
         claimer_kind="endpoint",
         claimer_endpoint_id=endpoint_id,
+        trace_id=trace_id,
     )
     rows = _run(CLAIM_NEXT, {**params, "endpoint_id": endpoint_id, "queues": queue_list}, None)
     if not rows:
@@ -522,8 +532,9 @@ def claim(
     claimant: str | None = None,
     session: str | None = None,
     require_fence: bool = False,
+    trace_id: bytes | None = None,
 ) -> ClaimResult:
-    """Claim one todo by id, under the same predicate as ``claim_next``."""
+    """Claim one todo by id, under the same predicate as ``claim_next`` (``trace_id`` too)."""
     params, token = _claim_params(
         owner=owner,
         lease_ttl_seconds=lease_ttl_seconds,
@@ -532,6 +543,7 @@ def claim(
         require_fence=require_fence,
         claimer_kind="endpoint",
         claimer_endpoint_id=endpoint_id,
+        trace_id=trace_id,
     )
     row = _single("claim", CLAIM, params, Scope.of_endpoint(endpoint_id), todo_id)
     return _claimed(row, token, "claim")
@@ -809,6 +821,7 @@ def operator_claim(
     lease_ttl_seconds: int | None = None,
     claimant: str | None = None,
     actor_id: int | None = None,
+    trace_id: bytes | None = None,
 ) -> ClaimResult:
     """The owning human claims a todo from the Board (claimer_kind 'owner', never fenced).
 
@@ -823,6 +836,7 @@ def operator_claim(
         require_fence=False,
         claimer_kind="owner",
         claimer_endpoint_id=None,
+        trace_id=trace_id,
     )
     params |= _by_human(actor_id or human_id, "claim")
     row = _single("operator_claim", OPERATOR_CLAIM, params, Scope.of_human(human_id), todo_id)

@@ -158,6 +158,8 @@ class Todo(models.Model):
     attempt_heartbeat_at = models.DateTimeField(null=True, blank=True, editable=False)
     # The last seq handed to one of the todo's todo_activity rows (migrations/0004).
     activity_seq = models.BigIntegerField(db_default=0, default=0)
+    # Spans refused once the todo held its span cap (migrations/0005, otlp/store.py).
+    spans_dropped = models.IntegerField(db_default=0, default=0)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()

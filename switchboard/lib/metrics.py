@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 
 TODO_TRANSITIONS = Counter(
     "switchboard_todo_transitions_total",
@@ -59,3 +59,36 @@ ACTIVITY = Counter(
 
 def activity(kind: str, n: int = 1) -> None:
     ACTIVITY.labels(kind=kind).inc(n)
+
+
+OTLP_SPANS = Counter(
+    "switchboard_otlp_spans_total",
+    "OTLP spans received, by result: accepted (stored), rejected_unbound (bound to no todo),"
+    " dropped_cap (over a span cap), invalid (malformed ids or times).",
+    ["result"],
+)
+OTLP_REQUEST_SECONDS = Histogram(
+    "switchboard_otlp_request_seconds",
+    "OTLP export requests, from the first byte read to the answer sent, by HTTP status.",
+    ["status"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+RATE_LIMITED = Counter(
+    "switchboard_rate_limited_total",
+    "Requests refused by a rate limit, by surface (otlp, mcp, hooks) and budget (address,"
+    " endpoint, source).",
+    ["surface", "dimension"],
+)
+
+
+def otlp_spans(result: str, n: int) -> None:
+    if n:
+        OTLP_SPANS.labels(result=result).inc(n)
+
+
+def otlp_request(status: int, seconds: float) -> None:
+    OTLP_REQUEST_SECONDS.labels(status=str(status)).observe(seconds)
+
+
+def rate_limited(surface: str, dimension: str) -> None:
+    RATE_LIMITED.labels(surface=surface, dimension=dimension).inc()

@@ -10,6 +10,7 @@ version parsed by its first four fields when what follows the flags is a ``-``.
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import dataclass
 
 _FIELDS = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
@@ -53,3 +54,17 @@ def parse(value: object) -> TraceParent | None:
     if trace_id == "0" * 32 or parent_id == "0" * 16:
         return None
     return TraceParent(version, trace_id, parent_id, int(flags, 16))
+
+
+def mint() -> TraceParent:
+    """A fresh traceparent: random trace and parent ids (never all zero), sampled.
+
+    A claim that carried none gets one (``mcp_server.tools``), so an agent that adopts it as the
+    parent context of its spans has them bind to its attempt with no attribute to set.
+    """
+    trace_id = parent_id = "0"
+    while int(trace_id, 16) == 0:
+        trace_id = secrets.token_hex(16)
+    while int(parent_id, 16) == 0:
+        parent_id = secrets.token_hex(8)
+    return TraceParent("00", trace_id, parent_id, SAMPLED)

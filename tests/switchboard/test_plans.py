@@ -63,6 +63,7 @@ TYPES = {
     "note_truncated": "boolean",
     "notes_cap": "int",
     "activity_cap": "int",
+    "trace_id": "bytea",
 }
 # RESUME and RETRY (states other than claimed, the human's scope), the claim by id, CANCEL and
 # IN_SCOPE have no index competing with the primary key today, so they pass written plainly;

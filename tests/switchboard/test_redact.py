@@ -241,6 +241,24 @@ def test_a_pathological_100_kb_input_is_masked_in_linear_time(text: str, changed
     assert mask(masked) == (masked, False)
 
 
+def test_every_rule_has_the_triggers_that_let_mask_skip_clean_text() -> None:
+    assert set(redact.TRIGGERS) == {rule.kind for rule in redact.RULES}
+    for kind, triggers in redact.TRIGGERS.items():
+        assert triggers and all(t == t.casefold() for t in triggers), kind
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pa\u017f\u017fword=hunter2",  # long s: (?i) folds it to s
+        "API_\u212aEY: abcdefghijkl",  # the Kelvin sign folds to k
+        "Authorization: Bearer abcdefghijklmnopqrstu",
+    ],
+)
+def test_case_folded_spellings_still_reach_the_patterns(text: str) -> None:
+    assert redact.mask(text)[1] is True
+
+
 def test_every_rule_names_a_distinct_kind() -> None:
     kinds = [rule.kind for rule in redact.RULES]
     assert len(kinds) == len(set(kinds))

@@ -346,6 +346,7 @@ def _claim_next_plan(personas: Personas, *, analyze: bool = False) -> dict[str, 
         "claimant": "worker-1",
         "token_hash": None,
         "attempts_cap": 50,
+        "trace_id": None,
     }
     options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
     with connection.cursor() as cur:

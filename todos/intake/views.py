@@ -1,9 +1,11 @@
 """``POST /hooks/{source_slug}``: the HTTP face of webhook intake (``deliveries`` does the work).
 
 Every answer is JSON, never an HTML page: 202 (routed or dropped), 200 (duplicate delivery),
-400, 401, 404, 405, 413, and 503 when the database is unreachable (with ``Retry-After``, so the
-sender redelivers). The body cap is enforced twice: by ``guard`` in front of Django on the ASGI
-server, before the body is buffered, and by the view for any other way in (the test client).
+400, 401, 404, 405, 413, 429 (with ``Retry-After``) when a sender is over its rate, and 503 when
+the database is unreachable (with ``Retry-After``, so the sender redelivers). The body cap is
+enforced twice: by ``guard`` in front of Django on the ASGI server, before the body is buffered,
+and by the view for any other way in (the test client). The rates (per client address and per
+source, runtime settings) are ``guard``'s alone, checked before the body is read.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
-from switchboard.lib import asgi
+from switchboard import runtime_settings
+from switchboard.lib import asgi, limits, metrics
 from todos.intake import deliveries
 
 log = logging.getLogger(__name__)
@@ -81,6 +84,17 @@ async def guard(scope: Any, receive: Any, send: Any, app: Any) -> None:
     Django's ASGI handler spools the whole body before a view runs; without this, a sender could
     make the server store an unbounded body just to be told it is too large.
     """
+    if (retry_after := await _over_rate(scope)) is not None:
+        await _send_json(
+            send,
+            429,
+            {
+                "error": "rate_limited",
+                "message": f"too many deliveries; redeliver after {retry_after} s",
+            },
+            [(b"retry-after", str(retry_after).encode())],
+        )
+        return
     limit = settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
     try:
         body = await asgi.read_body(scope, receive, limit)
@@ -92,22 +106,47 @@ async def guard(scope: Any, receive: Any, send: Any, app: Any) -> None:
     await app(scope, asgi.replay(body, receive), send)
 
 
+async def _over_rate(scope: Any) -> int | None:
+    """Seconds until a delivery would pass, when its address or its source is over its rate."""
+    current = await runtime_settings.acurrent_or_defaults()
+    source = scope.get("path", "")[len(PREFIX) :].strip("/")
+    limiter = limits.limiter(settings.REDIS_URL)
+    for dimension, key, rate in (
+        ("address", limits.client_address(scope), current.hooks_rate_per_address),
+        ("source", source, current.hooks_rate_per_source),
+    ):
+        verdict = await limiter.hit("hooks", dimension, key, rate)
+        if not verdict.allowed:
+            metrics.rate_limited("hooks", dimension)
+            return verdict.retry_after
+    return None
+
+
 async def _send_too_large(send: Any, limit: int) -> None:
-    body = json.dumps(
+    await _send_json(
+        send,
+        413,
         {
             "error": "too_large",
             "message": f"the body is over the {limit}-byte limit",
             "limit": limit,
-        }
-    ).encode()
+        },
+        [(b"connection", b"close")],
+    )
+
+
+async def _send_json(
+    send: Any, status: int, payload: dict[str, Any], headers: list[tuple[bytes, bytes]]
+) -> None:
+    body = json.dumps(payload).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"connection", b"close"),
+                *headers,
             ],
         }
     )

@@ -2,7 +2,7 @@
 --   scope; operator: the human's scope, claimer_kind 'owner'). Waits for the row lock, then
 --   re-checks the predicate against the row as it stands.
 -- params: id, owner, ttl_seconds, claimer_kind, claimer_endpoint_id, claimer_session, claimant,
---   token_hash, attempts_cap, and the scope's parameters
+--   token_hash, attempts_cap, trace_id (bytea, 16 bytes, or NULL), and the scope's parameters
 -- returns: as claim_next; no row when the todo is out of scope or not claimable.
 -- Uses index: todos_pkey.
 WITH cand AS (

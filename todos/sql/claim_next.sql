@@ -1,7 +1,7 @@
 -- claim_next: claim the oldest claimable todo on the endpoint's queues and open its attempt;
 --   a takeover of a lapsed lease closes the dead attempt lease_expired/requeued.
 -- params: endpoint_id, queues (text[]), owner, ttl_seconds, claimer_kind, claimer_endpoint_id,
---   claimer_session, claimant, token_hash, attempts_cap
+--   claimer_session, claimant, token_hash, attempts_cap, trace_id (bytea, 16 bytes, or NULL)
 -- returns: the todo, prior_state, attempt_seq, prior_attempts (jsonb, newest first); no row
 --   when nothing is claimable.
 -- Uses index: todos_claimable_idx (endpoint_id, created_at, id), read in order, no sort.

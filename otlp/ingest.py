@@ -1,0 +1,109 @@
+"""One OTLP export request after authentication: decode → bind → translate → store.
+
+Sync (the ORM and the SQL helpers are): the receiver runs ``ingest`` in a worker thread. What it
+returns is everything the answer and the metrics need; what it raises is ``decode.Refused``
+(400, 413, 415) or a ``DatabaseError`` (the receiver's 503).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from otlp import bind, decode, store, translate
+from switchboard import runtime_settings
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A request's spans by result; together they are every span the request held."""
+
+    accepted: int = 0
+    unbound: int = 0
+    dropped_cap: int = 0
+    invalid: int = 0
+
+    @property
+    def rejected(self) -> int:
+        return self.unbound + self.dropped_cap + self.invalid
+
+    @property
+    def total(self) -> int:
+        return self.accepted + self.rejected
+
+    def message(self) -> str:
+        """The partial-success message: each reason with its count, and where to read more."""
+        reasons = []
+        if self.unbound:
+            reasons.append(
+                f"{self.unbound} unbound (no attempt's trace, switchboard.todo.id attribute or"
+                " earlier span of the trace matched a todo of this endpoint)"
+            )
+        if self.dropped_cap:
+            reasons.append(f"{self.dropped_cap} over cap (the attempt or todo holds its spans)")
+        if self.invalid:
+            reasons.append(f"{self.invalid} invalid (malformed trace or span id, or times)")
+        if not reasons:
+            return ""
+        return "; ".join(reasons) + "; see docs/guides/agent-activity.md"
+
+
+@dataclass(frozen=True, slots=True)
+class Translated:
+    """Decode, bind and translate, without the store: what the fuzz test checks."""
+
+    rows: list[translate.Row]
+    new_bindings: set[tuple[str, bytes]]
+    unbound: int
+    invalid: int
+
+
+def prepare(
+    endpoint_id: UUID,
+    body: bytes,
+    content_type: str | None,
+    content_encoding: str | None,
+    cap: int,
+    capture_content: bool,
+) -> Translated:
+    """Decode the body, bind its spans in ``endpoint_id``'s scope, translate the bound ones."""
+    request = decode.decode(body, content_type, content_encoding, cap)
+    collected = translate.collect(request)
+    resolution = bind.bind(endpoint_id, collected.candidates)
+    rows = [
+        translate.translate(candidate, binding.todo_id, binding.attempt_seq, capture_content)
+        for candidate, binding in zip(collected.candidates, resolution.bindings, strict=True)
+        if binding is not None
+    ]
+    return Translated(rows, resolution.new_bindings, resolution.unbound, collected.invalid)
+
+
+def ingest(
+    endpoint_id: UUID,
+    body: bytes,
+    content_type: str | None,
+    content_encoding: str | None,
+    cap: int,
+) -> Outcome:
+    """Store what binds of one request's spans; say what became of each."""
+    current = runtime_settings.current()
+    prepared = prepare(
+        endpoint_id,
+        body,
+        content_type,
+        content_encoding,
+        cap,
+        capture_content=bool(current.otlp_capture_content),
+    )
+    stored = store.store(
+        prepared.rows,
+        prepared.new_bindings,
+        attempt_cap=current.spans_max_per_attempt,
+        todo_cap=current.spans_max_per_todo,
+    )
+    return Outcome(
+        accepted=stored.accepted,
+        unbound=prepared.unbound,
+        dropped_cap=stored.dropped,
+        invalid=prepared.invalid,
+    )

@@ -1,0 +1,208 @@
+"""The only writer of ``todo_spans`` and ``todo_trace_bindings``; the read of an attempt's spans.
+
+``store`` writes one request's bound spans in one transaction, acknowledged (by the receiver)
+only after it commits: lock, count, decide, write.
+
+The caps
+--------
+A todo keeps at most ``spans_max_per_todo`` spans and an attempt at most
+``spans_max_per_attempt`` (runtime settings). Spans past a cap are not stored; they are counted
+on the attempt (``todo_attempts.spans_dropped``) or the todo (``todos.spans_dropped``). This
+module writes those two counters with its own SQL: the lifecycle (``todos.lifecycle``) is the
+writer of todos and attempts in every other respect, and a counter of refused spans is the
+receiver's to keep (docs/architecture.md, the writes table).
+
+Concurrency argument
+--------------------
+Two batches for one todo must not both pass a cap, so each batch first locks, ``FOR UPDATE``,
+the newest attempt row of every todo it binds to (``sql/lock.sql``, in todo order, so two
+batches never wait on each other in a cycle), then counts (``sql/counts.sql``, a new statement:
+in READ COMMITTED its snapshot is taken after the lock was granted and sees every batch that
+committed before), then writes. Every batch for a todo locks the same row, whichever attempt its
+spans belong to, so the per-todo count is serialised too. (A claim that opens a new attempt
+between a batch's bind and its lock makes a later batch lock the new row: for that instant two
+batches may each pass the per-todo cap by one batch's worth. It is a bound, not a leak.)
+
+Why the attempt row and nothing else: the lifecycle locks a todo's row before its attempt rows
+(every transition's attempt arm joins the updated todo). This transaction never locks a todo
+row, so it never holds what a transition holds while waiting for what the transition holds: a
+transition may wait for a batch (milliseconds), never the other way round in a cycle. The foreign
+keys to ``todos`` take KEY SHARE, which no transition's UPDATE conflicts with. For the same
+reason the per-todo drop counter (a todo row) is bumped after the batch commits, in a statement
+of its own (``sql/todo_dropped.sql``): the batch's row locks are gone by then. A crash between
+the two loses that count, never a span.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from otlp.translate import Row
+from otlp.types import SpanView
+from switchboard.lib.sql import fetch_all, load
+
+_SQL = Path(__file__).parent / "sql"
+LOCK = load(_SQL, "lock")
+COUNTS = load(_SQL, "counts")
+STORE = load(_SQL, "store")
+TODO_DROPPED = load(_SQL, "todo_dropped")
+SPANS_FOR_ATTEMPT = load(_SQL, "spans_for_attempt")
+
+Key = tuple[str, bytes, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """How a batch's bound spans fared: stored (new, updated or unchanged) or over a cap."""
+
+    accepted: int
+    dropped_attempt_cap: int
+    dropped_todo_cap: int
+
+    @property
+    def dropped(self) -> int:
+        return self.dropped_attempt_cap + self.dropped_todo_cap
+
+
+def _key(row: Row) -> Key:
+    return (row.todo_id, row.trace_id, row.span_id)
+
+
+@dataclass(slots=True)
+class _Decision:
+    keep: list[Row]
+    attempt_drops: Counter[tuple[str, int | None]]
+    todo_drops: Counter[str]
+
+
+def _decide(
+    rows: Sequence[Row],
+    counts: Sequence[dict[str, Any]],
+    attempt_cap: int,
+    todo_cap: int,
+) -> _Decision:
+    """Which rows to write, in batch order, given what is stored: a span already stored costs
+    no cap; a new one is refused once its attempt, or its todo, holds its cap."""
+    per_attempt: Counter[tuple[str, int | None]] = Counter()
+    per_todo: Counter[str] = Counter()
+    stored: set[Key] = set()
+    for count in counts:
+        if count["what"] == "count":
+            per_attempt[(count["todo_id"], count["attempt_seq"])] += count["n"]
+            per_todo[count["todo_id"]] += count["n"]
+        else:
+            stored.add((count["todo_id"], bytes(count["trace_id"]), bytes(count["span_id"])))
+    decision = _Decision([], Counter(), Counter())
+    for row in rows:
+        if _key(row) not in stored:
+            attempt = (row.todo_id, row.attempt_seq)
+            if per_attempt[attempt] >= attempt_cap:
+                decision.attempt_drops[attempt] += 1
+                continue
+            if per_todo[row.todo_id] >= todo_cap:
+                decision.todo_drops[row.todo_id] += 1
+                continue
+            per_attempt[attempt] += 1
+            per_todo[row.todo_id] += 1
+        decision.keep.append(row)
+    return decision
+
+
+def _columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
+    return {
+        "todo_ids": [r.todo_id for r in rows],
+        "trace_ids": [r.trace_id for r in rows],
+        "span_ids": [r.span_id for r in rows],
+        "parent_ids": [r.parent_span_id for r in rows],
+        "attempt_seqs": [r.attempt_seq for r in rows],
+        "names": [r.name for r in rows],
+        "kinds": [r.kind for r in rows],
+        "categories": [r.category for r in rows],
+        "tools": [r.tool for r in rows],
+        "status_codes": [r.status_code for r in rows],
+        "status_messages": [r.status_message for r in rows],
+        "service_names": [r.service_name for r in rows],
+        "start_us": [r.start_us for r in rows],
+        "end_us": [r.end_us for r in rows],
+        "attributes": [r.attributes for r in rows],
+        "truncated": [r.truncated for r in rows],
+    }
+
+
+def store(
+    rows: Sequence[Row],
+    new_bindings: set[tuple[str, bytes]],
+    *,
+    attempt_cap: int,
+    todo_cap: int,
+) -> Stored:
+    """Write a batch's bound spans and bindings in one transaction; count what the caps refused.
+
+    A key sent twice in one batch is written once (the last copy) and counted accepted twice:
+    the exporter sent the same span twice, and it is stored.
+    """
+    if not rows:
+        return Stored(0, 0, 0)
+    latest: dict[Key, Row] = {}
+    copies: Counter[Key] = Counter()
+    for row in rows:
+        latest[_key(row)] = row
+        copies[_key(row)] += 1
+    unique = list(latest.values())
+    todo_ids = sorted({r.todo_id for r in unique})
+    with transaction.atomic():
+        fetch_all(LOCK, {"todo_ids": todo_ids})
+        counts = fetch_all(
+            COUNTS,
+            {
+                "todo_ids": todo_ids,
+                "key_todos": [r.todo_id for r in unique],
+                "key_traces": [r.trace_id for r in unique],
+                "key_spans": [r.span_id for r in unique],
+            },
+        )
+        decision = _decide(unique, counts, attempt_cap, todo_cap)
+        bindings = sorted(new_bindings)
+        attempt_drops = [(k, n) for k, n in decision.attempt_drops.items() if k[1] is not None]
+        fetch_all(
+            STORE,
+            {
+                **_columns(decision.keep),
+                "binding_todos": [todo for todo, _ in bindings],
+                "binding_traces": [trace for _, trace in bindings],
+                "drop_todos": [k[0] for k, _ in attempt_drops],
+                "drop_seqs": [k[1] for k, _ in attempt_drops],
+                "drop_counts": [n for _, n in attempt_drops],
+            },
+        )
+    if decision.todo_drops:
+        todos = sorted(decision.todo_drops)
+        fetch_all(
+            TODO_DROPPED,
+            {"drop_todos": todos, "drop_counts": [decision.todo_drops[t] for t in todos]},
+        )
+    accepted = sum(copies[_key(row)] for row in decision.keep)
+    dropped_todo = sum(decision.todo_drops.values())
+    return Stored(
+        accepted=accepted,
+        dropped_attempt_cap=len(rows) - accepted - dropped_todo,
+        dropped_todo_cap=dropped_todo,
+    )
+
+
+def spans_for_attempt(todo_id: str, attempt_seq: int, limit: int) -> list[SpanView]:
+    """An attempt's spans, oldest start first, at most ``limit``.
+
+    Unscoped: it trusts ``todo_id``. Call it only with the id of a todo that an owner-scoped read
+    (``todos.queries``) has just returned to the same caller.
+    """
+    rows = fetch_all(
+        SPANS_FOR_ATTEMPT, {"todo_id": todo_id, "attempt_seq": attempt_seq, "limit": limit}
+    )
+    return [SpanView.from_row(row) for row in rows]

@@ -1,0 +1,174 @@
+"""Storing spans (otlp/store.py): the upsert, the caps and their counters, concurrent batches,
+and the read the trail page uses."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+from django.db import connection, connections
+
+from attempts.models import TodoAttempt
+from otlp.models import TodoSpan
+from otlp.store import Stored, spans_for_attempt, store
+from otlp.translate import Row, collect, translate
+from tests.base import Personas
+from tests.otlp.helpers import SpanSpec, claimed_with_trace, request, trace_id
+from todos import lifecycle
+from todos.models import Todo
+
+
+def rows(todo_id: str, n: int, seq: int = 1, trace: bytes | None = None) -> list[Row]:
+    trace = trace or trace_id()
+    specs = [
+        SpanSpec(trace, name=f"s{i}", start_ns=1_700_000_000_000_000_000 + i * 1000)
+        for i in range(n)
+    ]
+    return [translate(c, todo_id, seq, False) for c in collect(request(specs)).candidates]
+
+
+def put(batch: list[Row], attempt_cap: int = 1000, todo_cap: int = 1000) -> Stored:
+    return store(batch, set(), attempt_cap=attempt_cap, todo_cap=todo_cap)
+
+
+@pytest.mark.django_db
+def test_a_batch_is_stored_and_an_identical_retry_is_accepted_without_a_write(
+    personas: Personas,
+) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    batch = rows(claim.todo.id, 3)
+
+    first = put(batch)
+    with connection.cursor() as cur:
+        cur.execute("SELECT xmin::text FROM todo_spans ORDER BY name")
+        versions = cur.fetchall()
+    again = put(batch)
+    with connection.cursor() as cur:
+        cur.execute("SELECT xmin::text FROM todo_spans ORDER BY name")
+        assert cur.fetchall() == versions
+
+    assert first == again == Stored(3, 0, 0)
+    assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == 3
+
+
+@pytest.mark.django_db
+def test_the_attempt_cap_refuses_new_spans_and_counts_them_on_the_attempt(
+    personas: Personas,
+) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    batch = rows(claim.todo.id, 5)
+
+    first = put(batch[:3], attempt_cap=4)
+    second = put(batch, attempt_cap=4)  # three already stored, one fits, one over
+
+    assert first == Stored(3, 0, 0)
+    assert second == Stored(4, 1, 0)
+    assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == 4
+    attempt = TodoAttempt.objects.get(todo_id=claim.todo.id, seq=1)
+    assert attempt.spans_dropped == 1
+    assert Todo.objects.get(id=claim.todo.id).spans_dropped == 0
+
+
+@pytest.mark.django_db
+def test_the_todo_cap_counts_across_attempts_on_the_todo(personas: Personas) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    lifecycle.release(personas.endpoint_a.id, claim.todo.id, owner="endpoint:agent")
+    lifecycle.claim(personas.endpoint_a.id, claim.todo.id, owner="endpoint:agent")
+
+    put(rows(claim.todo.id, 3, seq=1), todo_cap=5)
+    later = put(rows(claim.todo.id, 4, seq=2), todo_cap=5)
+
+    assert later == Stored(2, 0, 2)
+    assert Todo.objects.get(id=claim.todo.id).spans_dropped == 2
+    assert TodoAttempt.objects.get(todo_id=claim.todo.id, seq=2).spans_dropped == 0
+
+
+@pytest.mark.django_db
+def test_a_span_sent_twice_in_one_batch_is_written_once_and_accepted_twice(
+    personas: Personas,
+) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    (span,) = rows(claim.todo.id, 1)
+
+    assert put([span, span]) == Stored(2, 0, 0)
+    assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == 1
+
+
+@pytest.mark.django_db
+def test_spans_for_attempt_reads_one_attempt_in_start_order(personas: Personas) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    batch = rows(claim.todo.id, 4)
+    put(list(reversed(batch)))
+
+    spans = spans_for_attempt(claim.todo.id, 1, 3)
+
+    assert [s.name for s in spans] == ["s0", "s1", "s2"]
+    assert spans[0].trace_id == batch[0].trace_id.hex() and spans[0].attempt_seq == 1
+    assert spans_for_attempt(claim.todo.id, 2, 10) == []
+
+
+@pytest.mark.django_db
+def test_the_spans_go_with_their_todo(personas: Personas) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    put(rows(claim.todo.id, 2))
+    with connection.cursor() as cur:
+        cur.execute("DELETE FROM todo_attempts WHERE todo_id = %s", [claim.todo.id])
+        cur.execute("DELETE FROM todos WHERE id = %s", [claim.todo.id])
+
+    assert not TodoSpan.objects.exists()
+
+
+def _race(jobs: list[Callable[[], Stored]]) -> list[Stored]:
+    """Run ``jobs`` at once, each on its own thread and connection."""
+    barrier = threading.Barrier(len(jobs))
+    results: list[Stored | BaseException] = [RuntimeError("not run")] * len(jobs)
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = jobs[i]()
+        except BaseException as exc:  # surfaced below
+            results[i] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return [r for r in results if isinstance(r, Stored)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_cannot_both_pass_the_cap(personas: Personas) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    batches = [rows(claim.todo.id, 6) for _ in range(4)]
+
+    results = _race([lambda b=b: put(b, attempt_cap=10) for b in batches])
+
+    assert sum(r.accepted for r in results) == 10
+    assert sum(r.dropped for r in results) == 14
+    assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == 10
+    assert TodoAttempt.objects.get(todo_id=claim.todo.id, seq=1).spans_dropped == 14
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_and_the_holders_transitions_do_not_deadlock(personas: Personas) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    batch = rows(claim.todo.id, 50)
+
+    def transitions() -> Stored:
+        for _ in range(20):
+            lifecycle.heartbeat(personas.endpoint_a.id, claim.todo.id, owner="endpoint:agent")
+        lifecycle.complete(personas.endpoint_a.id, claim.todo.id, owner="endpoint:agent")
+        return Stored(0, 0, 0)
+
+    _race([lambda: put(batch, attempt_cap=30, todo_cap=40), transitions])
+
+    assert Todo.objects.get(id=claim.todo.id).state == "completed"
+    assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == 30
