@@ -1,7 +1,10 @@
 """The only writer of ``todo_spans`` and ``todo_trace_bindings``; the read of an attempt's spans.
 
 ``store`` writes one request's bound spans in one transaction, acknowledged (by the receiver)
-only after it commits: lock, count, decide, write.
+only after it commits: lock, count, decide, write. The commit does not wait for its WAL to reach
+the disk (``synchronous_commit`` off for this transaction only): a database crash may lose the
+last fraction of a second of acknowledged spans, and in exchange span ingest cannot stall the
+lifecycle's commits (docs/decisions/0010-spans-commit-asynchronously.md).
 
 The caps
 --------
@@ -53,6 +56,7 @@ COUNTS = load(_SQL, "counts")
 STORE = load(_SQL, "store")
 TODO_DROPPED = load(_SQL, "todo_dropped")
 SPANS_FOR_ATTEMPT = load(_SQL, "spans_for_attempt")
+ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
 
 Key = tuple[str, bytes, bytes]
 
@@ -157,6 +161,9 @@ def store(
     unique = list(latest.values())
     todo_ids = sorted({r.todo_id for r in unique})
     with transaction.atomic():
+        # Committed without waiting for the WAL flush: telemetry must not make the lifecycle's
+        # commits queue behind its WAL (docs/decisions/0010-spans-commit-asynchronously.md).
+        fetch_all(ASYNC_COMMIT, {})
         fetch_all(LOCK, {"todo_ids": todo_ids})
         counts = fetch_all(
             COUNTS,
