@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Self
@@ -28,6 +28,9 @@ from typing import Any, Self
 from django.utils.timezone import localtime
 
 from activity.models import Kind
+from otlp import store as spans
+from otlp.waterfall import Waterfall, build_waterfall
+from switchboard import runtime_settings
 from switchboard.lib.sql import fetch_all, load
 from switchboard.scope import Scope
 from todos import queries
@@ -327,6 +330,8 @@ class Trail:
     blocks: tuple[Block, ...]
     # More rows than the page reads: the oldest are left out.
     activity_truncated: bool
+    # Each attempt group's spans, drawn (attempts without spans have none).
+    waterfalls: Mapping[int, Waterfall] = field(default_factory=dict)
 
     @property
     def attempts_not_shown(self) -> int:
@@ -339,8 +344,8 @@ def todo_trail(scope: Scope | int, todo_id: str) -> Trail:
     """Read one todo's trail in the scope of ``scope`` (a ``Scope``, or a human's id).
 
     Raises ``TodoNotFound`` for a todo outside the scope, exactly as for an unknown one, before
-    anything else is read. Four queries: the todo, its event (only when it has one), its
-    attempts, its activity.
+    anything else is read. Five queries at most: the todo, its event (only when it has one), its
+    attempts, its activity, and its attempts' spans (only when it has attempt groups).
     """
     if not isinstance(scope, Scope):
         scope = Scope.of_human(scope)
@@ -348,20 +353,34 @@ def todo_trail(scope: Scope | int, todo_id: str) -> Trail:
     event = queries.event_for_todo(scope, todo_id) if todo.event_id is not None else None
     attempts = queries.trail_attempts(scope, todo_id)
     activity = _activity(todo.id, TRAIL_ACTIVITY_LIMIT)
+    blocks = merge(
+        created_at=todo.created_at,
+        event_at=None if event is None else event.received_at,
+        attempts=attempts,
+        activity=activity,
+        attempts_pruned=todo.attempts_pruned,
+    )
     return Trail(
         todo=todo,
         event=event,
         attempts=attempts,
         activity=activity,
-        blocks=merge(
-            created_at=todo.created_at,
-            event_at=None if event is None else event.received_at,
-            attempts=attempts,
-            activity=activity,
-            attempts_pruned=todo.attempts_pruned,
-        ),
+        blocks=blocks,
         activity_truncated=len(activity) >= TRAIL_ACTIVITY_LIMIT,
+        waterfalls=_waterfalls(todo.id, [b.group.seq for b in blocks if b.group is not None]),
     )
+
+
+def _waterfalls(todo_id: str, seqs: Sequence[int]) -> dict[int, Waterfall]:
+    """Each attempt's waterfall, up to ``waterfall_max_spans`` bars, the rest counted."""
+    drawn: dict[int, Waterfall] = {}
+    if not seqs:
+        return drawn
+    limit = runtime_settings.current().waterfall_max_spans
+    for seq, (attempt_spans, total) in spans.spans_for_todo(todo_id, seqs, limit).items():
+        waterfall = build_waterfall(attempt_spans, limit)
+        drawn[seq] = replace(waterfall, more=total - len(waterfall.rows))
+    return drawn
 
 
 def _activity(todo_id: str, limit: int) -> tuple[ActivityRow, ...]:

@@ -56,6 +56,7 @@ COUNTS = load(_SQL, "counts")
 STORE = load(_SQL, "store")
 TODO_DROPPED = load(_SQL, "todo_dropped")
 SPANS_FOR_ATTEMPT = load(_SQL, "spans_for_attempt")
+SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
 ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
 
 Key = tuple[str, bytes, bytes]
@@ -213,3 +214,24 @@ def spans_for_attempt(todo_id: str, attempt_seq: int, limit: int) -> list[SpanVi
         SPANS_FOR_ATTEMPT, {"todo_id": todo_id, "attempt_seq": attempt_seq, "limit": limit}
     )
     return [SpanView.from_row(row) for row in rows]
+
+
+def spans_for_todo(
+    todo_id: str, seqs: Sequence[int], per_attempt: int
+) -> dict[int, tuple[list[SpanView], int]]:
+    """For each attempt in ``seqs``: its first ``per_attempt`` spans, oldest start first, and
+    how many spans it holds (one query, for the trail page's waterfalls).
+
+    Unscoped, like ``spans_for_attempt``: call it only for a todo an owner-scoped read has just
+    returned to the same caller.
+    """
+    out: dict[int, tuple[list[SpanView], int]] = {}
+    if not seqs:
+        return out
+    rows = fetch_all(
+        SPANS_FOR_TODO, {"todo_id": todo_id, "seqs": list(seqs), "per_attempt": per_attempt}
+    )
+    for row in rows:
+        spans, _ = out.setdefault(row["attempt_seq"], ([], int(row["total"])))
+        spans.append(SpanView.from_row(row))
+    return out

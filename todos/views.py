@@ -246,7 +246,12 @@ def _trail_page(
         "page": True,
         "todo": todo,
         "trail": trail,
-        "blocks": [(b, rows.get(b.group.seq) if b.group else None) for b in trail.blocks],
+        "blocks": [
+            (b, rows.get(b.group.seq), trail.waterfalls.get(b.group.seq))
+            if b.group
+            else (b, None, None)
+            for b in trail.blocks
+        ],
         "attempts_total": todo.attempts_total,
         "attempts_pruned": todo.attempts_pruned,
         "attempts_not_shown": trail.attempts_not_shown,

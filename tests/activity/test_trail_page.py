@@ -272,9 +272,10 @@ def test_the_page_makes_the_same_queries_for_2_and_20_attempts(
     many = _attempts(personas, 19, 5)
 
     # session, user, the todo with its endpoint, its attempts (names joined), its activity
-    # (names joined), the rail's unread count; the event only for a webhook's todo
+    # (names joined), every attempt's spans, the rail's unread count; the event only for a
+    # webhook's todo
     for todo_id, groups in ((few, 2), (many, 20)):
-        with django_assert_num_queries(6):
+        with django_assert_num_queries(7):
             body = page(alice_client, todo_id)
         assert len(re.findall(r'<section class="attempt', body)) == groups
     assert body.count("noted") == 19 * 5
