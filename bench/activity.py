@@ -58,7 +58,7 @@ from switchboard import credentials  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 
 PREFIX = "bench-activity"
-BUDGET_MS = {"trail": 100.0, "feed": 30.0}
+BUDGET_MS = {"trail": 100.0, "spans": 150.0, "feed": 30.0}
 WARMUP_REQUESTS = 5  # past psycopg's prepare threshold (5) before the clock starts
 
 # Ids are md5 hex with 0/1/8/9 mapped to w/x/y/z, which satisfies todos_id_check
@@ -154,6 +154,27 @@ SELECT todo.id, k, 1 + (k - 1) * %(attempts)s / %(rows)s,
 """
 
 
+# The spans of the second trail todo: `spans` of them spread evenly over its attempts, in a
+# two-level tree (each attempt's first span the root of the others), categories in turn.
+SEED_SPANS = """
+INSERT INTO todo_spans (todo_id, trace_id, span_id, parent_span_id, attempt_seq, name, kind,
+                        category, tool, status_code, start_at, end_at, attributes)
+SELECT t.id, decode(md5(t.id || a.seq), 'hex'),
+       substr(decode(md5(t.id || a.seq || '-' || k), 'hex'), 1, 8),
+       CASE WHEN k > 1 THEN substr(decode(md5(t.id || a.seq || '-1'), 'hex'), 1, 8) END,
+       a.seq, (ARRAY['chat claude', 'execute_tool bash', 'retrieve docs'])[1 + k %% 3],
+       'internal', (ARRAY['llm', 'tool', 'retrieval'])[1 + k %% 3],
+       CASE WHEN k %% 3 = 1 THEN 'bash' END, 'ok',
+       a.claimed_at + k * interval '100 ms', a.claimed_at + k * interval '100 ms'
+                                             + interval '80 ms',
+       jsonb_build_object('gen_ai.usage.input_tokens', 100, 'gen_ai.usage.output_tokens', 20)
+  FROM todos t
+  JOIN todo_attempts a ON a.todo_id = t.id
+ CROSS JOIN generate_series(1, %(per_attempt)s) AS k
+ WHERE t.id = %(id)s
+"""
+
+
 def _human(username: str) -> Human:
     human, _ = Human.objects.get_or_create(
         username=username, defaults={"password": make_password(None)}
@@ -168,7 +189,7 @@ def _endpoint(owner: Human, slug: str, name: str) -> Any:
     return endpoint.id
 
 
-def seed(args: argparse.Namespace) -> tuple[Human, Human, str]:
+def seed(args: argparse.Namespace) -> tuple[Human, Human, str, str]:
     """Replace the bench's rows; return the first owner, a human with an endpoint and no
     todos, and the trail's todo id."""
     with connection.cursor() as cur:
@@ -183,6 +204,7 @@ def seed(args: argparse.Namespace) -> tuple[Human, Human, str]:
     _endpoint(quiet, f"{PREFIX}-quiet", "Quiet")
     nonce = uuid.uuid4().hex
     trail_id = "td_" + "".join("wxyz"[int(c, 16) % 4] for c in nonce[:20])
+    spans_id = "td_" + "".join("wxyz"[int(c, 16) % 4] for c in nonce[12:32])
     params = {
         "nonce": nonce,
         "endpoints": endpoint_ids,
@@ -196,16 +218,23 @@ def seed(args: argparse.Namespace) -> tuple[Human, Human, str]:
         cur.execute(SEED_TODOS, params)
         cur.execute(SEED_ATTEMPTS, params)
         cur.execute(SEED_ACTIVITY, params)
+        for todo_id in (trail_id, spans_id):
+            cur.execute(
+                SEED_TRAIL,
+                {
+                    "id": todo_id,
+                    "endpoint_id": endpoint_ids[0],
+                    "attempts": args.trail_attempts,
+                    "rows": args.trail_rows,
+                },
+            )
         cur.execute(
-            SEED_TRAIL,
-            {
-                "id": trail_id,
-                "endpoint_id": endpoint_ids[0],
-                "attempts": args.trail_attempts,
-                "rows": args.trail_rows,
-            },
+            SEED_SPANS,
+            {"id": spans_id, "per_attempt": max(1, args.trail_spans // args.trail_attempts)},
         )
-        cur.execute("VACUUM (ANALYZE) todos, todo_attempts, todo_activity, endpoints, humans")
+        cur.execute(
+            "VACUUM (ANALYZE) todos, todo_attempts, todo_activity, todo_spans, endpoints, humans"
+        )
         cur.execute("SELECT count(*) FROM todo_activity")
         (rows,) = cur.fetchone() or (0,)
         cur.execute("SELECT count(*) FROM todo_attempts WHERE ended_at IS NOT NULL")
@@ -214,7 +243,7 @@ def seed(args: argparse.Namespace) -> tuple[Human, Human, str]:
         f"seeded {args.owners} owners, {args.todos + 1:,} todos, {rows:,} activity rows,"
         f" {ended:,} attempt endings in {time.perf_counter() - started:.1f} s"
     )
-    return owners[0], quiet, trail_id
+    return owners[0], quiet, trail_id, spans_id
 
 
 def timed(call: Callable[[], object], n: int) -> list[float]:
@@ -258,6 +287,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--trail-attempts", type=int, default=20, help="the trail's (20)")
     parser.add_argument("--trail-rows", type=int, default=500, help="the trail's rows (500)")
+    parser.add_argument(
+        "--trail-spans", type=int, default=2_000, help="spans on the second trail (2000)"
+    )
     parser.add_argument("--requests", type=int, default=50, help="timed GETs per page (50)")
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: 2,000 feed todos, 10 requests"
@@ -266,11 +298,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         args.todos, args.requests = 2_000, 10
 
-    owner, quiet, trail_id = seed(args)
+    owner, quiet, trail_id, spans_id = seed(args)
     # The test client speaks to the product as configured; only its host must be allowed.
     client = Client(SERVER_NAME="localhost")
     client.force_login(owner)
-    pages = {"trail": get(client, f"/todos/{trail_id}"), "feed": get(client, "/activity/")}
+    pages = {
+        "trail": get(client, f"/todos/{trail_id}"),
+        "spans": get(client, f"/todos/{spans_id}"),
+        "feed": get(client, "/activity/"),
+    }
 
     print(f"\n{'page':<8} {'median ms':>10} {'p95 ms':>8} {'budget':>8} {'queries':>8}  verdict")
     for name, call in pages.items():
