@@ -9,16 +9,19 @@ pages. Each test names the answer the corpus must get, so a fix's regression tes
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from types import SimpleNamespace
 from typing import Any
 
 import mcp_types as types
 import pytest
+from django.db import DatabaseError
 from django.test import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_server import server
+from mcp_server.verbs import owner_of
 from switchboard.lib import jsonlimits
 from tests.base import Personas
 from tests.factories import RuleFactory, SourceFactory
@@ -225,11 +228,21 @@ CASES = [
 ]
 
 
+def _cursor(*values: Any) -> str:
+    raw = json.dumps(list(values)).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+# Cursors that decode, naming ids no todo has and PostgreSQL could not compare.
+HOSTILE_CURSORS = [_cursor("2025-01-01T00:00:00+00:00", i) for i in (NUL, SURROGATE, "x" * 9_000)]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_no_argument_of_any_tool_is_an_internal_error(personas: Personas):
     endpoint = personas.endpoint_a
     failures = []
-    for tool, field, value in CASES:
+    cursors = [("list_todos", "cursor", c) for c in HOSTILE_CURSORS]
+    for tool, field, value in [*CASES, *cursors]:
         out = call_tool(endpoint, tool, {**TOOL_ARGS[tool], field: value})
         if tool_error_code(out) == "internal":
             failures.append((tool, field, repr(value)[:40], out["error"]["message"]))
@@ -253,7 +266,7 @@ HOSTILE_RESULTS = {
 def test_a_report_the_store_cannot_hold_is_invalid_and_leaves_the_claim_held(
     personas: Personas, tool: str, field: str, value: Any
 ):
-    held = claimed(personas.endpoint_a, "q", owner=f"endpoint:{personas.endpoint_a.id}")
+    held = claimed(personas.endpoint_a.id, "q", owner=owner_of(personas.endpoint_a))
     todo_id = held.todo.id
     out = call_tool(personas.endpoint_a, tool, {"id": todo_id, field: value})
     assert tool_error_code(out) == "invalid", out
@@ -262,7 +275,7 @@ def test_a_report_the_store_cannot_hold_is_invalid_and_leaves_the_claim_held(
 
 @pytest.mark.django_db(transaction=True)
 def test_claim_next_answers_a_claim_that_can_be_encoded(personas: Personas):
-    new_todo(personas.endpoint_a, "q", payload=json.loads("[" * 60 + "]" * 60))
+    new_todo(personas.endpoint_a.id, "q", payload=json.loads("[" * 60 + "]" * 60))
     out = call_tool(personas.endpoint_a, "claim_next", {"queue": "q"})
     assert tool_error_code(out) is None, out
     assert out["todo"]["payload"] is not None
@@ -274,7 +287,7 @@ def test_a_todo_whose_claim_could_not_be_encoded_is_refused_at_creation(
     personas: Personas, name: str
 ):
     with pytest.raises(lifecycle.InvalidInput):
-        new_todo(personas.endpoint_a, "q", payload=HOSTILE_RESULTS[name])
+        new_todo(personas.endpoint_a.id, "q", payload=HOSTILE_RESULTS[name])
     assert not Todo.objects.exists()
 
 
@@ -302,10 +315,20 @@ def test_a_hostile_resource_uri_is_resource_not_found(personas: Personas):
         assert caught.value.error.code == types.INVALID_PARAMS, (uri, caught.value.error)
 
 
-def test_a_newline_in_a_resource_uri_cannot_forge_a_log_line(caplog: pytest.LogCaptureFixture):
-    server.log_uri("resources/read", "switchboard://queues/q\nERROR forged")
-    assert caplog.records
-    assert all("\n" not in r.getMessage() for r in caplog.records)
+@pytest.mark.django_db(transaction=True)
+def test_a_newline_in_a_resource_uri_cannot_forge_a_log_line(
+    personas: Personas, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    def refuse(*_: Any) -> Any:
+        raise DatabaseError("down")
+
+    monkeypatch.setattr(server.resources, "read", refuse)
+    params = SimpleNamespace(uri="switchboard://queues/q\nERROR forged")
+    with pytest.raises(MCPError):
+        asyncio.run(server.read_resource(_ctx(personas.endpoint_a), params))  # type: ignore[arg-type]
+    (record,) = [r for r in caplog.records if r.name == server.logger.name]
+    assert "\n" not in record.getMessage()
+    assert "\\nERROR forged" in record.getMessage()
 
 
 # --- the Board --------------------------------------------------------------------------------
@@ -318,7 +341,7 @@ BOARD_QUERY_VALUES = ["%00", "a%00b", "%ED%A0%80", "%FF%FE", "%0A%0D", "x" * 5_0
 def test_board_pages_answer_hostile_parameters_without_a_server_error(
     alice_client: Client, personas: Personas, value: str
 ):
-    new_todo(personas.endpoint_a, "q")
+    new_todo(personas.endpoint_a.id, "q")
     for url in [
         f"/?queue={value}",
         f"/?endpoint={value}",
@@ -344,11 +367,7 @@ def test_board_pages_answer_hostile_parameters_without_a_server_error(
 
 @pytest.mark.django_db
 def test_board_cursors_naming_hostile_ids_start_from_the_top(alice_client: Client):
-    import base64
-
-    for todo_id in ["td_\x00", "td_\ud800", "x" * 10_000]:
-        raw = json.dumps(["2025-01-01T00:00:00+00:00", todo_id]).encode()
-        cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    for cursor in HOSTILE_CURSORS:
         assert_page(alice_client.get(f"/?after={cursor}"))
         assert_page(alice_client.get(f"/activity/?after={cursor}"))
 
@@ -358,7 +377,7 @@ def test_board_cursors_naming_hostile_ids_start_from_the_top(alice_client: Clien
 def test_board_actions_refuse_hostile_text_and_keep_the_todo(
     alice_client: Client, personas: Personas, value: str
 ):
-    todo = new_todo(personas.endpoint_a, "q")
+    todo = new_todo(personas.endpoint_a.id, "q")
     assert_page(alice_client.post(f"/todos/{todo.id}/claim", {"claimant": value}))
     for action in ("complete", "fail", "release", "cancel"):
         assert_page(alice_client.post(f"/todos/{todo.id}/{action}", {"summary": value}))

@@ -23,6 +23,7 @@ from django.db.models import Count, Min, Q
 
 from attempts.models import TodoAttempt
 from attempts.types import AttemptView
+from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
@@ -89,6 +90,8 @@ class Cursor:
         stamp, todo_id = value
         if not (isinstance(stamp, str) and isinstance(todo_id, str) and todo_id):
             return None
+        if len(todo_id) > 64 or jsonlimits.text_problem(todo_id) is not None:
+            return None  # names no todo, and PostgreSQL could not compare it
         try:
             created_at = dt.datetime.fromisoformat(stamp)
         except ValueError:
