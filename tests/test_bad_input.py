@@ -333,6 +333,14 @@ def test_a_newline_in_a_resource_uri_cannot_forge_a_log_line(
 
 # --- the Board --------------------------------------------------------------------------------
 
+
+@pytest.fixture
+def alice_client(personas: Personas) -> Client:
+    client = Client()
+    client.force_login(personas.alice)
+    return client
+
+
 BOARD_QUERY_VALUES = ["%00", "a%00b", "%ED%A0%80", "%FF%FE", "%0A%0D", "x" * 5_000, "%01"]
 
 
@@ -373,7 +381,8 @@ def test_board_cursors_naming_hostile_ids_start_from_the_top(alice_client: Clien
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("value", [NUL, SURROGATE, CONTROL, "x" * 100_000])
+# A lone surrogate cannot be sent in a form: its bytes are invalid UTF-8 (in the page corpus).
+@pytest.mark.parametrize("value", [NUL, CONTROL, "x" * 100_000])
 def test_board_actions_refuse_hostile_text_and_keep_the_todo(
     alice_client: Client, personas: Personas, value: str
 ):

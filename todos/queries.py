@@ -47,6 +47,11 @@ class TodoFilters:
     state: str = ""
     dead_letter: bool = False
 
+    @property
+    def matches_nothing(self) -> bool:
+        """A value PostgreSQL text cannot hold (NUL, a lone surrogate): no todo can match."""
+        return any(jsonlimits.text_problem(v) for v in (self.endpoint, self.queue, self.state))
+
     def q_scope_only(self) -> Q:
         """Endpoint and queue only: the per-state counts are taken across states."""
         q = Q()
@@ -161,6 +166,8 @@ def todo_page(
     to that). The todos carry their endpoint (slug, name, owner, revoked_at) and defer their
     large columns (payload, result, work order, traces, input request), which no list shows.
     """
+    if filters.matches_nothing:
+        return TodoPage([], None)
     sql = page_statement(
         scope.endpoints_sql,
         bool(filters.endpoint),
@@ -199,6 +206,8 @@ def state_counts(scope: Scope, filters: TodoFilters) -> dict[str, int]:
     }
     aggregates["dead_letter"] = Count("id", filter=dead_letter_q())
     aggregates["all"] = Count("id")
+    if filters.matches_nothing:
+        return _scoped(scope).none().aggregate(**aggregates)
     return _scoped(scope).filter(filters.q_scope_only()).aggregate(**aggregates)
 
 
