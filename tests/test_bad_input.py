@@ -182,7 +182,9 @@ def test_a_hostile_delivery_id_is_a_json_answer(
 
 
 def _ctx(endpoint: Any) -> Any:
-    return SimpleNamespace(request=SimpleNamespace(scope={server.SCOPE_ENDPOINT: endpoint}), params={})
+    return SimpleNamespace(
+        request=SimpleNamespace(scope={server.SCOPE_ENDPOINT: endpoint}), params={}
+    )
 
 
 def call_tool(endpoint: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import DataError, DatabaseError
+from django.db import DatabaseError, DataError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
