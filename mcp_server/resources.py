@@ -16,8 +16,9 @@ from urllib.parse import quote, unquote
 
 from mcp_server import shapes, tools, verbs
 from mcp_server.schemas import ATTEMPTS_LIMIT_DEFAULT
-from switchboard.lib.errors import TodoNotFound
-from todos import queries
+from switchboard.lib import jsonlimits
+from switchboard.lib.errors import InvalidInput, TodoNotFound
+from todos import lifecycle, queries
 
 SCHEME = "switchboard://"
 TODO_TEMPLATE = "switchboard://todos/{id}"
@@ -44,7 +45,17 @@ def _parse(uri: str) -> tuple[str, str]:
     kind, sep, name = uri[len(SCHEME) :].partition("/")
     if not sep or not name or "/" in name or kind not in ("todos", "queues"):
         raise ResourceError(uri)
-    return kind, unquote(name)
+    name = unquote(name)
+    # A name no todo or queue can have names nothing: a queue is a lifecycle name, and an id
+    # PostgreSQL cannot compare (NUL, a lone surrogate) must not reach it.
+    try:
+        if kind == "queues":
+            lifecycle.check_name("queue", name)
+        elif jsonlimits.text_problem(name) is not None:
+            raise ResourceError(uri)
+    except InvalidInput:
+        raise ResourceError(uri) from None
+    return kind, name
 
 
 def queue_of(uri: str) -> str | None:

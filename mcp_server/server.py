@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from mcp_server import doorbell, resources, schemas, tools, verbs
+from switchboard.lib import jsonlimits
 from switchboard.lib.errors import LifecycleError
 from switchboard.models import Endpoint
 
@@ -142,6 +143,16 @@ def _argument_error(name: str, arguments: Mapping[str, Any]) -> str | None:
     return f"{where}: {error.message}" if where else error.message
 
 
+def _unstorable_argument(arguments: Mapping[str, Any]) -> str | None:
+    """The first argument the store could not hold or an answer could not carry, as "field:
+    reason" (``switchboard.lib.jsonlimits``), checked before anything changes: a summary with
+    a NUL must not fail after the lease is let go."""
+    for field, value in arguments.items():
+        if (reason := jsonlimits.problem(value)) is not None:
+            return f"{field}: {reason}"
+    return None
+
+
 async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
@@ -173,6 +184,8 @@ async def call_tool(
         return tool_error("forbidden", f"this endpoint's verbs do not include {name}")
     arguments = params.arguments or {}
     if (problem := _argument_error(name, arguments)) is not None:
+        return tool_error("invalid", problem)
+    if (problem := _unstorable_argument(arguments)) is not None:
         return tool_error("invalid", problem)
     try:
         out = await _in_thread(_run_tool)(name, caller, arguments)
@@ -260,7 +273,7 @@ async def read_resource(
     except resources.ResourceError:
         raise _not_found(uri) from None
     except DatabaseError:
-        logger.exception("resources/read %s: database error", uri)
+        logger.exception("resources/read %r: database error", uri)
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
     return types.ReadResourceResult(
         contents=[
@@ -353,7 +366,7 @@ async def subscribe_resource(
     try:
         await _in_thread(doorbell.subscribe)(session, caller.endpoint.id, canonical)
     except DatabaseError:
-        logger.exception("resources/subscribe %s: database error", uri)
+        logger.exception("resources/subscribe %r: database error", uri)
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
     return types.EmptyResult()
 
@@ -370,7 +383,7 @@ async def unsubscribe_resource(
             session, uri if queue is None else resources.queue_uri(queue)
         )
     except DatabaseError:
-        logger.exception("resources/unsubscribe %s: database error", uri)
+        logger.exception("resources/unsubscribe %r: database error", uri)
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
     return types.EmptyResult()
 

@@ -21,9 +21,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from otlp.models import TodoSpan
+from switchboard.lib.admin import RefusesUnusableQueries
 
 
-class TodoSpanAdmin(admin.ModelAdmin):
+class TodoSpanAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     """The span list. Not registered (see the module docstring); mounted by ``urls()``."""
 
     change_list_template = "admin/otlp/todospan/change_list.html"

@@ -28,7 +28,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from switchboard import credentials, runtime_settings
-from switchboard.lib.admin import Shown, adopt, show_once
+from switchboard.lib.admin import RefusesUnusableQueries, Shown, adopt, show_once
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human, Setting, Verb
 from todos import lifecycle
 from todos.states import unfinished_q
@@ -42,7 +42,7 @@ _MINTED_ON_ADD = "_switchboard_minted_key"
 
 
 @admin.register(Human)
-class HumanAdmin(UserAdmin):
+class HumanAdmin(RefusesUnusableQueries, UserAdmin):
     list_display = (
         "username",
         "email",
@@ -121,7 +121,7 @@ class EndpointKeyInline(admin.TabularInline):
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(admin.ModelAdmin):
+class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     form = EndpointForm
     change_form_template = "admin/switchboard/endpoint/change_form.html"
     list_display = (
@@ -319,7 +319,7 @@ class EndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(EndpointKey)
-class EndpointKeyAdmin(admin.ModelAdmin):
+class EndpointKeyAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     # key_hash is left out of every list, form and search: a hash of a high-entropy key is not
     # reversible, but it is the lookup handle and has no business on a page.
     fields = ("endpoint", "prefix", "created_at", "last_used_at", "revoked_at")
@@ -395,7 +395,7 @@ class SettingForm(forms.ModelForm):
 
 
 @admin.register(Setting)
-class SettingAdmin(admin.ModelAdmin):
+class SettingAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     form = SettingForm
     list_display = ("key", "value", "default", "allowed", "help", "updated_at")
     search_fields = ("key",)

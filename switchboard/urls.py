@@ -59,7 +59,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="login"), name="logout"),
     # Machines and staff.
-    re_path(r"^hooks(?:/(?P<source_slug>.*))?\Z", hooks.hook, name="hook"),
+    # [\s\S], not ".": a slug with a newline still reaches the view and gets a JSON answer.
+    re_path(r"^hooks(?:/(?P<source_slug>[\s\S]*))?\Z", hooks.hook, name="hook"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("", include("django_prometheus.urls")),

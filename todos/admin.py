@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 from activity import admin as activity_admin
 from attempts import admin as attempts_admin
 from otlp import admin as otlp_admin
-from switchboard.lib.admin import pretty_json
+from switchboard.lib.admin import RefusesUnusableQueries, pretty_json
 from switchboard.lib.errors import LifecycleError
 from switchboard.scope import Scope
 from todos import lifecycle
@@ -60,7 +60,7 @@ class LeanChangeList(ChangeList):
 
 
 @admin.register(Todo)
-class TodoAdmin(admin.ModelAdmin):
+class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     change_list_template = "admin/todos/todo/change_list.html"
     list_display = (
         "id",

@@ -55,7 +55,7 @@ from psycopg.types.json import Jsonb
 
 from attempts import fence, rules
 from switchboard import runtime_settings
-from switchboard.lib import metrics, redact
+from switchboard.lib import jsonlimits, metrics, redact
 from switchboard.lib.errors import (
     AttemptInvariantViolated,
     InvalidInput,
@@ -63,7 +63,7 @@ from switchboard.lib.errors import (
     TodoNotFound,
 )
 from switchboard.lib.sql import fetch_all, fetch_one, load
-from switchboard.lib.text import cut_utf8, has_nul, strip_control
+from switchboard.lib.text import cut_utf8, strip_control
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos.queries import recent_closed_attempts
 from todos.states import PAUSED_STATES
@@ -183,17 +183,19 @@ def new_todo_id() -> str:
 
 
 def _jsonb(field: str, value: Any) -> Jsonb | None:
-    """Wrap ``value`` for a jsonb parameter, rejecting what jsonb cannot hold."""
+    """Wrap ``value`` for a jsonb parameter, refusing what jsonb cannot hold or MCP answer.
+
+    The depth bound (``jsonlimits``) makes a todo whose claim could not be encoded impossible:
+    it is refused here, at creation, not after a claim has committed.
+    """
     if value is None:
         return None
+    if (reason := jsonlimits.problem(value)) is not None:
+        raise InvalidInput(field, reason)
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(field, f"is not JSON ({exc})") from None
-    # The substring is only a hint: the text "\\u0000" (an escaped backslash, then u0000) holds
-    # no NUL and jsonb stores it, so a hit is confirmed on the decoded values before refusing.
-    if "\\u0000" in text and has_nul(value):
-        raise InvalidInput(field, "must not contain NUL characters")
     # Send the text just made (psycopg's default json.dumps would make the same text again).
     return Jsonb(value, dumps=lambda _value: text)
 
@@ -202,6 +204,8 @@ def check_name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
     """A short identifier (queue, owner): a non-empty string without control characters."""
     if not isinstance(value, str) or not value:
         raise InvalidInput(field, "must be a non-empty string")
+    if (reason := jsonlimits.text_problem(value)) is not None:
+        raise InvalidInput(field, reason)
     if len(value.encode()) > max_bytes:
         raise InvalidInput(field, f"must be at most {max_bytes} bytes")
     # isprintable() is False for every control character (and for some others): only then is

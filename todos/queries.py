@@ -23,6 +23,7 @@ from django.db.models import Count, Min, Q
 
 from attempts.models import TodoAttempt
 from attempts.types import AttemptView
+from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
@@ -45,6 +46,11 @@ class TodoFilters:
     queue: str = ""
     state: str = ""
     dead_letter: bool = False
+
+    @property
+    def matches_nothing(self) -> bool:
+        """A value PostgreSQL text cannot hold (NUL, a lone surrogate): no todo can match."""
+        return any(jsonlimits.text_problem(v) for v in (self.endpoint, self.queue, self.state))
 
     def q_scope_only(self) -> Q:
         """Endpoint and queue only: the per-state counts are taken across states."""
@@ -89,6 +95,8 @@ class Cursor:
         stamp, todo_id = value
         if not (isinstance(stamp, str) and isinstance(todo_id, str) and todo_id):
             return None
+        if len(todo_id) > 64 or jsonlimits.text_problem(todo_id) is not None:
+            return None  # names no todo, and PostgreSQL could not compare it
         try:
             created_at = dt.datetime.fromisoformat(stamp)
         except ValueError:
@@ -158,6 +166,8 @@ def todo_page(
     to that). The todos carry their endpoint (slug, name, owner, revoked_at) and defer their
     large columns (payload, result, work order, traces, input request), which no list shows.
     """
+    if filters.matches_nothing:
+        return TodoPage([], None)
     sql = page_statement(
         scope.endpoints_sql,
         bool(filters.endpoint),
@@ -196,6 +206,8 @@ def state_counts(scope: Scope, filters: TodoFilters) -> dict[str, int]:
     }
     aggregates["dead_letter"] = Count("id", filter=dead_letter_q())
     aggregates["all"] = Count("id")
+    if filters.matches_nothing:
+        return _scoped(scope).none().aggregate(**aggregates)
     return _scoped(scope).filter(filters.q_scope_only()).aggregate(**aggregates)
 
 

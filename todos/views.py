@@ -27,6 +27,7 @@ from django.views.decorators.http import require_GET
 from activity.trail import todo_trail
 from attempts.models import DIED_OUTCOMES, ClaimerKind, Outcome
 from attempts.types import AttemptView
+from switchboard.lib import jsonlimits
 from switchboard.lib.board import BoardRequest, login_required
 from switchboard.lib.errors import InvalidInput, LeaseConflict, LifecycleError, TodoNotFound
 from switchboard.models import Endpoint
@@ -200,6 +201,12 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     )
 
 
+def possible_id(todo_id: str) -> bool:
+    """Whether ``todo_id`` could name a todo: one PostgreSQL cannot compare (NUL, a lone
+    surrogate) names none, and asking would be a server error."""
+    return jsonlimits.text_problem(todo_id) is None
+
+
 def _not_found(request: BoardRequest, todo_id: str) -> HttpResponse:
     template = "todos/todo_detail.html#missing" if request.htmx else "todos/todo_missing.html"
     return render(request, template, {"section": "todos", "todo_id": todo_id}, status=404)
@@ -209,6 +216,8 @@ def _not_found(request: BoardRequest, todo_id: str) -> HttpResponse:
 @require_GET
 def todo_detail(request: BoardRequest, todo_id: str) -> HttpResponse:
     """The drawer for htmx (the list's side panel); otherwise the trail page, the todo's story."""
+    if not possible_id(todo_id):
+        return _not_found(request, todo_id)
     if not request.htmx:
         return _trail_page(request, todo_id)
     try:
@@ -343,7 +352,7 @@ def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpRespons
     """POST one operator action; answer the re-rendered drawer (and, for htmx, the row)."""
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    if action not in ACTIONS:
+    if action not in ACTIONS or not possible_id(todo_id):
         return _not_found(request, todo_id)
     done, call = ACTIONS[action]
     status = 200

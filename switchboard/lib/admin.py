@@ -16,13 +16,15 @@ from typing import Any
 from django.contrib.admin import ModelAdmin
 from django.contrib.admin import display as admin_display
 from django.contrib.admin.utils import quote
+from django.contrib.admin.views.main import ERROR_FLAG
 from django.db.models import Model
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from switchboard.lib import jsonlimits
 from switchboard.lib.board import holds_secret
 
 
@@ -77,7 +79,27 @@ def pretty_json(value: Any) -> SafeString:
     return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>', text)
 
 
-class TodoRowsAdmin(ModelAdmin):
+def _unusable(text: str) -> bool:
+    return jsonlimits.text_problem(text) is not None
+
+
+class RefusesUnusableQueries:
+    """A ModelAdmin mixin: a query string or an object id PostgreSQL cannot compare (a NUL)
+    reads as a bad lookup or a missing object, as Django answers others, not as a 500."""
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        if any(_unusable(k) or any(_unusable(v) for v in vs) for k, vs in request.GET.lists()):
+            # Django's own answer to a lookup it cannot apply: the list with ?e=1.
+            return HttpResponseRedirect(f"{request.path}?{ERROR_FLAG}=1")
+        return super().changelist_view(request, extra_context)  # type: ignore[misc]
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        if _unusable(object_id):
+            return None
+        return super().get_object(request, object_id, from_field)  # type: ignore[misc]
+
+
+class TodoRowsAdmin(RefusesUnusableQueries, ModelAdmin):
     """A read-only list of rows that belong to a todo and have a composite primary key
     (``todo_attempts``, ``todo_activity``: ``(todo_id, seq)``).
 

@@ -25,7 +25,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from switchboard.lib.admin import Shown, adopt, pretty_json, show_once
+from switchboard.lib.admin import RefusesUnusableQueries, Shown, adopt, pretty_json, show_once
 from todos.intake import routing, sources
 from todos.intake.deliveries import plan_for
 from todos.intake.forms import RuleForm, RuleTestForm
@@ -71,7 +71,7 @@ class RuleInline(admin.TabularInline):
 
 
 @admin.register(Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     form = SourceForm
     change_form_template = "admin/todos/source/change_form.html"
     # ``secret`` is not editable and appears nowhere but the show-once page.
@@ -226,7 +226,7 @@ class SourceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Rule)
-class RuleAdmin(admin.ModelAdmin):
+class RuleAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     form = RuleForm
     list_display = (
         "__str__",
@@ -272,7 +272,7 @@ class RuleAdmin(admin.ModelAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     list_display = ("id", "source", "received_at", "delivery_id", "disposition", "todo_count")
     list_select_related = ("source",)
     list_filter = ("disposition", "source")

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 from django.db import transaction
 from psycopg.types.json import Jsonb
 
-from switchboard.lib import metrics
+from switchboard.lib import jsonlimits, metrics
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, load
 from todos import lifecycle
@@ -39,6 +39,7 @@ INSERT_EVENT = load(SQL_DIR, "intake_event")
 ORIGINAL_EVENT = load(SQL_DIR, "intake_original")
 
 DELIVERY_ID_MAX_BYTES = 256
+SLUG_MAX_CHARS = 200  # longer than any Source.slug; a longer one is not looked up
 SECRET_PREFIX = "sbw_"  # noqa: S105 (a prefix that marks a secret, not one)
 
 
@@ -79,6 +80,11 @@ class BadDeliveryId(IntakeError):
     code = "invalid_delivery_id"
 
 
+class BadHeaders(IntakeError):
+    status = 400
+    code = "invalid_headers"
+
+
 class TooLarge(IntakeError):
     status = 413
     code = "too_large"
@@ -117,12 +123,17 @@ def receive(
 ) -> Delivery:
     """Take one delivery to ``POST /hooks/{source_slug}``; raise an ``IntakeError`` subclass for
     every answer but 200/202. ``headers`` are the request's headers as (name, value) pairs."""
-    source = Source.objects.filter(slug=source_slug).first()
+    # A slug PostgreSQL cannot compare (NUL, a lone surrogate) names no source: asking would be
+    # a data error, which must not read as an outage.
+    unusable = jsonlimits.text_problem(source_slug) or len(source_slug) > SLUG_MAX_CHARS
+    source = None if unusable else Source.objects.filter(slug=source_slug).first()
     if source is None:
         raise UnknownSource(f"no webhook source {source_slug!r}")
     pairs = list(headers)
     raw = {name.strip().lower(): value for name, value in pairs}
     kept = routing.stored_headers(pairs)
+    if (reason := jsonlimits.problem(kept)) is not None:
+        raise BadHeaders(f"a header {reason}")
     verification = routing.verify_signature(source.secret, body, raw, required=source.verify)
     try:
         payload, parse_error = parse_body(body, content_type), None
@@ -264,8 +275,9 @@ def _signature_message(detail: Mapping[str, Any]) -> str:
 def parse_body(body: bytes, content_type: str) -> Any:
     """The delivery's JSON, from a JSON body or GitHub's form encoding (``payload=<json>``).
 
-    Raise ``NotJson`` for anything PostgreSQL's jsonb could not store either: invalid UTF-8,
-    ``NaN``/``Infinity``, NUL characters, nesting deeper than the parser allows.
+    Raise ``NotJson`` for anything PostgreSQL's jsonb could not store or MCP could not answer:
+    invalid UTF-8, non-finite numbers, NUL characters, lone surrogates, nesting deeper than
+    ``jsonlimits.MAX_DEPTH`` (``switchboard.lib.jsonlimits``).
     """
     mime = content_type.split(";", 1)[0].strip().lower()
     try:
@@ -273,7 +285,10 @@ def parse_body(body: bytes, content_type: str) -> Any:
     except UnicodeDecodeError:
         raise NotJson("the body is not UTF-8") from None
     if mime == "application/x-www-form-urlencoded":
-        fields = parse_qs(text, keep_blank_values=True, max_num_fields=100)
+        try:
+            fields = parse_qs(text, keep_blank_values=True, max_num_fields=100)
+        except ValueError:  # more fields than max_num_fields
+            raise NotJson("a form-encoded delivery has more than 100 fields") from None
         if "payload" not in fields:
             raise NotJson("a form-encoded delivery carries its JSON in a payload field")
         text = fields["payload"][0]

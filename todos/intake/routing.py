@@ -37,7 +37,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from switchboard.lib.text import cut_utf8, has_nul
+from switchboard.lib import jsonlimits
+from switchboard.lib.text import cut_utf8
 
 # --- the match language --------------------------------------------------------------------
 
@@ -431,26 +432,9 @@ def verify_signature(
     return Verification(True, detail | {"result": "valid"})
 
 
-class NotStorableJson(ValueError):
-    """Text that is not JSON PostgreSQL's jsonb can hold; the message says why."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def loads(text: str) -> Any:
-    """``text`` as JSON that jsonb can store, or ``NotStorableJson``: no ``NaN``/``Infinity``,
-    no NUL characters, no nesting deeper than the parser allows."""
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise NotStorableJson("is nested too deeply") from None
-    except ValueError as exc:
-        raise NotStorableJson(f"is not JSON: {exc}") from None
-    if "\\u0000" in text and has_nul(value):
-        raise NotStorableJson("contains NUL characters, which cannot be stored")
-    return value
+# What the rule tester and the rule form parse is what intake accepts: one check for both.
+NotStorableJson = jsonlimits.NotAcceptedJson
+loads = jsonlimits.loads
 
 
 def sign(secret: str, body: bytes) -> str:

@@ -2,7 +2,8 @@
 
 Every answer is JSON, never an HTML page: 202 (routed or dropped), 200 (duplicate delivery),
 400, 401, 404, 405, 413, 429 (with ``Retry-After``) when a sender is over its rate, and 503 when
-the database is unreachable (with ``Retry-After``, so the sender redelivers). The body cap is
+the database is unreachable (with ``Retry-After``, so the sender redelivers). Data the database
+refuses is a 400, never a 503: a sender would redeliver it forever. The body cap is
 enforced twice: by ``guard`` in front of Django on the ASGI server, before the body is buffered,
 and by the view for any other way in (the test client). The rates (per client address and per
 source, runtime settings) are ``guard``'s alone, checked before the body is read.
@@ -15,7 +16,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, DataError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
@@ -63,8 +64,13 @@ def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
     except deliveries.IntakeError as exc:
         extra = {} if exc.event_id is None else {"event_id": exc.event_id}
         return error(exc.status, exc.code, exc.message, **extra)
+    except DataError:
+        # The delivery held something the database refused that the checks before it missed:
+        # redelivering the same bytes would fail the same way, so it is not an outage.
+        log.exception("webhook intake for %r: data refused by the database", source_slug)
+        return error(400, "invalid", "the delivery holds data the database cannot store")
     except DatabaseError:
-        log.exception("webhook intake for %s: database error", source_slug)
+        log.exception("webhook intake for %r: database error", source_slug)
         response = error(503, "unavailable", "the database is unavailable; redeliver later")
         response["Retry-After"] = "30"
         return response
