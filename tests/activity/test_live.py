@@ -189,6 +189,7 @@ def test_on_connect_the_socket_sends_the_container_empty_when_nothing_is_new(
             for part in ("sb-trail-state-", "sb-trail-facts-", "sb-trail-actions-"):
                 assert f'id="{part}{held.todo.id}" hx-swap-oob="true"' in first
             assert 'id="attempt-1-head" hx-swap-oob="true"' in first
+            assert 'id="attempt-1-heartbeat" hx-swap-oob="true"' in first
             assert "csrfmiddlewaretoken" in first  # the redrawn actions still post
 
     live_test(go)

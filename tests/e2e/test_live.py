@@ -69,10 +69,11 @@ def socket_log(board: Board) -> list[str]:
     return list(board.page.evaluate("window.__socket"))
 
 
-def wait_for(board: Board, event: str) -> None:
+def wait_for(board: Board, *events: str) -> None:
+    """Wait until the socket has done ``events``, in order, and nothing else."""
     deadline = time.monotonic() + 10
-    while event not in socket_log(board):
-        assert time.monotonic() < deadline, f"no {event!r}: {socket_log(board)}"
+    while socket_log(board) != list(events):
+        assert time.monotonic() < deadline, f"not {list(events)}: {socket_log(board)}"
         board.page.wait_for_timeout(50)
 
 
@@ -99,12 +100,12 @@ def test_a_note_shows_on_the_open_trail_and_a_reconnect_shows_what_it_missed_onc
     assert page.evaluate("htmx.config.wsReconnectDelay") == "full-jitter"
     page.evaluate(f"htmx.config.wsReconnectDelay = () => {RECONNECT_DELAY_MS}")
     drop_connections_to(board.live.port)
-    wait_for(board, "close 1006")
+    wait_for(board, "open", "close 1006")
     missed = "Found it: the lock is held by the old release."
     over_mcp(board, personas.key_a, "heartbeat", {"id": todo.id, "note": missed})
     assert socket_log(board) == ["open", "close 1006"], "reconnected before the note was sent"
 
-    wait_for(board, "open")
+    wait_for(board, "open", "close 1006", "open")  # the extension's reconnect
     expect(live.get_by_text(missed)).to_be_visible(timeout=SHOWN_MS)
     for note in (first, missed):
         expect(page.locator(".trail-entry", has_text=note)).to_have_count(1)
