@@ -9,3 +9,11 @@ class ActivityConfig(AppConfig):
     name = "activity"
     verbose_name = "Activity"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The Board's live updates hear every committed change (activity/live.py); the todos
+        # core announces them (todos/events.py) and imports nothing of this app.
+        from activity import live
+        from todos import events
+
+        events.subscribe(live.relay)

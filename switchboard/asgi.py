@@ -1,6 +1,6 @@
 """The ASGI application: MCP at /mcp/{slug} and the OTLP receiver at /otlp/{slug}/v1/traces
-beside Django, webhooks behind their body cap; Channels routes WebSockets once the live issue
-lands.
+beside Django, webhooks behind their body cap; the Board's live updates over WebSockets at
+/ws/live/ (activity/live.py).
 
 ``/mcp`` goes to the MCP transport (an ASGI app around the official SDK), ``/otlp`` to the trace
 receiver (``otlp.receiver``, which reads the body under its cap itself), everything else to
@@ -26,8 +26,11 @@ embedded.ensure_running()
 django_application = get_asgi_application()
 
 # These need the app registry ready (models are imported).
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
@@ -46,4 +49,10 @@ async def http(scope: Any, receive: Any, send: Any) -> None:
         await django_application(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": http, "lifespan": mcp_server.lifespan})
+# The Board's live updates: the Django session logs the socket in; a page of another origin
+# cannot open one with the human's cookies.
+websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(live.urlpatterns)))
+
+application = ProtocolTypeRouter(
+    {"http": http, "websocket": websocket, "lifespan": mcp_server.lifespan}
+)

@@ -127,7 +127,12 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # Processes that share a prefix hear each other's live updates; a second
+            # deployment (or test run) on the same Redis picks a prefix of its own.
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": env_str("SWITCHBOARD_CHANNEL_PREFIX", "asgi"),
+            },
         }
     }
 else:

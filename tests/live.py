@@ -6,9 +6,12 @@ Board on it with chromium and, in the same test, use a key vended there over MCP
 
 ``live_daphne`` is one process; ``live_servers`` adds a second with the same SECRET_KEY (as a real
 deployment's processes share one), so a legacy MCP session can be opened on one and continued on
-the other. Both stop before the test database is dropped. Tests that use them must commit their
-rows for the servers to see them: ``pytest.mark.django_db(transaction=True)``, whose flush after
-each test also empties whatever the servers wrote.
+the other. ``redis_servers`` is two more processes on one Redis channel layer (``REDIS_URL``,
+else the local Redis) under a key prefix of this run's own, so a live update made through one
+reaches a socket on the other. All stop before the test database is dropped. Tests that use
+them must commit their rows for the servers to see them:
+``pytest.mark.django_db(transaction=True)``, whose flush after each test also empties whatever
+the servers wrote.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ from urllib.parse import quote
 
 import httpx2
 import pytest
+import redis
 from django.db import connection
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
 STARTUP_SECONDS = 30
+LOCAL_REDIS = "redis://127.0.0.1:6379/0"
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,52 @@ def live_daphne(
         yield server
     finally:
         _stop(server)
+
+
+def start_servers(
+    env: dict[str, str], logs: Path, count: int, **extra_env: str
+) -> list[LiveServer]:
+    """Start ``count`` daphne processes on ``env`` plus ``extra_env`` and wait until they serve;
+    stop them with ``stop_servers``. Any that started are stopped if one fails."""
+    servers: list[LiveServer] = []
+    try:
+        for n in range(count):
+            servers.append(_start({**env, **extra_env}, logs / f"{n}.log"))
+        for server in servers:
+            _wait_ready(server)
+    except BaseException:
+        stop_servers(servers)
+        raise
+    return servers
+
+
+def stop_servers(servers: list[LiveServer]) -> None:
+    for server in servers:
+        _stop(server)
+
+
+def redis_env() -> dict[str, str]:
+    """A Redis channel layer for live servers: ``REDIS_URL`` (else the local Redis) under a
+    key prefix of this run's own, so parallel runs on one Redis never hear each other. Fails,
+    never skips, when no Redis answers."""
+    url = os.environ.get("REDIS_URL") or LOCAL_REDIS
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"no Redis at {url} ({exc}): start one, or set REDIS_URL", pytrace=False)
+    return {"REDIS_URL": url, "SWITCHBOARD_CHANNEL_PREFIX": f"sb-test-{secrets.token_hex(6)}"}
+
+
+@pytest.fixture(scope="session")
+def redis_servers(
+    daphne_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Two daphne processes sharing the test database, a SECRET_KEY and a Redis channel layer."""
+    servers = start_servers(daphne_env, tmp_path_factory.mktemp("live-redis"), 2, **redis_env())
+    try:
+        yield servers[0], servers[1]
+    finally:
+        stop_servers(servers)
 
 
 @pytest.fixture(scope="session")

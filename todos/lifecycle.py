@@ -32,6 +32,12 @@ attempt arms keyed by the id, ``OFFSET 0`` in probes of ``todo_attempts``), so a
 statement's generic plan stays a few buffers whatever the statistics;
 ``tests/switchboard/test_plans.py`` checks each statement's plan under skewed statistics.
 
+Announcements
+-------------
+Every transition that changes what a Board page shows announces its todos after commit
+(``todos/events.py``; the live pages listen). A plain heartbeat does not: it changes nothing a
+page shows, and it is the hottest path.
+
 Misses
 ------
 A statement that matched nothing is classified after the fact (``in_scope.sql``): no row in the
@@ -65,6 +71,7 @@ from switchboard.lib.errors import (
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.lib.text import cut_utf8, strip_control
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
+from todos import events
 from todos.queries import recent_closed_attempts
 from todos.states import PAUSED_STATES
 from todos.types import (
@@ -382,11 +389,18 @@ def _single(
     params: dict[str, Any],
     scope: Scope,
     todo_id: str,
+    *,
+    announce: bool = True,
 ) -> dict[str, Any]:
+    """Run a single-todo statement; announce the change after commit (``todos/events.py``)
+    unless told not to (a plain heartbeat changes nothing a page shows)."""
     rows = _run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if not rows:
         raise _miss(scope, todo_id, transition)
-    return rows[0]
+    row = rows[0]
+    if announce:
+        events.announce(todo_id, row["endpoint_id"], row["state"])
+    return row
 
 
 def _claim_result(row: dict[str, Any], lease_token: str | None) -> ClaimResult:
@@ -486,6 +500,7 @@ def create(
     if not rows:
         raise InvalidInput("endpoint", "unknown or revoked")
     _counted("create")
+    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
     return TodoView.from_row(rows[0])
 
 
@@ -524,6 +539,7 @@ def claim_next(
     if not rows:
         metrics.transition("claim_next", "empty")
         return None
+    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
     return _claimed(rows[0], token, "claim_next")
 
 
@@ -570,7 +586,7 @@ def heartbeat(
     params = {**_holder(endpoint_id, owner, lease_token), "ttl_seconds": _ttl(lease_ttl_seconds)}
     scope = Scope.of_endpoint(endpoint_id)
     if note is None:
-        row = _single("heartbeat", HEARTBEAT, params, scope, todo_id)
+        row = _single("heartbeat", HEARTBEAT, params, scope, todo_id, announce=False)
         _counted("heartbeat")
         return ReportResult(TodoView.from_row(row), row["attempt_seq"])
     text, truncated = activity_text("note", note)
@@ -811,6 +827,7 @@ def revoke_endpoint(human_id: int, endpoint_id: UUID) -> RevokeResult:
     closed = int(row["attempts_closed"])
     if row["revoked"]:
         _counted("revoke_endpoint")
+        events.announce_all((todo_id, endpoint_id, "failed") for todo_id in dead)
         if closed:
             transaction.on_commit(
                 lambda: metrics.attempt_closed("revoked", "dead_lettered", closed)
@@ -932,6 +949,7 @@ def operator_cancel(
 def reap(limit: int = SWEEP_BATCH) -> SweepResult:
     """Reap up to ``limit`` lapsed leases: requeue them, or dead-letter those out of budget."""
     rows = _run(REAP, {"limit": limit}, None)
+    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
     requeued = tuple(r["id"] for r in rows if r["state"] == "pending")
     dead = tuple(r["id"] for r in rows if r["state"] == "failed")
 
@@ -953,7 +971,9 @@ def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
     Each requeue is recorded as a ``retried`` activity row of the system.
     """
     params = {"limit": limit, **_activity("retried", "system", "sweeper", "requeue")}
-    ids = tuple(r["id"] for r in fetch_all(REQUEUE_DUE_RETRIES, params))
+    rows = fetch_all(REQUEUE_DUE_RETRIES, params)
+    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
+    ids = tuple(r["id"] for r in rows)
     if ids:
         _counted("requeue_due_retries", n=len(ids), activity="retried")
     return ids
@@ -974,4 +994,5 @@ def record_ring(todo_id: str, streams: int) -> bool:
     if row is None:
         return False
     transaction.on_commit(lambda: metrics.activity("rung"))
+    events.announce(todo_id, row["endpoint_id"], "pending")
     return True

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from activity.trail import todo_trail
+from activity.trail import Trail, todo_trail
 from attempts.models import DIED_OUTCOMES, ClaimerKind, Outcome
 from attempts.types import AttemptView
 from switchboard.lib import jsonlimits
@@ -229,6 +229,18 @@ def todo_detail(request: BoardRequest, todo_id: str) -> HttpResponse:
     return render(request, DRAWER, context)
 
 
+def trail_rows(trail: Trail, now: dt.datetime) -> dict[int, AttemptRow]:
+    """The trail's attempts as its page shows them, by seq: the first paint's and the live
+    updates' (activity/live.py), so both say the same of a claim or an end."""
+    rows: dict[int, AttemptRow] = {}
+    for a in trail.attempts:
+        row = _attempt_row(a.view, trail.todo, now)
+        if a.claimer_name:  # an operator's claim: the human's name, not "human:<id>"
+            row = replace(row, claimer=f"operator {a.claimer_name}")
+        rows[a.view.seq] = row
+    return rows
+
+
 def _trail_page(
     request: BoardRequest, todo_id: str, *, error: str | None = None, status: int = 200
 ) -> HttpResponse:
@@ -243,12 +255,7 @@ def _trail_page(
         return _not_found(request, todo_id)
     todo, event = trail.todo, trail.event
     now = timezone.now()
-    rows: dict[int, AttemptRow] = {}
-    for a in trail.attempts:
-        row = _attempt_row(a.view, todo, now)
-        if a.claimer_name:  # an operator's claim: the human's name, not "human:<id>"
-            row = replace(row, claimer=f"operator {a.claimer_name}")
-        rows[a.view.seq] = row
+    rows = trail_rows(trail, now)
     verification = event.verification if event and isinstance(event.verification, dict) else {}
     context = {
         "section": "todos",

@@ -4,7 +4,7 @@
 --   SKIP LOCKED, and whoever locks a row first changes it, so the other's predicate no longer
 --   matches and exactly one closes the attempt.
 -- params: limit
--- returns: id, state ('pending' or 'failed') per reaped todo.
+-- returns: id, endpoint_id, state ('pending' or 'failed') per reaped todo.
 -- Uses index: todos_inflight_idx (claimed_at) WHERE state = 'claimed'.
 WITH due AS (
     SELECT t.id
@@ -30,6 +30,6 @@ closed AS (
       FROM upd
      WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
 )
-SELECT upd.id, upd.state
+SELECT upd.id, upd.endpoint_id, upd.state
   FROM upd
   LEFT JOIN LATERAL (SELECT @{notify_ready} WHERE upd.state = 'pending') rung ON true

@@ -3,11 +3,11 @@
 --   whose row another transaction holds (a claim in progress), gets no row, and the statement
 --   never waits (SKIP LOCKED). Past the todo's activity cap, the oldest rung rows go.
 -- params: id, streams, activity_cap
--- returns: seq of the row written; no row when skipped.
+-- returns: seq of the row written and the todo's endpoint_id; no row when skipped.
 -- Uses index: todos_pkey; todo_activity_pkey to trim.
 WITH cur AS (
     -- Plan rule 1 (todos/sql/README.md).
-    SELECT t.id FROM todos t
+    SELECT t.id, t.endpoint_id FROM todos t
      WHERE t.id = %(id)s AND CASE WHEN t.state = 'pending' THEN true ELSE false END
        FOR UPDATE SKIP LOCKED
 ),
@@ -29,4 +29,4 @@ trimmed AS (
      USING rung
      WHERE v.todo_id = %(id)s AND v.kind = 'rung' AND v.seq <= rung.seq - %(activity_cap)s
 )
-SELECT seq FROM rung
+SELECT rung.seq, cur.endpoint_id FROM rung CROSS JOIN cur

@@ -3,7 +3,7 @@
 --   every listening process to clear the todo from its doorbell gate so this ring goes out even
 --   inside the gate's minute, whichever process ran the sweep.
 -- params: limit
--- returns: id per requeued todo.
+-- returns: id, endpoint_id, state per requeued todo (endpoint and state for the live update).
 -- Uses index: todos_retry_due_idx (next_retry_at) WHERE state = 'failed' AND next_retry_at IS NOT NULL.
 WITH due AS (
     SELECT t.id
@@ -20,7 +20,7 @@ upd AS (
      WHERE t.id = due.id
     RETURNING t.id, t.endpoint_id, t.queue, t.state, t.activity_seq
 )@{activity}
-SELECT upd.id,
+SELECT upd.id, upd.endpoint_id, upd.state,
        pg_notify('todo_ready', json_build_object('endpoint_id', upd.endpoint_id,
                                                  'queue', upd.queue, 'todo_id', upd.id,
                                                  'retry', true)::text) AS rung

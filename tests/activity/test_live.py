@@ -1,0 +1,366 @@
+"""The live sockets in this process (activity/live.py): the product's ASGI application under
+channels' WebsocketCommunicator, on the in-memory channel layer.
+
+A page is painted with Django's test client and its socket opened with that client's cookies
+at the URL the page's ``ws-connect`` names, so the watermarks are the first paint's own. The
+transitions run in the thread database_sync_to_async uses, committed (the socket reads from
+another connection than the test's), so their after-commit announcements reach the relay as in
+a server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.db import connections
+from django.test import Client
+
+from activity import live
+from switchboard.asgi import application
+from tests.base import Personas
+from tests.live import run
+from tests.reach import OWNER, claimed, new_todo
+from todos import lifecycle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = (b"origin", b"http://testserver")
+WAIT = 3.0  # seconds a pushed fragment may take
+QUIET = 0.5  # seconds "nothing arrives" is watched for
+
+
+@pytest.fixture(autouse=True)
+def _in_memory_layer(settings: Any) -> None:
+    """This process's layer, whatever REDIS_URL says: the sockets and the relay share it."""
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+def _cookie(client: Client) -> bytes:
+    return "; ".join(f"{name}={morsel.value}" for name, morsel in client.cookies.items()).encode()
+
+
+def ws_path(page: str) -> str:
+    """The socket URL a page's ``ws-connect`` names."""
+    match = re.search(r'ws-connect="([^"]*)"', page)
+    assert match is not None, "the page opens no live socket"
+    return html.unescape(match.group(1))
+
+
+def paint(client: Client, path: str) -> str:
+    response = client.get(path)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+@asynccontextmanager
+async def socket(
+    client: Client | None, path: str, origin: tuple[bytes, bytes] = ORIGIN
+) -> AsyncIterator[WebsocketCommunicator]:
+    headers = [origin]
+    if client is not None:
+        headers.append((b"cookie", _cookie(client)))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    try:
+        yield communicator
+    finally:
+        await communicator.disconnect()
+
+
+async def connected(communicator: WebsocketCommunicator) -> None:
+    ok, code = await communicator.connect()
+    assert ok, f"refused ({code})"
+
+
+async def db[T](func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run ORM/lifecycle/test-client work in the thread the sockets' reads use."""
+    return await sync_to_async(func)(*args, **kwargs)
+
+
+def live_test(coro_fn: Callable[[], Any]) -> None:
+    """Run the async side; then close the connection the sockets' thread opened."""
+
+    async def body() -> None:
+        try:
+            await coro_fn()
+        finally:
+            await sync_to_async(connections.close_all)()
+
+    run(body())
+
+
+def container(message: str, todo_id: str) -> str:
+    """The live container a push replaces, whole; fails if the push has none."""
+    match = re.search(
+        rf'<div id="sb-trail-live-{todo_id}" class="trail-live" hx-swap-oob="outerHTML">'
+        r"(.*?)</div>\s*<span id=\"sb-trail-state-",
+        message,
+        re.S,
+    )
+    assert match is not None, message
+    return match.group(1)
+
+
+def anchors(fragment: str) -> list[str]:
+    return re.findall(r'<div class="trail-entry trail-[\w-]+" id="([\w-]+)"', fragment)
+
+
+# --- who may connect -------------------------------------------------------------------------
+
+
+def test_a_logged_out_socket_is_refused_before_it_is_accepted(personas: Personas) -> None:
+    todo_id = new_todo(personas.endpoint_a.id).id
+
+    async def go() -> None:
+        async with socket(Client(), f"/ws/live/?todo={todo_id}") as ws:
+            ok, _ = await ws.connect()
+            assert not ok
+
+    live_test(go)
+
+
+def test_a_socket_opened_by_a_page_of_another_origin_is_refused(
+    alice_client: Client, personas: Personas
+) -> None:
+    todo_id = new_todo(personas.endpoint_a.id).id
+    path = ws_path(paint(alice_client, f"/todos/{todo_id}"))
+
+    async def go() -> None:
+        async with socket(alice_client, path, origin=(b"origin", b"https://evil.example")) as ws:
+            ok, _ = await ws.connect()
+            assert not ok
+
+    live_test(go)
+
+
+def test_a_socket_cannot_watch_another_humans_todo(
+    alice_client: Client, personas: Personas
+) -> None:
+    bobs = new_todo(personas.endpoint_b.id).id
+
+    async def go() -> None:
+        async with socket(alice_client, f"/ws/live/?todo={bobs}&seq=0&attempt=0&open=0") as ws:
+            await connected(ws)
+            closed = await ws.receive_output(WAIT)
+            assert closed == {"type": "websocket.close", "code": live.CLOSE_NOT_FOUND}
+
+    live_test(go)
+
+
+def test_watermarks_the_trail_page_never_writes_close_the_socket_for_good(
+    alice_client: Client, personas: Personas
+) -> None:
+    todo_id = new_todo(personas.endpoint_a.id).id
+
+    async def go() -> None:
+        async with socket(alice_client, f"/ws/live/?todo={todo_id}&seq=-1") as ws:
+            await connected(ws)
+            closed = await ws.receive_output(WAIT)
+            assert closed == {"type": "websocket.close", "code": live.CLOSE_BAD_REQUEST}
+
+    live_test(go)
+
+
+# --- the trail page ----------------------------------------------------------------------------
+
+
+def test_on_connect_the_socket_sends_the_container_empty_when_nothing_is_new(
+    alice_client: Client, personas: Personas
+) -> None:
+    held = claimed(personas.endpoint_a.id)
+    lifecycle.heartbeat(personas.endpoint_a.id, held.todo.id, owner=OWNER, note="on the page")
+    path = ws_path(paint(alice_client, f"/todos/{held.todo.id}"))
+    assert "&seq=1&attempt=1&open=1" in path
+
+    async def go() -> None:
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            first = await ws.receive_from(WAIT)
+            assert container(first, held.todo.id).strip() == ""
+            # The parts a change may alter come along, each by its id, out of band.
+            for part in ("sb-trail-state-", "sb-trail-facts-", "sb-trail-actions-"):
+                assert f'id="{part}{held.todo.id}" hx-swap-oob="true"' in first
+            assert 'id="attempt-1-head" hx-swap-oob="true"' in first
+            assert 'id="attempt-1-heartbeat" hx-swap-oob="true"' in first
+            assert "csrfmiddlewaretoken" in first  # the redrawn actions still post
+
+    live_test(go)
+
+
+def test_a_board_retry_pushes_its_entry_into_the_open_pages_container(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    held = claimed(ep, max_attempts=1)
+    lifecycle.fail(ep, held.todo.id, owner=OWNER, summary="broken", retryable=False)
+    todo_id = held.todo.id
+    path = ws_path(paint(alice_client, f"/todos/{todo_id}"))
+
+    async def go() -> None:
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            assert container(await ws.receive_from(WAIT), todo_id).strip() == ""
+            response = await db(alice_client.post, f"/todos/{todo_id}/retry")
+            assert response.status_code == 302
+            pushed = await ws.receive_from(WAIT)
+            fragment = container(pushed, todo_id)
+            assert anchors(fragment) == ["activity-1"]
+            assert "alice</span> retried it" in fragment
+            assert '<span class="badge state-pending">pending</span>' in pushed
+            assert await ws.receive_nothing(QUIET)
+
+    live_test(go)
+
+
+def test_a_reconnect_resends_everything_since_the_first_paint_once(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    held = claimed(ep)
+    todo_id = held.todo.id
+    path = ws_path(paint(alice_client, f"/todos/{todo_id}"))
+
+    def note(text: str) -> None:
+        lifecycle.heartbeat(ep, todo_id, owner=OWNER, note=text)
+
+    async def go() -> None:
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            await ws.receive_from(WAIT)
+            await db(note, "first note")
+            before_drop = container(await ws.receive_from(WAIT), todo_id)
+            assert anchors(before_drop) == ["activity-1"]
+        # Dropped; a note arrives meanwhile, and the attempt ends.
+        await db(note, "second note")
+        await db(lifecycle.complete, ep, todo_id, owner=OWNER, summary="done")
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            resynced = container(await ws.receive_from(WAIT), todo_id)
+            assert anchors(resynced) == ["activity-1", "activity-2", "attempt-1-end"]
+            assert resynced.count("first note") == resynced.count("second note") == 1
+            assert await ws.receive_nothing(QUIET)
+
+    live_test(go)
+
+
+def test_a_plain_heartbeat_pushes_nothing(alice_client: Client, personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    held = claimed(ep)
+    path = ws_path(paint(alice_client, f"/todos/{held.todo.id}"))
+
+    async def go() -> None:
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            await ws.receive_from(WAIT)
+            await db(lifecycle.heartbeat, ep, held.todo.id, owner=OWNER)
+            assert await ws.receive_nothing(QUIET)
+            await db(lifecycle.heartbeat, ep, held.todo.id, owner=OWNER, note="now a note")
+            assert "now a note" in container(await ws.receive_from(WAIT), held.todo.id)
+
+    live_test(go)
+
+
+def test_alice_never_hears_of_bobs_todos(
+    alice_client: Client, bob_client: Client, personas: Personas
+) -> None:
+    alices = claimed(personas.endpoint_a.id).todo.id
+    bobs = claimed(personas.endpoint_b.id).todo.id
+    alice_trail = ws_path(paint(alice_client, f"/todos/{alices}"))
+    bob_trail = ws_path(paint(bob_client, f"/todos/{bobs}"))
+
+    async def go() -> None:
+        async with (
+            socket(alice_client, alice_trail) as trail,
+            socket(alice_client, f"/ws/live/?rows={alices},{bobs}") as rows,
+            socket(bob_client, bob_trail) as bobs_trail,
+        ):
+            for ws in (trail, rows, bobs_trail):
+                await connected(ws)
+            await trail.receive_from(WAIT)
+            await bobs_trail.receive_from(WAIT)
+            await db(lifecycle.heartbeat, personas.endpoint_b.id, bobs, owner=OWNER, note="bob's")
+            await db(lifecycle.operator_release, personas.bob.id, bobs)
+            assert "bob&#x27;s" in container(await bobs_trail.receive_from(WAIT), bobs)
+            assert await trail.receive_nothing(QUIET)
+            assert await rows.receive_nothing(QUIET)
+            # Even a message misrouted to alice's group shows her nothing of bob's todo: her
+            # socket reads in her own scope.
+            layer = get_channel_layer()
+            assert layer is not None
+            changed = {"type": "todo.changed", "todo_id": bobs, "state": "pending"}
+            await layer.group_send(live.group_name(personas.alice.id), changed)
+            assert await rows.receive_nothing(QUIET)
+
+    live_test(go)
+
+
+# --- the list ------------------------------------------------------------------------------------
+
+
+def test_the_list_socket_swaps_a_changed_rows_state_cell(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = new_todo(ep).id
+    not_shown = new_todo(ep).id
+    page = paint(alice_client, "/")
+    assert f'<td id="state-{todo_id}">' in page
+    assert sorted(ws_path(page).removeprefix("/ws/live/?rows=").split(",")) == sorted(
+        [todo_id, not_shown]
+    )
+
+    async def go() -> None:
+        # A page showing one of the two.
+        async with socket(alice_client, f"/ws/live/?rows={todo_id}") as ws:
+            await connected(ws)
+            await db(lifecycle.claim, ep, todo_id, owner=OWNER)
+            cell = await ws.receive_from(WAIT)
+            assert cell.startswith(f'<td id="state-{todo_id}" hx-swap-oob="true">')
+            assert '<span class="badge state-claimed">claimed</span>' in cell
+            await db(lifecycle.claim, ep, not_shown, owner=OWNER)
+            assert await ws.receive_nothing(QUIET)
+
+    live_test(go)
+
+
+# --- the relay -----------------------------------------------------------------------------------
+
+
+def test_the_relay_logs_a_layer_that_is_down_and_returns(
+    personas: Personas, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def down() -> None:
+        raise ConnectionError("layer down")
+
+    monkeypatch.setattr(live, "get_channel_layer", down)
+    held = claimed(personas.endpoint_a.id)
+    live.relay(held.todo.id, personas.endpoint_a.id, "claimed")
+    assert "not sent" in caplog.text
+    done = lifecycle.complete(personas.endpoint_a.id, held.todo.id, owner=OWNER)
+    assert done.todo.state == "completed"
+
+
+def test_the_relay_sends_only_to_the_owning_humans_group(personas: Personas) -> None:
+    async def go() -> None:
+        layer = get_channel_layer()
+        assert layer is not None
+        live._sender.attach(asyncio.get_running_loop())
+        inboxes = {}
+        for human in (personas.alice, personas.bob):
+            inboxes[human.id] = await layer.new_channel()
+            await layer.group_add(live.group_name(human.id), inboxes[human.id])
+        todo = await db(new_todo, personas.endpoint_b.id)
+        message = await asyncio.wait_for(layer.receive(inboxes[personas.bob.id]), WAIT)
+        assert message == {"type": "todo.changed", "todo_id": todo.id, "state": "pending"}
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(layer.receive(inboxes[personas.alice.id]), QUIET)
+
+    live_test(go)

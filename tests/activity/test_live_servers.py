@@ -1,0 +1,98 @@
+"""Live updates across processes: two daphne servers on one Redis channel layer
+(``redis_servers``, tests/live.py). A human logged in on server A watches a trail page served
+by B over a real WebSocket; an agent's note over MCP and a Board action, both through A, reach
+the socket on B.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import time
+
+import httpx2
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from tests.base import Personas
+from tests.live import LiveServer, mcp_client, run
+from todos import lifecycle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PASSWORD = "correct horse battery staple"  # the personas' (tests/factories.py)
+MCP_MODE = "2026-07-28"
+ARRIVAL_SECONDS = 2.0  # the promise: an open page shows a change within 2 s
+
+
+async def log_in(http: httpx2.AsyncClient, server: LiveServer, username: str) -> None:
+    """Log in through the login form, as a browser would; the cookies stay in ``http``."""
+    form = await http.get(server.url("/login/"))
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)
+    assert token is not None
+    done = await http.post(
+        server.url("/login/"),
+        data={"username": username, "password": PASSWORD, "csrfmiddlewaretoken": token[1]},
+        headers={"Referer": server.url("/login/")},
+    )
+    assert done.status_code == 302, done.text
+
+
+def cookie_header(http: httpx2.AsyncClient) -> str:
+    return "; ".join(f"{name}={value}" for name, value in http.cookies.items())
+
+
+async def arrival(ws: ClientConnection, needle: str) -> str:
+    """The first message holding ``needle``, within ARRIVAL_SECONDS of now."""
+    deadline = time.monotonic() + ARRIVAL_SECONDS
+    while True:
+        left = deadline - time.monotonic()
+        assert left > 0, f"{needle!r} did not arrive within {ARRIVAL_SECONDS} s"
+        message = await asyncio.wait_for(ws.recv(), left)
+        assert isinstance(message, str)
+        if needle in message:
+            return message
+
+
+def test_a_change_made_through_one_server_reaches_a_socket_on_the_other(
+    redis_servers: tuple[LiveServer, LiveServer], personas: Personas
+) -> None:
+    a, b = redis_servers
+    todo = lifecycle.create(personas.endpoint_a.id, queue="live", title="watched from B")
+
+    async def scenario() -> None:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            await log_in(http, a, "alice")
+            page = await http.get(b.url(f"/todos/{todo.id}"))
+            assert page.status_code == 200
+            found = re.search(r'ws-connect="([^"]*)"', page.text)
+            assert found is not None
+            url = f"ws://127.0.0.1:{b.port}{html.unescape(found[1])}"
+            async with connect(
+                url, origin=b.base, additional_headers={"Cookie": cookie_header(http)}
+            ) as ws:
+                # Every connect sends the container first: live on B before anything happens.
+                await arrival(ws, f'id="sb-trail-live-{todo.id}"')
+                async with mcp_client(a.mcp_url("agent-a"), personas.key_a, MCP_MODE) as agent:
+                    claimed = await agent.call_tool("claim", {"id": todo.id})
+                    assert not claimed.is_error, claimed.structured_content
+                    beat = await agent.call_tool(
+                        "heartbeat", {"id": todo.id, "note": "halfway, said through A"}
+                    )
+                    assert not beat.is_error, beat.structured_content
+                await arrival(ws, "halfway, said through A")
+                # A Board action through A (the trail page's own form).
+                trail = await http.get(a.url(f"/todos/{todo.id}"))
+                token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', trail.text)
+                assert token is not None
+                released = await http.post(
+                    a.url(f"/todos/{todo.id}/release"),
+                    data={"csrfmiddlewaretoken": token[1], "summary": "back to the queue"},
+                    headers={"Referer": a.url(f"/todos/{todo.id}")},
+                )
+                assert released.status_code == 302, released.text
+                pushed = await arrival(ws, "released it to its queue")
+                assert '<span class="badge state-pending">pending</span>' in pushed
+
+    run(scenario())
