@@ -282,6 +282,8 @@ def trail_push(human_id: int, watermark: Watermark, csrf_token: str | None) -> s
             todo, now, endpoint_revoked=todo.endpoint.revoked_at is not None
         ),
         "open_group": open_group,
+        # New spans of the open attempt redraw its waterfall (otlp/refresh.py announces them).
+        "open_waterfall": trail.waterfalls.get(watermark.attempt),
         "row": rows.get(watermark.attempt),
         "page": True,
         "csrf_token": csrf_token,
