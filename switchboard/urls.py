@@ -61,6 +61,7 @@ urlpatterns = [
     # Machines and staff.
     re_path(r"^hooks(?:/(?P<source_slug>.*))?\Z", hooks.hook, name="hook"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("", include("django_prometheus.urls")),
 ]
