@@ -6,7 +6,8 @@ lands.
 receiver (``otlp.receiver``, which reads the body under its cap itself), everything else to
 Django. The ``lifespan`` entry starts and stops the MCP session manager on servers that send
 lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
-request (``mcp_server.server.McpRuntime``).
+request (``mcp_server.server.McpRuntime``). Around it all, ``ForwardedMiddleware`` believes
+X-Forwarded-For/-Proto from ``SWITCHBOARD_TRUSTED_PROXIES`` only (switchboard/lib/proxies.py).
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ django_application = get_asgi_application()
 
 # These need the app registry ready (models are imported).
 from channels.routing import ProtocolTypeRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
+from switchboard.lib.proxies import ForwardedMiddleware  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
 
 
@@ -46,4 +49,7 @@ async def http(scope: Any, receive: Any, send: Any) -> None:
         await django_application(scope, receive, send)
 
 
-application = ProtocolTypeRouter({"http": http, "lifespan": mcp_server.lifespan})
+application = ForwardedMiddleware(
+    ProtocolTypeRouter({"http": http, "lifespan": mcp_server.lifespan}),
+    settings.SWITCHBOARD_TRUSTED_PROXIES,
+)
