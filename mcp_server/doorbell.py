@@ -43,7 +43,7 @@ from uuid import UUID
 
 import psycopg
 from channels.db import database_sync_to_async
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db import connection as django_connection
 
 from mcp_server import resources
@@ -66,6 +66,11 @@ BACKOFF_FIRST_SECONDS = 0.2
 BACKOFF_MAX_SECONDS = 5.0
 APPLICATION_NAME = "switchboard-doorbell"
 SUBSCRIPTION_RETENTION = "7 days"
+# Legacy subscriptions are rows a client creates at will (one per queue URI, and any queue name
+# is a URI): a cap per session keeps one client from filling mcp_subscriptions and making every
+# ring's lookup slow. Far above the queues one agent watches.
+MAX_SUBSCRIPTIONS_PER_SESSION = 100
+_SUBSCRIBE_LOCK = 0x5B5B  # the first key of the per-session advisory lock (arbitrary, stable)
 
 # OPTIONS keys Django's PostgreSQL backend consumes itself; the rest are libpq parameters.
 _DJANGO_ONLY_OPTIONS = frozenset(
@@ -119,18 +124,37 @@ class Stream:
 # --- legacy subscriptions (the database table, any process) ------------------------------------
 
 
+class TooManySubscriptions(Exception):
+    """The session already holds ``MAX_SUBSCRIPTIONS_PER_SESSION`` other subscriptions."""
+
+
 def subscribe(session_id: str, endpoint_id: UUID, uri: str) -> None:
-    with django_connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO mcp_subscriptions (session_id, uri, endpoint_id) VALUES (%s, %s, %s)"
-            " ON CONFLICT (session_id, uri) DO UPDATE SET seen_at = now()",
-            [session_id, uri, endpoint_id],
-        )
-        # Sessions never end server-side; forget those not seen for a week.
+    """Store (or refresh) the session's subscription to ``uri``; raise ``TooManySubscriptions``
+    when that would make more than ``MAX_SUBSCRIPTIONS_PER_SESSION`` for the session."""
+    with transaction.atomic(), django_connection.cursor() as cursor:
+        # Sessions never end server-side; forget those not seen for a week (before counting, so
+        # a session's stale rows do not count against it).
         cursor.execute(
             "DELETE FROM mcp_subscriptions WHERE seen_at < now() - %s::interval",
             [SUBSCRIPTION_RETENTION],
         )
+        # Two subscribes of one session racing past the count would overshoot the cap. The
+        # two-key form is a keyspace apart from the sweeps' one-key locks (todos/sweeps.py).
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_SUBSCRIBE_LOCK, session_id]
+        )
+        cursor.execute(
+            "INSERT INTO mcp_subscriptions (session_id, uri, endpoint_id)"
+            " SELECT %s, %s, %s WHERE (SELECT count(*) FROM mcp_subscriptions"
+            "  WHERE session_id = %s AND uri <> %s) < %s"
+            " ON CONFLICT (session_id, uri) DO UPDATE SET seen_at = now()",
+            [session_id, uri, endpoint_id, session_id, uri, MAX_SUBSCRIPTIONS_PER_SESSION],
+        )
+        if cursor.rowcount == 0:
+            raise TooManySubscriptions(
+                f"a session may hold at most {MAX_SUBSCRIPTIONS_PER_SESSION} subscriptions;"
+                " unsubscribe from one first"
+            )
 
 
 def unsubscribe(session_id: str, uri: str) -> None:

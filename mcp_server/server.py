@@ -365,6 +365,8 @@ async def subscribe_resource(
         raise _not_found(uri)
     try:
         await _in_thread(doorbell.subscribe)(session, caller.endpoint.id, canonical)
+    except doorbell.TooManySubscriptions as exc:
+        raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from None
     except DatabaseError:
         logger.exception("resources/subscribe %r: database error", uri)
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None

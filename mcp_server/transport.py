@@ -118,12 +118,19 @@ def host_allowed(host: str | None) -> bool:
     return bool(domain) and validate_host(domain, _allowed_hosts())
 
 
-def origin_allowed(origin: str | None) -> bool:
-    """A browser's Origin must name an allowed host (or a CSRF-trusted origin); absent is fine.
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def origin_allowed(origin: str | None, host: str | None) -> bool:
+    """A browser's Origin must name an allowed host on the port the request came to (or be a
+    CSRF-trusted origin); absent is fine.
 
     Only browsers send Origin; agents and SDK clients do not. A page on another site that makes
     a visitor's browser call this server (the DNS-rebinding case the spec worries about) sends
-    its own origin and is refused here, before its request is authenticated.
+    its own origin and is refused here, before its request is authenticated. The port counts:
+    another local service (``http://localhost:9999``) is another origin than this server on
+    :8000, so it must be listed in ``CSRF_TRUSTED_ORIGINS`` to pass. ``host`` is the request's
+    Host header, which a browser always sends with the port it connected to.
     """
     if origin is None:
         return True
@@ -131,11 +138,19 @@ def origin_allowed(origin: str | None) -> bool:
         return True
     try:
         parts = urlsplit(origin)
+        origin_port = parts.port
     except ValueError:
         return False
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if parts.scheme not in ("http", "https") or not parts.netloc or not host:
         return False  # includes the opaque origin "null"
-    return host_allowed(parts.netloc)
+    # A port written out that is the scheme's default is the same origin as no port at all.
+    given = str(origin_port) if origin_port is not None else ""
+    if given == _DEFAULT_PORTS[parts.scheme]:
+        given = ""
+    _domain, host_port = split_domain_port(host)
+    if host_port in _DEFAULT_PORTS.values() and not given:
+        host_port = ""
+    return given == host_port and host_allowed(parts.netloc)
 
 
 # --- the body ----------------------------------------------------------------------------------
@@ -300,9 +315,10 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
     if match is None:
         raise Refused(404, "Not Found: MCP endpoints live at /mcp/{endpoint-slug}")
     slug = match.group(1)
-    if not host_allowed(asgi.header(scope, b"host")):
+    host = asgi.header(scope, b"host")
+    if not host_allowed(host):
         raise Refused(421, "Misdirected Request: Host is not in ALLOWED_HOSTS")
-    if not origin_allowed(asgi.header(scope, b"origin")):
+    if not origin_allowed(asgi.header(scope, b"origin"), host):
         raise Refused(403, "Forbidden: Origin is not allowed")
     rates = await runtime_settings.acurrent_or_defaults()
     address = limits.client_address(scope)

@@ -6,7 +6,8 @@ beside Django, webhooks behind their body cap; the Board's live updates over Web
 receiver (``otlp.receiver``, which reads the body under its cap itself), everything else to
 Django. The ``lifespan`` entry starts and stops the MCP session manager on servers that send
 lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
-request (``mcp_server.server.McpRuntime``).
+request (``mcp_server.server.McpRuntime``). Around it all, ``ForwardedMiddleware`` believes
+X-Forwarded-For/-Proto from ``SWITCHBOARD_TRUSTED_PROXIES`` only (switchboard/lib/proxies.py).
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ django_application = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
+from switchboard.lib.proxies import ForwardedMiddleware  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
 
 
@@ -53,6 +56,7 @@ async def http(scope: Any, receive: Any, send: Any) -> None:
 # cannot open one with the human's cookies.
 websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(live.urlpatterns)))
 
-application = ProtocolTypeRouter(
-    {"http": http, "websocket": websocket, "lifespan": mcp_server.lifespan}
+application = ForwardedMiddleware(
+    ProtocolTypeRouter({"http": http, "websocket": websocket, "lifespan": mcp_server.lifespan}),
+    settings.SWITCHBOARD_TRUSTED_PROXIES,
 )

@@ -26,8 +26,27 @@ KEY_PREFIX = "sbk_"
 # "sbk_" and the first 8 characters of the random part: enough to tell keys apart in a list,
 # far too little to guess the rest (24 bytes of entropy remain unshown).
 DISPLAY_PREFIX_CHARS = len(KEY_PREFIX) + 8
-# /endpoints/new is the Board's vend wizard, so an endpoint called that could never be opened there.
-RESERVED_SLUGS = frozenset({"new"})
+# Every fixed word of the Board's paths under /endpoints/ and /sources/ (switchboard/urls.py):
+# /endpoints/new is the vend wizard, so an endpoint called "new" could never be opened there, and
+# a slug equal to any other path word would make its URLs read ambiguously. One list for both
+# writers (todos/intake/sources.py uses it too); tests/switchboard/test_reserved_slugs.py checks
+# it against the URLconf, so a new path word cannot be forgotten here.
+RESERVED_SLUGS = frozenset(
+    {
+        "new",
+        "keys",
+        "revoke",
+        "rotate",
+        "verify",
+        "test",
+        "events",
+        "rules",
+        "edit",
+        "delete",
+        "enable",
+        "disable",
+    }
+)
 
 
 class EndpointRevoked(Exception):

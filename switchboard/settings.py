@@ -11,12 +11,15 @@ first use (``switchboard.secret_key.lazy``).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.utils.csp import CSP
 
 from switchboard import embedded, secret_key
 from switchboard.lib.env import env_bool, env_int, env_list, env_str
+from switchboard.lib.proxies import parse_networks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("SWITCHBOARD_DATA_DIR", str(BASE_DIR / ".data"))).resolve()
@@ -44,6 +47,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "django_prometheus",
+    "axes",
     "channels",
     "switchboard",
     "todos",
@@ -56,6 +60,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -64,6 +69,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last but the metrics, as django-axes asks: it turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -142,6 +149,11 @@ else:
 AUTH_USER_MODEL = "switchboard.Human"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
+# django-axes first: it refuses a locked-out username+address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -162,10 +174,78 @@ STATIC_ROOT = env_str("STATIC_ROOT") or None
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
+# --- Security --------------------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+
+# Reverse proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (IPs or CIDRs). Only
+# their connections have the client's address and scheme rewritten; anyone else's forwarding
+# headers are dropped (switchboard/lib/proxies.py, wrapped around the ASGI application).
+SWITCHBOARD_TRUSTED_PROXIES = parse_networks(
+    env_list("SWITCHBOARD_TRUSTED_PROXIES", []), setting="SWITCHBOARD_TRUSTED_PROXIES"
+)
+# Django's SECURE_PROXY_SSL_HEADER is left unset on purpose: it would believe X-Forwarded-Proto
+# from any peer, while the middleware above sets the scheme from trusted proxies only.
+
+# Served over HTTPS (directly or behind a proxy): cookies only over HTTPS, and HSTS.
+SWITCHBOARD_HTTPS = env_bool("SWITCHBOARD_HTTPS", False)
+SESSION_COOKIE_SECURE = SWITCHBOARD_HTTPS
+CSRF_COOKIE_SECURE = SWITCHBOARD_HTTPS
+SECURE_HSTS_SECONDS = (
+    env_int("SWITCHBOARD_HSTS_SECONDS", 31_536_000, minimum=0) if SWITCHBOARD_HTTPS else 0
+)
+# Off unless asked: it binds every subdomain of the host to HTTPS for as long.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SWITCHBOARD_HSTS_INCLUDE_SUBDOMAINS", False)
+
+# Content-Security-Policy (Django's own middleware). Scripts come from this server only: no page
+# has an inline script (an inline one would need CSP.NONCE here and the csp context processor,
+# which also puts a per-response nonce on htmx's script tag); 'unsafe-eval' because htmx runs
+# hx-on:* attributes through Function().
+# Styles allow inline: the trail's waterfall and some admin pages set style attributes.
+_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.UNSAFE_EVAL],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+SWITCHBOARD_CSP = env_str("SWITCHBOARD_CSP", "enforce").strip().lower()
+if SWITCHBOARD_CSP == "enforce":
+    SECURE_CSP = _CSP
+elif SWITCHBOARD_CSP == "report-only":
+    SECURE_CSP_REPORT_ONLY = _CSP
+elif SWITCHBOARD_CSP != "off":
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured("SWITCHBOARD_CSP must be enforce, report-only or off")
+
+# /metrics answers a scraper with this bearer token, or from these addresses/CIDRs; 404 to others.
+SWITCHBOARD_METRICS_TOKEN = env_str("SWITCHBOARD_METRICS_TOKEN")
+SWITCHBOARD_METRICS_ALLOW = parse_networks(
+    env_list("SWITCHBOARD_METRICS_ALLOW", ["127.0.0.0/8", "::1"]),
+    setting="SWITCHBOARD_METRICS_ALLOW",
+)
+
+# Login throttling (django-axes) on /login/ and /admin/login/: after this many failed logins for
+# one username from one address, that pair is refused (429) for the cool-off period, even with
+# the right password. Attempts live in the database, so every process counts them together, and
+# each test's rolled-back or flushed database starts with none: tests run with the same limit.
+AXES_FAILURE_LIMIT = env_int("SWITCHBOARD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("SWITCHBOARD_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The login form's field; the admin's is the same.
+AXES_USERNAME_FORM_FIELD = "username"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# REMOTE_ADDR, which ForwardedMiddleware set from trusted proxies only (never django-ipware,
+# which would read X-Forwarded-For from anyone if it were installed).
+AXES_CLIENT_IP_CALLABLE = "switchboard.lib.proxies.remote_addr"
 
 LOGGING = {
     "version": 1,

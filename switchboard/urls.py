@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import path, re_path
 
 from activity import views as activity_views
 from switchboard import board, views
@@ -62,6 +62,8 @@ urlpatterns = [
     # [\s\S], not ".": a slug with a newline still reaches the view and gets a JSON answer.
     re_path(r"^hooks(?:/(?P<source_slug>[\s\S]*))?\Z", hooks.hook, name="hook"),
     path("healthz", views.healthz, name="healthz"),
+    path("readyz", views.readyz, name="readyz"),
     path("admin/", admin.site.urls),
-    path("", include("django_prometheus.urls")),
+    # django-prometheus's view, behind the bearer / address check (switchboard/views.py).
+    path("metrics", views.metrics, name="prometheus-django-metrics"),
 ]

@@ -84,7 +84,7 @@ def _start(env: dict[str, str], log: Path) -> LiveServer:
         process = subprocess.Popen(
             [
                 *(sys.executable, "-m", "daphne", "--bind", "127.0.0.1", "--port", str(port)),
-                *("--proxy-headers", "switchboard.asgi:application"),
+                "switchboard.asgi:application",
             ],
             cwd=ROOT,
             env=env,

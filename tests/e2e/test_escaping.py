@@ -1,7 +1,8 @@
 """Agents' words in a real browser: markup in a summary, a title or a payload stays inert text.
 
 Each probe sets ``window.__xss`` if it ever runs. The last step proves that it would: the same
-markup put into the page as HTML does run, so "undefined" means escaped, not a broken probe.
+markup put into the page as HTML does try to run, and only the Content-Security-Policy stops it;
+the pages' own markup holds no such element, so "undefined" there means escaped.
 """
 
 from __future__ import annotations
@@ -54,10 +55,15 @@ def test_markup_from_agents_renders_as_inert_text(board: Board, demo: Demo) -> N
     assert_inert(page, page.locator("#trail"))
     expect(page).to_have_title(f"{TITLE} · Switchboard")
 
-    # The probe works: the same markup inserted as HTML runs.
+    # The probe works: the same markup inserted as HTML tries to run its handler, and only the
+    # Content-Security-Policy (a second wall behind the escaping) stops it.
     page.evaluate(
-        "(html) => { const div = document.createElement('div'); div.innerHTML = html;"
+        "(html) => { document.addEventListener('securitypolicyviolation',"
+        " (e) => { window.__blocked = e.effectiveDirective; });"
+        " const div = document.createElement('div'); div.innerHTML = html;"
         " document.body.append(div); }",
         IMG,
     )
-    page.wait_for_function("window.__xss === 1")
+    page.wait_for_function("window.__blocked !== undefined")
+    assert page.evaluate("window.__blocked").startswith("script-src")
+    assert page.evaluate("typeof window.__xss") == "undefined"

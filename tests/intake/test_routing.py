@@ -160,6 +160,29 @@ def test_stored_headers_drop_credentials_and_lower_case_names():
     assert kept == {"x-github-event": "push", "user-agent": "GitHub-Hookshot/1"}
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "X-Auth-Email",
+        "x-authentication",
+        "X-AUTH-USER",
+        "X-Routing-Key",
+        "Ocp-Apim-Subscription-Key",
+        "X-Shopify-Hmac-Sha256",
+        "x-twilio-hmac-sha1",
+        "X-Webhook-Hmac",
+    ],
+)
+def test_stored_headers_drop_auth_key_and_hmac_headers_in_any_case(name):
+    kept = routing.stored_headers([(name, "credential"), ("X-GitHub-Event", "push")])
+    assert kept == {"x-github-event": "push"}
+
+
+@pytest.mark.parametrize("name", ["X-Request-Id", "X-Keyboard", "X-Monkey", "Accept"])
+def test_stored_headers_keep_names_that_only_resemble_credentials(name):
+    assert routing.stored_headers([(name, "v")]) == {name.lower(): "v"}
+
+
 def test_signatures_are_checked_in_constant_time_and_never_echoed():
     body = b'{"a": 1}'
     good = routing.sign("s", body)

@@ -25,6 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from mcp_server import doorbell
 from switchboard.models import Endpoint
 from tests.base import Personas
 from tests.mcp.conftest import MODES, LiveServer, run
@@ -315,3 +316,27 @@ def test_the_legacy_get_stream_and_subscribe_refuse_what_they_cannot_serve(
     assert subscribe(URI) == {"jsonrpc": "2.0", "id": 3, "result": {}}
     # Only queue summaries ring: anything else is "not found", as resources/read says.
     assert subscribe("switchboard://todos/td_aaaaaaaaaaaaaaaaaaaa")["error"]["code"] == -32602
+
+
+def test_legacy_subscriptions_are_capped_per_session(live: LiveServer, personas: Personas) -> None:
+    session = _initialize(live, personas.key_a)
+    other = _initialize(live, personas.key_a)
+
+    def subscribe(sid: str, uri: str) -> Any:
+        body = {"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe", "params": {"uri": uri}}
+        return post(live, legacy_headers(personas.key_a, sid), body).json()
+
+    # The session fills its cap through the doorbell's own writer (as many POSTs would).
+    for n in range(doorbell.MAX_SUBSCRIPTIONS_PER_SESSION - 1):
+        doorbell.subscribe(session, personas.endpoint_a.id, f"switchboard://queues/q{n}")
+    assert subscribe(session, URI) == {"jsonrpc": "2.0", "id": 4, "result": {}}
+
+    refused = subscribe(session, "switchboard://queues/one-too-many")
+    assert refused["error"]["code"] == -32600
+    assert "at most 100 subscriptions" in refused["error"]["message"]
+    # Renewing a subscription it holds is no new row; another session has a cap of its own.
+    assert subscribe(session, URI) == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    assert subscribe(other, "switchboard://queues/one-too-many")["result"] == {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM mcp_subscriptions WHERE session_id = %s", [session])
+        assert cursor.fetchone() == (doorbell.MAX_SUBSCRIPTIONS_PER_SESSION,)

@@ -416,6 +416,11 @@ def test_a_foreign_origin_is_403_and_an_unknown_host_421(live: LiveServer, key: 
     assert_jsonrpc_error(post(live, null, TOOLS_LIST), 403, -32600)
     same = {**modern_headers(key, "tools/list"), "Origin": f"http://localhost:{live.port}"}
     assert post(live, same, TOOLS_LIST).status_code == 200
+    other_port = {
+        **modern_headers(key, "tools/list"),
+        "Origin": f"http://localhost:{live.port + 1}",
+    }
+    assert_jsonrpc_error(post(live, other_port, TOOLS_LIST), 403, -32600)
     rebound = {**modern_headers(key, "tools/list"), "Host": "attacker.example"}
     assert_jsonrpc_error(post(live, rebound, TOOLS_LIST), 421, -32600)
 

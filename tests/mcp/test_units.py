@@ -91,16 +91,33 @@ def test_host_and_origin_follow_allowed_hosts() -> None:
     assert not host_allowed("evil.com")
     assert not host_allowed(None)
     assert not host_allowed("")
-    assert origin_allowed(None)
-    assert origin_allowed("https://app.example.com")
-    assert not origin_allowed("https://evil.com")
-    assert not origin_allowed("null")
-    assert not origin_allowed("file://")
+    assert origin_allowed(None, "api.example.com")
+    assert origin_allowed("https://app.example.com", "api.example.com")
+    assert not origin_allowed("https://evil.com", "api.example.com")
+    assert not origin_allowed("null", "api.example.com")
+    assert not origin_allowed("file://", "api.example.com")
+
+
+@override_settings(ALLOWED_HOSTS=["localhost", ".example.com"], CSRF_TRUSTED_ORIGINS=[])
+def test_an_origin_on_another_port_than_the_request_is_refused() -> None:
+    assert origin_allowed("http://localhost:8000", "localhost:8000")
+    assert not origin_allowed("http://localhost:9999", "localhost:8000")
+    assert not origin_allowed("http://localhost", "localhost:8000")
+    assert not origin_allowed("http://localhost:8000", "localhost")
+    # A default port written out, on either side, is the same origin as none.
+    assert origin_allowed("https://app.example.com:443", "app.example.com")
+    assert origin_allowed("https://app.example.com", "app.example.com:443")
+    assert not origin_allowed("http://localhost:99999", "localhost:8000")
+
+
+@override_settings(ALLOWED_HOSTS=["localhost"], CSRF_TRUSTED_ORIGINS=["http://localhost:9999"])
+def test_an_origin_on_another_port_passes_once_trusted() -> None:
+    assert origin_allowed("http://localhost:9999", "localhost:8000")
 
 
 @override_settings(ALLOWED_HOSTS=["*"], CSRF_TRUSTED_ORIGINS=["https://tools.partner.test"])
 def test_a_csrf_trusted_origin_is_allowed() -> None:
-    assert origin_allowed("https://tools.partner.test")
+    assert origin_allowed("https://tools.partner.test", "switchboard.example")
 
 
 def test_check_message_accepts_requests_notifications_and_responses() -> None:

@@ -64,3 +64,44 @@ def test_healthz_recovers_when_the_database_comes_back(client: Client, outage: O
 @pytest.mark.django_db
 def test_healthz_answers_only_get(client: Client) -> None:
     assert client.post("/healthz").status_code == 405
+
+
+@pytest.mark.django_db
+def test_readyz_answers_200_when_every_migration_is_applied(client: Client) -> None:
+    response = client.get("/readyz")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "migrations": "ok"}
+    assert "no-cache" in response["Cache-Control"]
+
+
+@pytest.mark.django_db
+def test_readyz_answers_503_while_a_migration_is_unapplied_and_healthz_stays_200(
+    client: Client,
+) -> None:
+    # Unrecord the newest applied migration (the test's transaction puts it back): the
+    # database now lacks a migration the code on disk has, as during an upgrade.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM django_migrations WHERE id = (SELECT max(id) FROM django_migrations)"
+        )
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "unavailable",
+        "database": "ok",
+        "migrations": "pending",
+        "pending": 1,
+    }
+    assert client.get("/healthz").status_code == 200
+
+
+def test_readyz_answers_503_when_the_database_is_unreachable(
+    client: Client, outage: Outage
+) -> None:
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "database": "OperationalError"}

@@ -382,13 +382,25 @@ _DROPPED_HEADERS = frozenset(
     }
 )
 _SECRET_WORDS = ("token", "secret", "signature", "password", "api-key", "apikey", "credential")
+# Senders name their credentials in ways no word list covers: X-Auth-User / X-Auth-Email
+# (Cloudflare-style key pairs), X-Routing-Key and friends, X-Shopify-Hmac-Sha256. Dropping a
+# harmless header costs a rule nothing it could rely on; storing a key leaks it to the Board.
+_SECRET_PREFIXES = ("x-auth",)
+_SECRET_SUFFIXES = ("-key", "-hmac")
+_SECRET_INFIXES = ("-hmac-",)
 HEADER_VALUE_MAX_CHARS = 2048
 HEADERS_MAX = 100
 
 
 def is_secret_header(name: str) -> bool:
+    """Whether a header named ``name`` (any case) may carry a credential, and so is never kept."""
     name = name.lower()
-    return name in _DROPPED_HEADERS or any(word in name for word in _SECRET_WORDS)
+    return (
+        name in _DROPPED_HEADERS
+        or any(word in name for word in (*_SECRET_WORDS, *_SECRET_INFIXES))
+        or name.startswith(_SECRET_PREFIXES)
+        or name.endswith(_SECRET_SUFFIXES)
+    )
 
 
 def stored_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:

@@ -25,22 +25,19 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from switchboard import credentials
 from switchboard.models import Endpoint, Human
 from todos.intake.deliveries import new_secret
 from todos.models import Rule, Source
 
-# /sources/new is the Board's form, so a source called that could never be opened there.
-RESERVED_SLUGS = frozenset({"new"})
 # A rule appended without a position goes this far after the last one, leaving room between.
 POSITION_STEP = 10
 
 
 def validate_slug(slug: str) -> None:
     """Refuse a slug the Board's URLs reserve; forms call it too, to show the error in place."""
-    if slug in RESERVED_SLUGS:
-        raise ValidationError(
-            f"“{slug}” is reserved on the Board; choose another slug.", code="reserved"
-        )
+    # The same path words as endpoints': /sources/new is the Board's form, and so on.
+    credentials.validate_slug(slug)
 
 
 # --- sources ---------------------------------------------------------------------------------

@@ -43,5 +43,5 @@ class Command(BaseCommand):
         host, port = options["host"], options["port"]
         self.stdout.write(f"Switchboard on http://{host}:{port}/  (Ctrl-C stops it)")
         CommandLineInterface().run(
-            ["--bind", host, "--port", str(port), "--proxy-headers", "switchboard.asgi:application"]
+            ["--bind", host, "--port", str(port), "switchboard.asgi:application"]
         )
