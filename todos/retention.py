@@ -28,6 +28,8 @@ class RetentionResult:
     todos: int
     events: int
     dry_run: bool
+    # The activity rows deleted with the todos (by cascade), or that would be.
+    activity: int = 0
 
 
 def run(*, dry_run: bool = False, batch: int = BATCH) -> RetentionResult:
@@ -42,19 +44,27 @@ def run(*, dry_run: bool = False, batch: int = BATCH) -> RetentionResult:
         todos = fetch_one(RETENTION_TODOS_COUNT, {"days": days, "max_terminal": max_terminal})
         events = fetch_one(RETENTION_EVENTS_COUNT, {"days": days})
         return RetentionResult(
-            todos=todos["n"] if todos else 0, events=events["n"] if events else 0, dry_run=True
+            todos=todos["n"] if todos else 0,
+            events=events["n"] if events else 0,
+            dry_run=True,
+            activity=int(todos["activity"]) if todos else 0,
         )
-    deleted_todos = _drain(
+    deleted_todos, activity = _drain(
         RETENTION_TODOS, {"days": days, "max_terminal": max_terminal, "batch": batch}, batch
     )
-    deleted_events = _drain(RETENTION_EVENTS, {"days": days, "batch": batch}, batch)
-    return RetentionResult(todos=deleted_todos, events=deleted_events, dry_run=False)
+    deleted_events, _ = _drain(RETENTION_EVENTS, {"days": days, "batch": batch}, batch)
+    return RetentionResult(
+        todos=deleted_todos, events=deleted_events, dry_run=False, activity=activity
+    )
 
 
-def _drain(sql: str, params: dict[str, int], batch: int) -> int:
-    total = 0
+def _drain(sql: str, params: dict[str, int], batch: int) -> tuple[int, int]:
+    """Run ``sql`` batch by batch until one comes back short; return the rows it deleted and
+    the sum of their ``activity`` counts (0 for a statement that returns none)."""
+    total = activity = 0
     while True:
-        n = len(fetch_all(sql, params))
-        total += n
-        if n < batch:
-            return total
+        rows = fetch_all(sql, params)
+        total += len(rows)
+        activity += sum(int(row.get("activity") or 0) for row in rows)
+        if len(rows) < batch:
+            return total, activity

@@ -54,7 +54,8 @@ class PassReport:
             )
         if self.retention and (self.retention.todos or self.retention.events):
             out.append(
-                f"retention: deleted {self.retention.todos} todos, {self.retention.events} events"
+                f"retention: deleted {self.retention.todos} todos"
+                f" ({self.retention.activity} activity rows), {self.retention.events} events"
             )
         return out
 

@@ -458,3 +458,19 @@ def test_the_agents_hot_statements_carry_no_activity_arm(name: str) -> None:
     # insert into todo_activity (the claim + complete budget is unchanged by construction).
     sql = getattr(lifecycle, name)
     assert "todo_activity" not in sql and "activity_seq" not in sql
+
+
+@pytest.mark.django_db
+def test_retention_deletes_a_todos_activity_with_it_and_counts_it(personas: Personas) -> None:
+    from tests.reach import set_finished_at
+    from todos import retention
+
+    todo_id = new_todo(personas.endpoint_a.id).id
+    lifecycle.operator_cancel(personas.alice.id, todo_id, reason="not needed")
+    set_finished_at(todo_id, 400 * 86_400)
+
+    assert retention.run(dry_run=True).activity == 1
+    result = retention.run()
+
+    assert (result.todos, result.activity) == (1, 1)
+    assert activity(todo_id) == []

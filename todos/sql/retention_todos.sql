@@ -4,7 +4,7 @@
 --   Rows are locked SKIP LOCKED, so two sweepers never delete the same row twice, and a row
 --   a transition holds is left for the next pass.
 -- params: days, max_terminal, batch
--- returns: id, endpoint_id per deleted todo.
+-- returns: id, endpoint_id and its activity rows' count per deleted todo.
 -- Uses index: todos_finished_idx (endpoint_id, finished_at DESC) WHERE finished_at IS NOT NULL.
 WITH candidates AS (
     SELECT x.id
@@ -33,8 +33,15 @@ victims AS (
      WHERE t.finished_at IS NOT NULL
      LIMIT %(batch)s
        FOR UPDATE OF t SKIP LOCKED
+),
+gone AS (
+    DELETE FROM todos t
+     USING victims v
+     WHERE t.id = v.id AND t.finished_at IS NOT NULL
+    RETURNING t.id, t.endpoint_id
 )
-DELETE FROM todos t
- USING victims v
- WHERE t.id = v.id AND t.finished_at IS NOT NULL
-RETURNING t.id, t.endpoint_id
+-- The activity rows that go with each todo by cascade, counted from the statement's snapshot
+-- (which still holds them).
+SELECT gone.id, gone.endpoint_id,
+       (SELECT count(*) FROM todo_activity a WHERE a.todo_id = gone.id) AS activity
+  FROM gone

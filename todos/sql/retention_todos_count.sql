@@ -1,8 +1,10 @@
 -- retention_todos_count: how many todos retention_todos would delete, for --dry-run.
 -- params: days, max_terminal
--- returns: n
+-- returns: n, and activity (the activity rows that would go with them)
 -- Uses index: todos_finished_idx.
-SELECT count(*) AS n FROM (
+SELECT count(*) AS n,
+       coalesce(sum((SELECT count(*) FROM todo_activity a WHERE a.todo_id = c.id)), 0) AS activity
+  FROM (
     SELECT x.id
       FROM endpoints e
      CROSS JOIN LATERAL (

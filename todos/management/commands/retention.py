@@ -26,7 +26,8 @@ class Command(BaseCommand):
         result = retention.run(dry_run=options["dry_run"])
         verb = "would delete" if result.dry_run else "deleted"
         self.stdout.write(
-            f"retention: {verb} {result.todos} todos and {result.events} events"
+            f"retention: {verb} {result.todos} todos ({result.activity} activity rows with"
+            f" them) and {result.events} events"
             f" (retention_days={current.retention_days},"
             f" retention_max_terminal={current.retention_max_terminal})"
         )
