@@ -267,7 +267,7 @@ SWITCHBOARD_OTLP_MAX_BODY_BYTES = env_int(
     "SWITCHBOARD_OTLP_MAX_BODY_BYTES", 4 * 1_048_576, minimum=1024
 )
 # Derive an attempt's summary from the compact JSON of its result when no summary is given.
-# Off by default: results were never shown to later claimers before (seed 000).
+# Off by default: results were never shown to later claimers before this switch existed.
 SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT = env_bool("SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT", False)
 # URI schemes an attempt's artifact may use.
 SWITCHBOARD_ARTIFACT_SCHEMES = env_list(
