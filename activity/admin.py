@@ -19,7 +19,6 @@ from switchboard.lib.admin import TodoRowsAdmin, changelist_urls
 class TodoActivityAdmin(TodoRowsAdmin):
     """The activity list. Not registered (see the module docstring); mounted by ``urls()``."""
 
-    change_list_template = "admin/activity/todoactivity/change_list.html"
     list_display = ("todo_link", "seq", "at", "kind", "actor_kind", "actor_ref", "message")
     list_filter = ("kind", "actor_kind")
     # ``todo__id`` is the todo_id column itself (Django trims the join to the pk).

@@ -44,7 +44,6 @@ class DiedListFilter(admin.SimpleListFilter):
 class TodoAttemptAdmin(TodoRowsAdmin):
     """The attempts list. Not registered (see the module docstring); mounted by ``urls()``."""
 
-    change_list_template = "admin/attempts/todoattempt/change_list.html"
     list_display = (
         "todo_link",
         "seq",

@@ -110,6 +110,7 @@ class TodoRowsAdmin(RefusesUnusableQueries, ModelAdmin):
     """
 
     list_display_links = None
+    change_list_template = "admin/todo_rows_change_list.html"
     # The full count of a large, append-mostly table is a sequential scan on every page view.
     show_full_result_count = False
     actions = None
