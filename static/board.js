@@ -18,3 +18,12 @@
     );
   });
 })();
+
+// The drawer's close button: <button data-close-drawer>. A listener here rather than an hx-on
+// attribute, which htmx would run through Function() and the Content-Security-Policy would
+// then have to allow ('unsafe-eval').
+document.addEventListener("click", (event) => {
+  if (!event.target.closest("button[data-close-drawer]")) return;
+  const drawer = document.getElementById("drawer");
+  if (drawer) drawer.replaceChildren();
+});
