@@ -27,18 +27,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import html
 import logging
 import os
 import re
 import secrets
 import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,6 +65,7 @@ from django.db import connection  # noqa: E402
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 
 from activity import live  # noqa: E402
+from bench.devserver import DevServer  # noqa: E402
 from switchboard import credentials, embedded  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
@@ -77,7 +74,6 @@ USERNAME = "bench-live"
 SLUG = "bench-live"
 OWNER = "bench/live"
 QUEUE = "bench-live"
-STARTUP_SECONDS = 60
 ARRIVAL_TIMEOUT_SECONDS = 10.0
 BUDGET_P95_MS = 500.0
 WARMUP = 5
@@ -85,77 +81,6 @@ CYCLE = 20  # transitions per attempt: notes, then a release and a claim
 
 
 # --- the server -------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    """``manage.py serve`` in a session of its own; ``stop`` is idempotent and runs at exit."""
-
-    def __init__(self) -> None:
-        self.port = _free_port()
-        self.tmp = tempfile.TemporaryDirectory(prefix="bench-live-")
-        self.log = Path(self.tmp.name) / "server.log"
-        env = {
-            **os.environ,
-            "DATABASE_URL": str(settings.DATABASE_URL),
-            "SWITCHBOARD_DATA_DIR": self.tmp.name,
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "PYTHONUNBUFFERED": "1",
-        }
-        command = [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            *("serve", "--no-seed", "--no-sweeper", "--host", "127.0.0.1"),
-            *("--port", str(self.port)),
-        ]
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(  # noqa: S603 (our own command line)
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        atexit.register(self.stop)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def tail(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{self.tail()}")
-            try:
-                if httpx2.get(f"{self.base}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx2.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"the server did not answer /healthz in {STARTUP_SECONDS} s")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.tmp.cleanup()
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -201,7 +126,7 @@ def transitions(endpoint: Endpoint, todo_id: str) -> Callable[[int], None]:
 # --- the clients ---------------------------------------------------------------------------------
 
 
-async def open_page(server: Server, password: str, todo_id: str) -> tuple[str, str]:
+async def open_page(server: DevServer, password: str, todo_id: str) -> tuple[str, str]:
     """Log in and open the trail page; the socket URL it names, and the session's cookies."""
     async with httpx2.AsyncClient(timeout=30) as http:
         form = await http.get(f"{server.base}/login/")
@@ -303,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, endpoint, password = ensure_human()
     todo = lifecycle.create(endpoint.id, queue=QUEUE, title="bench: watched live")
     lifecycle.claim(endpoint.id, todo.id, owner=OWNER, lease_ttl_seconds=3600)
-    server = Server()
+    server = DevServer("live", str(settings.DATABASE_URL))
     try:
         server.wait_ready()
         page_url, cookies = asyncio.run(open_page(server, password, todo.id))

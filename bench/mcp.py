@@ -29,16 +29,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import datetime as dt
 import logging
 import os
 import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -76,6 +72,7 @@ from django.db import connections  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
+from bench.devserver import DevServer  # noqa: E402
 from mcp_server.verbs import owner_of  # noqa: E402
 from switchboard import credentials, embedded, runtime_settings  # noqa: E402
 from switchboard.models import Endpoint, EndpointKey, Human  # noqa: E402
@@ -88,7 +85,6 @@ CLAIMANT = "bench/mcp"
 RESULT = {"ok": True, "checks": ["lint", "unit"], "duration_ms": 5123}
 SUMMARY = "fixed the flaky check; reran the suite twice, green both times"
 WARMUP_CYCLES = 10  # per client: connections, prepared statements, the SDK's tool listing
-STARTUP_SECONDS = 60
 MODES = ("2026-07-28", "legacy")
 DIRECT = "direct"
 
@@ -114,88 +110,6 @@ SELECT pid FROM pg_stat_activity
 
 
 # --- the server -------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    """``manage.py serve`` in a subprocess of its own session (Ctrl-C reaches only this process,
-    which then stops the server in order); ``stop`` is idempotent and also runs at exit."""
-
-    def __init__(self, database_url: str, profile: Path | None) -> None:
-        self.port = _free_port()
-        self.tmp = tempfile.TemporaryDirectory(prefix="bench-mcp-")
-        self.log = Path(self.tmp.name) / "server.log"
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "SWITCHBOARD_DATA_DIR": self.tmp.name,
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "PYTHONUNBUFFERED": "1",
-        }
-        profiler = ["-m", "cProfile", "-o", str(profile.resolve())] if profile else []
-        command = [
-            sys.executable,
-            *profiler,
-            str(ROOT / "manage.py"),
-            *("serve", "--no-seed", "--no-sweeper", "--host", "127.0.0.1"),
-            *("--port", str(self.port)),
-        ]
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(  # noqa: S603 (our own command line)
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        atexit.register(self.stop)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def tail(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-3000:]
-        except OSError:
-            return ""
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{self.tail()}")
-            try:
-                if httpx2.get(f"{self.base}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx2.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(
-            f"the server did not answer /healthz in {STARTUP_SECONDS} s:\n{self.tail()}"
-        )
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            # Twisted stops the reactor on SIGTERM; the process then exits normally (and
-            # cProfile, if any, writes its file).
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.tmp.cleanup()
 
 
 def _sigterm(signum: int, frame: FrameType | None) -> None:
@@ -644,7 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _sigterm)
     samples: list[Sample] = []
-    server = Server(url, args.profile_server)
+    server = DevServer("mcp", url, profile=args.profile_server)
     try:
         with psycopg.connect(url, autocommit=True, application_name="switchboard-bench") as admin:
             print_header(admin, args, local)

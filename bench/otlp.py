@@ -25,15 +25,12 @@ serves the product), waits for ``/healthz``, and stops it on exit. Then:
 from __future__ import annotations
 
 import argparse
-import atexit
 import logging
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -63,12 +60,12 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue  # noqa:
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource  # noqa: E402
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span  # noqa: E402
 
+from bench.devserver import DevServer  # noqa: E402
 from switchboard import credentials, runtime_settings  # noqa: E402
 from switchboard.models import Endpoint, EndpointKey, Human, Setting  # noqa: E402
 from todos import lifecycle  # noqa: E402
 
 SLUG = "bench-otlp"
-STARTUP_SECONDS = 60
 LOOP_QUEUE = "loop"
 LIFTED = {
     "otlp_rate_per_address": 0,
@@ -78,12 +75,6 @@ LIFTED = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU of a local process (all its threads), from /proc."""
     raw = Path(f"/proc/{pid}/stat").read_text()
@@ -91,67 +82,8 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class Server:
-    """``manage.py serve`` in a subprocess of its own session; ``stop`` runs at exit too."""
-
-    def __init__(self, database_url: str) -> None:
-        self.port = _free_port()
-        self.tmp = tempfile.TemporaryDirectory(prefix="bench-otlp-")
-        self.log = Path(self.tmp.name) / "server.log"
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "SWITCHBOARD_DATA_DIR": self.tmp.name,
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "SWITCHBOARD_OTLP": "1",
-            "PYTHONUNBUFFERED": "1",
-        }
-        command = [
-            sys.executable,
-            str(ROOT / "manage.py"),
-            *("serve", "--no-seed", "--no-sweeper", "--host", "127.0.0.1"),
-            *("--port", str(self.port)),
-        ]
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(  # noqa: S603 (our own command line)
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        atexit.register(self.stop)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/otlp/{SLUG}/v1/traces"
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited:\n{self.log.read_text()[-3000:]}")
-            try:
-                if (
-                    httpx2.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1).status_code
-                    == 200
-                ):
-                    return
-            except httpx2.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("the server did not answer /healthz")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.tmp.cleanup()
+def otlp_url(server: DevServer) -> str:
+    return f"{server.base}/otlp/{SLUG}/v1/traces"
 
 
 def ensure_endpoint() -> tuple[Endpoint, str]:
@@ -266,7 +198,7 @@ def client(
 
 
 def pour(
-    server: Server,
+    server: DevServer,
     key: str,
     traces: list[bytes],
     size: int,
@@ -278,7 +210,7 @@ def pour(
     stop_at = time.monotonic() + seconds
     threads = [
         threading.Thread(
-            target=client, args=(server.url, key, trace, size, stop_at, tally, interval)
+            target=client, args=(otlp_url(server), key, trace, size, stop_at, tally, interval)
         )
         for trace, tally in zip(traces, tallies, strict=True)
     ]
@@ -290,7 +222,7 @@ def pour(
     elapsed, cpu = time.monotonic() - t0, _cpu_seconds(server.process.pid) - cpu0
     for tally in tallies:
         if tally.error is not None:
-            raise RuntimeError(f"a client failed: {tally.error}\n{server.log.read_text()[-2000:]}")
+            raise RuntimeError(f"a client failed: {tally.error}\n{server.tail(2000)}")
     return tallies, elapsed, cpu
 
 
@@ -347,7 +279,7 @@ def pourer_process(argv: list[str]) -> int:
 
 
 def pour_beside_loop(
-    server: Server,
+    server: DevServer,
     key: str,
     traces: list[bytes],
     args: argparse.Namespace,
@@ -360,7 +292,7 @@ def pour_beside_loop(
             sys.executable,
             __file__,
             "--pour",
-            server.url,
+            otlp_url(server),
             key,
             ",".join(t.hex() for t in traces),
             str(args.seconds + 1),
@@ -375,7 +307,7 @@ def pour_beside_loop(
     lifecycle_loop(endpoint, args.seconds, under)
     out, _ = pourer.communicate(timeout=120)
     if pourer.returncode != 0:
-        raise RuntimeError(f"the pouring clients failed:\n{server.log.read_text()[-2000:]}")
+        raise RuntimeError(f"the pouring clients failed:\n{server.tail(2000)}")
     return int(out.strip().splitlines()[-1]) / (args.seconds + 1), under[0] / args.seconds
 
 
@@ -398,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(c) for c in args.clients.split(",")]
 
     database_url = settings.DATABASES["default"].get("NAME")
-    server = Server(os.environ.get("DATABASE_URL", ""))
+    server = DevServer("otlp", os.environ.get("DATABASE_URL", ""), env={"SWITCHBOARD_OTLP": "1"})
     try:
         server.wait_ready()
         with connection.cursor() as cur:
