@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Self
@@ -373,14 +373,13 @@ def todo_trail(scope: Scope | int, todo_id: str) -> Trail:
 
 def _waterfalls(todo_id: str, seqs: Sequence[int]) -> dict[int, Waterfall]:
     """Each attempt's waterfall, up to ``waterfall_max_spans`` bars, the rest counted."""
-    drawn: dict[int, Waterfall] = {}
     if not seqs:
-        return drawn
+        return {}
     limit = runtime_settings.current().waterfall_max_spans
-    for seq, (attempt_spans, total) in spans.spans_for_todo(todo_id, seqs, limit).items():
-        waterfall = build_waterfall(attempt_spans, limit)
-        drawn[seq] = replace(waterfall, more=total - len(waterfall.rows))
-    return drawn
+    return {
+        seq: build_waterfall(attempt, limit)
+        for seq, attempt in spans.spans_for_todo(todo_id, seqs, limit).items()
+    }
 
 
 def _activity(todo_id: str, limit: int) -> tuple[ActivityRow, ...]:

@@ -1,4 +1,4 @@
-"""The only writer of ``todo_spans`` and ``todo_trace_bindings``; the read of an attempt's spans.
+"""The only writer of ``todo_spans`` and ``todo_trace_bindings``; the read of a todo's spans.
 
 ``store`` writes one request's bound spans in one transaction, acknowledged (by the receiver)
 only after it commits: lock, count, decide, write. The commit does not wait for its WAL to reach
@@ -47,7 +47,7 @@ from typing import Any
 from django.db import transaction
 
 from otlp.translate import Row
-from otlp.types import SpanView
+from otlp.types import AttemptSpans, SpanView
 from switchboard.lib.sql import fetch_all, load
 
 _SQL = Path(__file__).parent / "sql"
@@ -55,7 +55,6 @@ LOCK = load(_SQL, "lock")
 COUNTS = load(_SQL, "counts")
 STORE = load(_SQL, "store")
 TODO_DROPPED = load(_SQL, "todo_dropped")
-SPANS_FOR_ATTEMPT = load(_SQL, "spans_for_attempt")
 SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
 ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
 
@@ -204,34 +203,25 @@ def store(
     )
 
 
-def spans_for_attempt(todo_id: str, attempt_seq: int, limit: int) -> list[SpanView]:
-    """An attempt's spans, oldest start first, at most ``limit``.
+def spans_for_todo(todo_id: str, seqs: Sequence[int], per_attempt: int) -> dict[int, AttemptSpans]:
+    """For each attempt in ``seqs`` that holds spans: its first ``per_attempt`` spans, oldest
+    start first, how many it holds and its token totals (one query, for the trail page's
+    waterfalls).
 
-    Unscoped: it trusts ``todo_id``. Call it only with the id of a todo that an owner-scoped read
-    (``todos.queries``) has just returned to the same caller.
+    Unscoped: it trusts ``todo_id``. Call it only with the id of a todo that an owner-scoped
+    read (``todos.queries``) has just returned to the same caller.
     """
-    rows = fetch_all(
-        SPANS_FOR_ATTEMPT, {"todo_id": todo_id, "attempt_seq": attempt_seq, "limit": limit}
-    )
-    return [SpanView.from_row(row) for row in rows]
-
-
-def spans_for_todo(
-    todo_id: str, seqs: Sequence[int], per_attempt: int
-) -> dict[int, tuple[list[SpanView], int]]:
-    """For each attempt in ``seqs``: its first ``per_attempt`` spans, oldest start first, and
-    how many spans it holds (one query, for the trail page's waterfalls).
-
-    Unscoped, like ``spans_for_attempt``: call it only for a todo an owner-scoped read has just
-    returned to the same caller.
-    """
-    out: dict[int, tuple[list[SpanView], int]] = {}
+    out: dict[int, AttemptSpans] = {}
     if not seqs:
         return out
     rows = fetch_all(
         SPANS_FOR_TODO, {"todo_id": todo_id, "seqs": list(seqs), "per_attempt": per_attempt}
     )
     for row in rows:
-        spans, _ = out.setdefault(row["attempt_seq"], ([], int(row["total"])))
-        spans.append(SpanView.from_row(row))
+        seq = row["seq"]
+        if seq not in out:
+            out[seq] = AttemptSpans(
+                [], int(row["total"]), int(row["input_tokens"]), int(row["output_tokens"])
+            )
+        out[seq].spans.append(SpanView.from_row(row))
     return out

@@ -1,12 +1,14 @@
 """An attempt's spans as a waterfall: a tree of rows, each with its bar's place. Pure.
 
-``build_waterfall(spans, max_spans)`` orders the spans into a tree by parent (a span whose
-parent is not among them is a root, and so is one caught in a parent cycle), depth first with
-siblings by start time, and gives each row its bar: ``at_pct`` and ``len_pct`` of the attempt's
-own span window (earliest start to latest end), never narrower than ``MIN_BAR_PCT`` so an
-instant span still shows. Times are relative to that window, not to the claim, so an agent's
-skewed clock does not distort the picture. Rows beyond ``max_spans`` are left out and counted
-(``more``). Token totals add up every span's ``gen_ai.usage`` counts (and the older names).
+``build_waterfall(attempt, max_spans)`` orders an attempt's spans into a tree by parent (a
+span whose parent is not among them is a root, and so is one caught in a parent cycle), depth
+first with siblings by start time, and gives each row its bar: ``at_pct`` and ``len_pct`` of
+the attempt's own span window (earliest start to latest end), never narrower than
+``MIN_BAR_PCT`` so an instant span still shows. Times are relative to that window, not to the
+claim, so an agent's skewed clock does not distort the picture. Rows beyond ``max_spans`` are
+left out and counted (``more``), and so are the attempt's spans that were not read
+(``AttemptSpans.total``). The token totals arrive summed in SQL over every span
+(``otlp/sql/spans_for_todo.sql``).
 
 The page draws a bar as ``<span class="sb-bar {{ row.css_class }}" style="{{ row.style }}">``:
 the class comes from a fixed map (an unknown category is ``sb-cat-other``) and the style is
@@ -17,14 +19,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from otlp.types import SpanView
+from otlp.types import AttemptSpans, SpanView
 
 MIN_BAR_PCT = 0.3
 CSS_CLASSES = {
@@ -37,13 +38,6 @@ CSS_CLASSES = {
     "other": "sb-cat-other",
 }
 OTHER_CLASS = CSS_CLASSES["other"]
-# Each count's attribute names, current first: the first one a span carries is its count.
-INPUT_TOKENS = ("gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens")
-OUTPUT_TOKENS = (
-    "gen_ai.usage.output_tokens",
-    "llm.token_count.completion",
-    "gen_ai.usage.completion_tokens",
-)
 
 
 def css_class(category: str) -> str:
@@ -102,14 +96,6 @@ class Waterfall:
         return rows_html(self)
 
 
-def _count(attributes: Mapping[str, Any], names: Sequence[str]) -> int:
-    for name in names:
-        value = attributes.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-    return 0
-
-
 def _tree_order(spans: Sequence[SpanView]) -> list[tuple[SpanView, int]]:
     """Depth-first order with depths; siblings by start time. Iterative: a chain of thousands
     of spans must not hit the recursion limit."""
@@ -148,12 +134,14 @@ def _tree_order(spans: Sequence[SpanView]) -> list[tuple[SpanView, int]]:
         pending = [min(left, key=start_key)]
 
 
-def build_waterfall(spans: Sequence[SpanView], max_spans: int) -> Waterfall:
-    """The waterfall of one attempt's ``spans`` (any order), at most ``max_spans`` rows."""
-    input_tokens = sum(_count(s.attributes, INPUT_TOKENS) for s in spans)
-    output_tokens = sum(_count(s.attributes, OUTPUT_TOKENS) for s in spans)
+def build_waterfall(attempt: AttemptSpans, max_spans: int) -> Waterfall:
+    """The waterfall of one attempt's spans (any order), at most ``max_spans`` rows."""
+    spans = attempt.spans
+    unread = max(0, attempt.total - len(spans))
     if not spans:
-        return Waterfall([], 0, None, None, duration_label(0), 0, 0)
+        return Waterfall(
+            [], unread, None, None, duration_label(0), attempt.input_tokens, attempt.output_tokens
+        )
     start = min(s.start_at for s in spans)
     end = max(s.end_at for s in spans)
     window = (end - start).total_seconds()
@@ -181,12 +169,12 @@ def build_waterfall(spans: Sequence[SpanView], max_spans: int) -> Waterfall:
         )
     return Waterfall(
         rows=rows,
-        more=len(ordered) - len(rows),
+        more=len(ordered) - len(rows) + unread,
         start_at=start,
         end_at=end,
         duration=duration_label(window),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
+        input_tokens=attempt.input_tokens,
+        output_tokens=attempt.output_tokens,
     )
 
 

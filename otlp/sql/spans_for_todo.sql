@@ -1,21 +1,38 @@
 -- spans_for_todo: the first `per_attempt` spans (in start order) of each of a todo's attempts,
---   and how many each holds, for the trail page's waterfalls in one read. Unscoped: call it
---   only for a todo an owner-scoped read has just returned (activity/trail.py does).
+--   with each attempt's span count and token totals, for the trail page's waterfalls in one
+--   read. Unscoped: call it only for a todo an owner-scoped read has just returned
+--   (activity/trail.py does).
 -- params: todo_id, seqs (int[]: the attempts the page shows), per_attempt
--- returns: one row per span (attempt_seq first), each with its attempt's `total`.
+-- returns: one row per span, each with its attempt's `seq`, `total`,
+--   `input_tokens` and `output_tokens`; only the columns the waterfall draws (the attributes
+--   stay in the database: decoding thousands of them was most of the page's time).
+-- Tokens: each span counts the first of its attribute names (current name first, then the
+--   older ones) that holds a non-negative integer; a string, a boolean or a fraction counts
+--   nothing (sb_token_count, otlp/migrations/0002_token_count.py), and every span of the
+--   attempt counts, drawn or not.
 -- Uses index: idx_todo_spans_attempt (todo_id, attempt_seq, start_at), read in order per
---   attempt and counted index-only.
-SELECT s.*, n.total
+--   attempt; the totals read the attempt's span rows once.
+SELECT a.seq, s.*, n.total, n.input_tokens, n.output_tokens
   FROM unnest(%(seqs)s::int[]) AS a(seq)
  CROSS JOIN LATERAL (
-        SELECT count(*) AS total FROM todo_spans c
+        SELECT count(*) AS total,
+               coalesce(sum(coalesce(
+                   sb_token_count(c.attributes -> 'gen_ai.usage.input_tokens'),
+                   sb_token_count(c.attributes -> 'llm.token_count.prompt'),
+                   sb_token_count(c.attributes -> 'gen_ai.usage.prompt_tokens'))), 0)
+                 AS input_tokens,
+               coalesce(sum(coalesce(
+                   sb_token_count(c.attributes -> 'gen_ai.usage.output_tokens'),
+                   sb_token_count(c.attributes -> 'llm.token_count.completion'),
+                   sb_token_count(c.attributes -> 'gen_ai.usage.completion_tokens'))), 0)
+                 AS output_tokens
+          FROM todo_spans c
          WHERE c.todo_id = %(todo_id)s AND c.attempt_seq = a.seq) n
  CROSS JOIN LATERAL (
-        SELECT todo_id, trace_id, span_id, parent_span_id, attempt_seq, name, kind, category,
-               tool, status_code, status_message, service_name, start_at, end_at, attributes,
-               truncated
+        SELECT trace_id, span_id, parent_span_id, name, category, tool, status_code, start_at,
+               end_at
           FROM todo_spans t
          WHERE t.todo_id = %(todo_id)s AND t.attempt_seq = a.seq
          ORDER BY t.start_at, t.span_id
          LIMIT %(per_attempt)s) s
- ORDER BY s.attempt_seq, s.start_at, s.span_id
+ ORDER BY a.seq, s.start_at, s.span_id

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.db import connection, connections
 
 from attempts.models import TodoAttempt
 from otlp.models import TodoSpan
-from otlp.store import Stored, spans_for_attempt, store
+from otlp.store import Stored, spans_for_todo, store
 from otlp.translate import Row, collect, translate
 from tests.base import Personas
 from tests.otlp.helpers import SpanSpec, claimed_with_trace, request, trace_id
@@ -96,16 +97,50 @@ def test_a_span_sent_twice_in_one_batch_is_written_once_and_accepted_twice(
 
 
 @pytest.mark.django_db
-def test_spans_for_attempt_reads_one_attempt_in_start_order(personas: Personas) -> None:
+def test_spans_for_todo_reads_each_attempt_in_start_order_with_its_count(
+    personas: Personas,
+) -> None:
     claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
     batch = rows(claim.todo.id, 4)
     put(list(reversed(batch)))
 
-    spans = spans_for_attempt(claim.todo.id, 1, 3)
+    read = spans_for_todo(claim.todo.id, [1, 2], 3)
 
-    assert [s.name for s in spans] == ["s0", "s1", "s2"]
-    assert spans[0].trace_id == batch[0].trace_id.hex() and spans[0].attempt_seq == 1
-    assert spans_for_attempt(claim.todo.id, 2, 10) == []
+    assert list(read) == [1]
+    assert [s.name for s in read[1].spans] == ["s0", "s1", "s2"] and read[1].total == 4
+    assert read[1].spans[0].trace_id == batch[0].trace_id.hex()
+    assert spans_for_todo(claim.todo.id, [], 3) == {}
+
+
+@pytest.mark.django_db
+def test_token_totals_sum_every_span_by_the_first_name_holding_a_whole_count(
+    personas: Personas,
+) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    trace = trace_id()
+    counts: list[dict[str, Any]] = [
+        {"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10},
+        {"gen_ai.usage.prompt_tokens": 50, "gen_ai.usage.completion_tokens": 5},
+        {"llm.token_count.prompt": 7, "llm.token_count.completion": 3},
+        # The current name wins over the older ones; a string, a boolean, a fraction and a
+        # negative number count nothing, so the next name is read.
+        {"gen_ai.usage.input_tokens": 1, "llm.token_count.prompt": 1000},
+        {"gen_ai.usage.input_tokens": "9", "gen_ai.usage.prompt_tokens": 2},
+        {"gen_ai.usage.input_tokens": True, "gen_ai.usage.output_tokens": 2.5},
+        {"gen_ai.usage.output_tokens": -4, "llm.token_count.completion": 3},
+        {},
+    ]
+    specs = [
+        SpanSpec(trace, name=f"s{i}", start_ns=1_700_000_000_000_000_000 + i, attributes=a)
+        for i, a in enumerate(counts)
+    ]
+    put([translate(c, claim.todo.id, 1, False) for c in collect(request(specs)).candidates])
+
+    # Only two spans are drawn; every one of the eight counts.
+    (attempt,) = spans_for_todo(claim.todo.id, [1], 2).values()
+
+    assert len(attempt.spans) == 2 and attempt.total == len(counts)
+    assert (attempt.input_tokens, attempt.output_tokens) == (100 + 50 + 7 + 1 + 2, 10 + 5 + 3 + 3)
 
 
 @pytest.mark.django_db

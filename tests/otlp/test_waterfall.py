@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from otlp.types import SpanView
-from otlp.waterfall import MIN_BAR_PCT, build_waterfall, css_class, duration_label
+from otlp.types import AttemptSpans, SpanView
+from otlp.waterfall import MIN_BAR_PCT, Waterfall, css_class, duration_label
+from otlp.waterfall import build_waterfall as waterfall_of
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 TRACE = "ab" * 16
@@ -22,26 +23,23 @@ def span(
     category: str = "other",
     status: str = "unset",
     trace: str = TRACE,
-    **attributes: Any,
 ) -> SpanView:
     return SpanView(
-        todo_id="td_x",
         trace_id=trace,
         span_id=sid.rjust(16, "0"),
         parent_span_id=parent.rjust(16, "0") if parent else None,
-        attempt_seq=1,
         name=f"span {sid}",
-        kind="internal",
         category=category,
         tool=None,
         status_code=status,
-        status_message=None,
-        service_name=None,
         start_at=T0 + dt.timedelta(milliseconds=start_ms),
         end_at=T0 + dt.timedelta(milliseconds=end_ms),
-        attributes={k.replace("__", "."): v for k, v in attributes.items()},
-        truncated=False,
     )
+
+
+def build_waterfall(spans: list[SpanView], max_spans: int) -> Waterfall:
+    """The waterfall of ``spans`` read whole (no unread spans, no tokens)."""
+    return waterfall_of(AttemptSpans(spans, len(spans)), max_spans)
 
 
 def names(rows: list[Any]) -> list[tuple[str, int]]:
@@ -156,18 +154,18 @@ def test_durations_are_labelled_for_humans(seconds: float, label: str) -> None:
     assert duration_label(seconds) == label
 
 
-def test_token_totals_add_current_and_older_attribute_names() -> None:
-    spans = [
-        span("a", 0, 1, gen_ai__usage__input_tokens=100, gen_ai__usage__output_tokens=10),
-        span("b", 1, 2, gen_ai__usage__prompt_tokens=50, gen_ai__usage__completion_tokens=5),
-        span("c", 2, 3, llm__token_count__prompt=7, llm__token_count__completion=3),
-        span("d", 3, 4, gen_ai__usage__input_tokens=True, gen_ai__usage__output_tokens="9"),
-    ]
+def test_spans_not_read_count_as_more_and_the_totals_pass_through() -> None:
+    read = [span("a", 0, 1), span("b", 1, 2), span("c", 2, 3)]
 
-    waterfall = build_waterfall(spans, 1)
+    waterfall = waterfall_of(AttemptSpans(read, 10, input_tokens=157, output_tokens=18), 2)
 
-    assert (waterfall.input_tokens, waterfall.output_tokens) == (157, 18)
-    assert waterfall.total_tokens == 175
+    assert len(waterfall.rows) == 2 and waterfall.more == 8
+    assert (waterfall.input_tokens, waterfall.output_tokens, waterfall.total_tokens) == (
+        157,
+        18,
+        175,
+    )
+    assert waterfall_of(AttemptSpans([], 4, 5, 6), 2).more == 4
 
 
 def test_an_error_span_is_marked() -> None:
