@@ -81,6 +81,10 @@ END_TO_END_GOAL = 1 - (1 - GOALS["django"]) * (1 - GOALS["heartbeat"])
 # Baselines without attempt history share the product's claim predicate, with the takeover's
 # "its open attempt is visible" check (_current_attempt.sql) true: without attempts there is none.
 _NO_ATTEMPT_FRAGMENTS = {"claimable": load(TODOS_SQL, "_claimable", current_attempt="TRUE")}
+# ... and the product's choice of candidate (todos/sql/_claim_next_cand.sql), with that predicate.
+_NO_ATTEMPT_FRAGMENTS["claim_next_cand"] = load(
+    TODOS_SQL, "_claim_next_cand", **_NO_ATTEMPT_FRAGMENTS
+)
 
 
 def _bench_statement(name: str) -> str:
@@ -269,6 +273,7 @@ class BareClient:
         self.base = {"endpoint_id": target.endpoint_id, "owner": owner, "token_hash": None}
         self.claim_params = {
             **self.base,
+            "queue": QUEUE,
             "queues": [QUEUE],
             "ttl_seconds": TTL_SECONDS,
             "claimer_kind": "endpoint",

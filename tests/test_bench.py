@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "bench/ablations/lifecycle_ablations.py",
         "bench/activity.py",
         "bench/live.py",
+        "bench/claims.py",
     ],
 )
 def test_the_benchmark_imports_and_parses_its_options(script: str) -> None:

@@ -121,7 +121,9 @@ def _recorded(name: str, *, attempt: str, from_state: str, **fragments: str) -> 
 # Agent variants guard on the holder (endpoint, owner, fence); operator variants on the human's
 # scope and are never fenced: the owning human can always recover a stuck attempt.
 CREATE = _statement("create")
+# One queue (the usual call) and several (docs/decisions/0013-claim-per-queue.md).
 CLAIM_NEXT = _statement("claim_next")
+CLAIM_NEXT_QUEUES = _statement("claim_next_queues")
 # Operator variants, A2A transitions and the retry sweep also write one activity row each
 # (``_recorded``): the attempt it names and the state the todo left are expressions over the
 # statement's own CTEs.
@@ -524,7 +526,8 @@ def claim_next(
     """
     if isinstance(queues, str) or not queues:
         raise InvalidInput("queues", "must be a non-empty list of queue names")
-    queue_list = [check_name("queues", q) for q in queues]
+    # Distinct, in the order given: claim_next_queues.sql reads each queue's heads once.
+    queue_list = list(dict.fromkeys(check_name("queues", q) for q in queues))
     params, token = _claim_params(
         owner=owner,
         lease_ttl_seconds=lease_ttl_seconds,
@@ -535,7 +538,8 @@ def claim_next(
         claimer_endpoint_id=endpoint_id,
         trace_id=trace_id,
     )
-    rows = _run(CLAIM_NEXT, {**params, "endpoint_id": endpoint_id, "queues": queue_list}, None)
+    params.update(endpoint_id=endpoint_id, queue=queue_list[0], queues=queue_list)
+    rows = _run(CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES, params, None)
     if not rows:
         metrics.transition("claim_next", "empty")
         return None

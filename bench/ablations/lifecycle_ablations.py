@@ -23,6 +23,11 @@ What each prices (the decisions the schema already made are in docs/decisions/):
 - ``b-unfolded``: the claim without its ``prior`` arm, the prior attempts read by a second
   statement (``bench/ablations/sql/prior_attempts.sql``);
 - ``b-fullidx``: a full claim index instead of the partial one;
+- ``b-epidx``: the claim before docs/decisions/0013-claim-per-queue.md, the per-endpoint
+  ``todos_claimable_idx`` walked with the queue filtered (``bench/ablations/sql/``), instead of
+  the per-queue index read from each requested queue's head;
+- ``b+2q``: the claim asked for two queues, the bench's and an empty one: the several-queue
+  statement (heads read unlocked, then one locked by id) instead of the one-queue walk;
 - ``hb-c+leaseidx``, ``hb-c+ff100``: an index on ``lease_expires_at`` (heartbeats no longer
   HOT), or ``todos`` at fillfactor 100.
 """
@@ -73,6 +78,23 @@ CLAIM_NEXT_UNFOLDED = _rewrite(
     "\n  FROM upd",
 )
 PRIOR_ATTEMPTS = load(ABLATION_SQL, "prior_attempts")
+# The claim as it was before docs/decisions/0013-claim-per-queue.md: the product's one-queue
+# statement with its old `cand` (the product's claim predicate spliced in, so only the candidate
+# differs; it reads `queues`, which the bench passes too).
+CLAIM_NEXT_PER_ENDPOINT = load(
+    core.TODOS_SQL,
+    "claim_next",
+    claim_next_cand=load(
+        ABLATION_SQL, "_cand_per_endpoint", claimable=load(core.TODOS_SQL, "_claimable")
+    ),
+    activity="",
+    activity_bump="",
+)
+# The per-endpoint claim index that statement reads, as todos/migrations/0001 created it.
+CLAIMABLE_PER_ENDPOINT_IDX = (
+    "CREATE INDEX todos_claimable_idx ON todos (endpoint_id, created_at, id)"
+    " WHERE state IN ('pending','claimed') OR (state = 'failed' AND next_retry_at IS NOT NULL)"
+)
 
 
 # --- clients ----------------------------------------------------------------------------------
@@ -93,6 +115,15 @@ class PerRequestClient(core.DjangoClient):
     def heartbeat(self, todo_id: str) -> None:
         close_old_connections()
         super().heartbeat(todo_id)
+
+
+class TwoQueueClient(core.BareClient):
+    """``b`` claiming from two queues, the bench's and one nobody fills."""
+
+    def __init__(self, target: core.Target, owner: str) -> None:
+        statements = core.BareStatements(claim=lifecycle.CLAIM_NEXT_QUEUES)
+        super().__init__(target, owner, statements, prepare=True)
+        self.claim_params["queues"] = [core.QUEUE, f"{core.QUEUE}-empty"]
 
 
 class UnfoldedClient(core.BareClient):
@@ -127,10 +158,14 @@ SCHEMAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "b-checks": (("@drop checks todo_attempts",), ("@restore checks todo_attempts",)),
     "b-fullidx": (
         (
-            "DROP INDEX todos_claimable_idx",
-            "CREATE INDEX bench_todos_claim_full_idx ON todos (endpoint_id, created_at)",
+            "DROP INDEX todos_claim_queue_idx",
+            "CREATE INDEX bench_todos_claim_full_idx ON todos (endpoint_id, queue, created_at, id)",
         ),
-        ("DROP INDEX IF EXISTS bench_todos_claim_full_idx", "@restore index todos_claimable_idx"),
+        ("DROP INDEX IF EXISTS bench_todos_claim_full_idx", "@restore index todos_claim_queue_idx"),
+    ),
+    "b-epidx": (
+        ("DROP INDEX todos_claim_queue_idx", CLAIMABLE_PER_ENDPOINT_IDX),
+        ("DROP INDEX IF EXISTS todos_claimable_idx", "@restore index todos_claim_queue_idx"),
     ),
     "hb-c+leaseidx": (
         ("CREATE INDEX bench_todos_lease_idx ON todos (lease_expires_at) WHERE state = 'claimed'",),
@@ -154,7 +189,7 @@ class Catalog:
     """
 
     CONSTRAINTS = ("todo_attempts_one_open", "todo_attempts_todo_id_fkey")
-    INDEXES = ("todos_claimable_idx",)
+    INDEXES = ("todos_claim_queue_idx",)
 
     def __init__(self, admin: psycopg.Connection[Any]) -> None:
         self.admin = admin
@@ -313,6 +348,15 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
             "b",
             schema("b-fullidx"),
         ),
+        Variant(
+            "b-epidx",
+            "cycle",
+            "b with the per-endpoint claim walk (before 0013)",
+            core.bare_client(core.BareStatements(claim=CLAIM_NEXT_PER_ENDPOINT)),
+            "b",
+            schema("b-epidx"),
+        ),
+        Variant("b+2q", "cycle", "b claiming from two queues (one empty)", TwoQueueClient, "b"),
         Variant(
             "hb-c+leaseidx",
             "heartbeat",

@@ -1,4 +1,5 @@
-"""Single-todo transitions reach their row through todos_pkey, whatever the statistics say.
+"""Single-todo transitions reach their row through todos_pkey, whatever the statistics say, and
+claim_next reads only the heads of the queues it asks for.
 
 The statements run prepared (psycopg prepares after five executions), and PostgreSQL then keeps
 a generic plan built from the statistics of the moment. Taken while few leases were in flight,
@@ -45,6 +46,7 @@ TYPES = {
     "response": "jsonb",
     "scope_human_id": "bigint",
     "scope_endpoint_id": "uuid",
+    "queue": "text",
     "queues": "text[]",
     "attempts_cap": "int",
     "claimer_kind": "text",
@@ -120,7 +122,7 @@ def few_leases_in_the_statistics(personas: Personas) -> Personas:
     return personas
 
 
-def _generic_plan(sql: str, values: dict[str, Any]) -> dict[str, Any]:
+def _generic_plan(sql: str, values: dict[str, Any], *, analyze: bool = False) -> dict[str, Any]:
     names: list[str] = []
 
     def number(match: re.Match[str]) -> str:
@@ -136,8 +138,10 @@ def _generic_plan(sql: str, values: dict[str, Any]) -> dict[str, Any]:
     cur.execute(f"PREPARE plan_probe ({', '.join(TYPES[n] for n in names)}) AS {text}")
     try:
         args = ", ".join(f"%s::{TYPES[n]}" for n in names)
+        # ANALYZE runs the statement: inside the test's transaction, rolled back after.
+        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
         cur.execute(
-            f"EXPLAIN (FORMAT JSON) EXECUTE plan_probe ({args})", [values.get(n) for n in names]
+            f"EXPLAIN ({options}) EXECUTE plan_probe ({args})", [values.get(n) for n in names]
         )
         row = cur.fetchone()
     finally:
@@ -156,7 +160,8 @@ def _values(personas: Personas) -> dict[str, Any]:
         "scope_endpoint_id": personas.endpoint_a.id,
         "claimer_endpoint_id": personas.endpoint_a.id,
         "owner": OWNER,
-        "queues": ["triage"],
+        "queue": "triage",
+        "queues": ["triage", "build"],
         "claimer_kind": "endpoint",
         "attempts_cap": 50,
         "ttl_seconds": 300,
@@ -221,3 +226,122 @@ def test_no_statement_hashes_the_open_attempts(
         if node.get("Subplan Name") in hashed:
             relations = {n.get("Relation Name") for n in plan_nodes(node)}
             assert "todo_attempts" not in relations, (name, node)
+
+
+# --- claim_next: the heads of the requested queues, whatever the other queues hold -------------
+
+CLAIM_INDEX = "todos_claim_queue_idx"
+HEADS = 8  # rows claim_next_queues reads per queue (todos/sql/claim_next_queues.sql)
+CLAIMS = ["CLAIM_NEXT", "CLAIM_NEXT_QUEUES"]  # one queue, several
+
+
+def _todo_reads(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        node
+        for node in plan_nodes(plan)
+        if node.get("Relation Name") == "todos" and node["Node Type"] != "ModifyTable"
+    ]
+
+
+def _unbounded_todo_reads(node: dict[str, Any]) -> bool:
+    """Whether ``node`` reads rows of todos that no Limit beneath it bounds."""
+    if node.get("Relation Name") == "todos" and node["Node Type"] != "ModifyTable":
+        return True
+    return any(
+        child["Node Type"] != "Limit" and _unbounded_todo_reads(child)
+        for child in node.get("Plans", [])
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", CLAIMS)
+def test_claim_next_reads_todos_only_by_queue_head_and_by_key(
+    few_leases_in_the_statistics: Personas, name: str
+) -> None:
+    """The generic plan: each requested queue through the per-queue claim index (endpoint and
+    queue both in the index condition, so no other queue's entry is read), a chosen row by its
+    key; no sequential scan, no other index, and no sort of more than a bounded number of rows
+    per queue."""
+    plan = _generic_plan(getattr(lifecycle, name), _values(few_leases_in_the_statistics))
+
+    reads = _todo_reads(plan)
+    assert {node["Index Name"] for node in reads if "Index Name" in node} >= {CLAIM_INDEX}
+    for node in reads:
+        assert node["Node Type"] == "Index Scan", node
+        assert node["Index Name"] in (CLAIM_INDEX, "todos_pkey"), node
+        if node["Index Name"] == CLAIM_INDEX:
+            assert "endpoint_id = " in node["Index Cond"], node
+            assert "queue = " in node["Index Cond"], node
+    for node in plan_nodes(plan):
+        if "Sort" in node["Node Type"]:
+            assert not _unbounded_todo_reads(node), node
+
+
+@pytest.fixture
+def backlog_on_another_queue(personas: Personas) -> Personas:
+    """20,000 pending todos on queue "bulk", older than everything else; a few newer ones on
+    "triage" and "build"; nothing on "idle". Then fresh statistics."""
+    ep = personas.endpoint_a.id
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO todos (id, endpoint_id, queue, title, created_at, updated_at)
+               SELECT 'td_' || substr(translate(md5('bulk:' || i), '0189', 'wxyz'), 1, 20),
+                      %s, 'bulk', 'bulk ' || i, now() - interval '1 day' + i * interval '1 ms',
+                      now()
+                 FROM generate_series(1, 20000) AS i""",
+            [ep],
+        )
+    for queue in ("triage", "build", "triage", "build"):
+        lifecycle.create(ep, queue=queue, title="newer")
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE todos")
+    return personas
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("queues", "takes"),
+    [(["triage"], 1), (["idle"], 0), (["triage", "build"], 1), (["idle", "spare"], 0)],
+)
+def test_claim_next_does_not_read_the_backlog_of_queues_it_did_not_ask_for(
+    backlog_on_another_queue: Personas, queues: list[str], takes: int
+) -> None:
+    # Executed on the generic plan (what a prepared statement runs): the per-endpoint walk this
+    # replaced read the 20,000 older "bulk" rows on every one of these calls.
+    values = {**_values(backlog_on_another_queue), "queue": queues[0], "queues": queues}
+    sql = lifecycle.CLAIM_NEXT if len(queues) == 1 else lifecycle.CLAIM_NEXT_QUEUES
+    plan = _generic_plan(sql, values, analyze=True)
+
+    read = 0
+    for node in _todo_reads(plan):
+        loops = node.get("Actual Loops", 0)
+        read += (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * loops
+    # At most the heads of each requested queue, then the one row locked by its key.
+    assert read <= HEADS * len(queues) + 1, plan
+    assert plan["Actual Rows"] == takes
+
+
+@pytest.mark.django_db
+def test_claim_next_settles_on_its_generic_plans(personas: Personas) -> None:
+    """PostgreSQL plans a prepared statement's first five executions for their values, then keeps
+    the generic plan unless the custom plans looked cheaper. Given the queue array, the planner
+    would estimate each plan from its length, every custom plan would look cheaper, and the
+    claim would be planned anew on every call (about as long as running it). The statements
+    read the array only through sub-selects so that cannot happen."""
+    ep = personas.endpoint_a.id
+    for queue in ("triage", "build"):
+        lifecycle.create(ep, queue=queue, title="one")
+    calls = [["triage"], ["idle"], ["triage", "build"], ["idle", "build", "spare"]] * 10
+    for queues in calls:
+        lifecycle.claim_next(ep, queues, owner=OWNER)
+
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT statement LIKE '%%heads AS%%', generic_plans, custom_plans"
+            " FROM pg_prepared_statements WHERE statement LIKE %s",
+            ["%prior_stale%"],
+        )
+        plans = {several: (generic, custom) for several, generic, custom in cur.fetchall()}
+    # Each statement ran 20 times: psycopg prepared it after 5, PostgreSQL planned the next 5
+    # for their values, then kept the generic plan for the last 10.
+    assert plans == {False: (10, 5), True: (10, 5)}, plans

@@ -1,6 +1,6 @@
 """The schema as PostgreSQL holds it: migrations in step with the models, CHECK lists equal to the
-TextChoices, reversible migrations, the queue table's storage parameters, the claim index (and
-the plan that proves a claim stays O(log n)), and the deferred one-open-attempt constraint."""
+TextChoices, reversible migrations, the queue table's storage parameters, the claim index (its
+plans are in test_plans.py), and the deferred one-open-attempt constraint."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from attempts.models import ClaimerKind, Disposition, Outcome
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.models import Verb
 from tests.base import Personas
-from tests.plans import plan_nodes
 from todos import lifecycle
 from todos.models import EventDisposition, State
 
@@ -281,118 +280,22 @@ def test_the_todos_table_leaves_room_for_hot_updates() -> None:
 
 
 @pytest.mark.django_db
-def test_the_claim_index_is_on_endpoint_then_created_at_over_claimable_rows_only() -> None:
-    row = fetch_one(
-        "SELECT indexdef FROM pg_indexes WHERE tablename = 'todos'"
-        " AND indexname = 'todos_claimable_idx'",
+def test_the_claim_index_is_per_queue_over_claimable_rows_only() -> None:
+    rows = fetch_all(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'todos'"
+        " AND indexname IN ('todos_claim_queue_idx', 'todos_claimable_idx')",
         {},
     )
-    assert row is not None, "todos_claimable_idx is missing"
-    definition = row["indexdef"]
-    assert "USING btree (endpoint_id, created_at, id)" in definition
+    definitions = {row["indexname"]: row["indexdef"] for row in rows}
+    # It replaced the per-endpoint index, which nothing reads any more (migrations/0006).
+    assert list(definitions) == ["todos_claim_queue_idx"], definitions
+    definition = definitions["todos_claim_queue_idx"]
+    assert "USING btree (endpoint_id, queue, created_at, id)" in definition
     where = definition.split(" WHERE ", 1)[1]
     for state in ("pending", "claimed", "failed"):
         assert f"'{state}'" in where
     for state in ("completed", "canceled", "rejected"):
         assert f"'{state}'" not in where
-
-
-def _reads_todos(plan: dict[str, Any]) -> bool:
-    return any(node.get("Relation Name") == "todos" for node in plan_nodes(plan))
-
-
-@pytest.fixture
-def backlog(personas: Personas) -> Personas:
-    """About 2,000 pending todos across 3 queues and 2 endpoints, oldest first, plus a few that
-    left the claim index through real transitions; then fresh statistics."""
-    endpoints = [personas.endpoint_a.id, personas.endpoint_b.id]
-    queues = ["triage", "build", "deploy"]
-    n = 2_000
-    with connection.cursor() as cur:
-        # One statement for the bulk: created_at spread over the last n seconds.
-        cur.execute(
-            """INSERT INTO todos (id, endpoint_id, queue, title, created_at, updated_at)
-               SELECT u.id, u.endpoint_id, u.queue, 'backlog ' || u.id,
-                      now() - u.age * interval '1 second', now()
-                 FROM unnest(%s::text[], %s::uuid[], %s::text[], %s::int[])
-                      AS u(id, endpoint_id, queue, age)""",
-            [
-                [lifecycle.new_todo_id() for _ in range(n)],
-                [endpoints[i % 2] for i in range(n)],
-                [queues[i % 3] for i in range(n)],
-                [n - i for i in range(n)],
-            ],
-        )
-    for _ in range(10):
-        claim = lifecycle.claim_next(personas.endpoint_a.id, ["triage"], owner="agent-a")
-        assert claim is not None
-        lifecycle.complete(personas.endpoint_a.id, claim.todo.id, owner="agent-a")
-    for _ in range(10):
-        assert lifecycle.claim_next(personas.endpoint_b.id, ["build"], owner="agent-b")
-    with connection.cursor() as cur:
-        cur.execute("ANALYZE todos")
-    return personas
-
-
-def _claim_next_plan(personas: Personas, *, analyze: bool = False) -> dict[str, Any]:
-    params = {
-        "endpoint_id": personas.endpoint_a.id,
-        "queues": ["triage", "build"],
-        "owner": "agent-a",
-        "ttl_seconds": 300,
-        "claimer_kind": "endpoint",
-        "claimer_endpoint_id": personas.endpoint_a.id,
-        "claimer_session": None,
-        "claimant": "worker-1",
-        "token_hash": None,
-        "attempts_cap": 50,
-        "trace_id": None,
-    }
-    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
-    with connection.cursor() as cur:
-        cur.execute(f"EXPLAIN ({options}) {lifecycle.CLAIM_NEXT}", params)
-        row = cur.fetchone()
-    assert row is not None
-    document = row[0]
-    plan: dict[str, Any] = document[0]["Plan"]
-    return plan
-
-
-def _candidate(plan: dict[str, Any]) -> dict[str, Any]:
-    found = [node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE cand"]
-    assert len(found) == 1, "claim_next's plan has no `cand` CTE"
-    return found[0]
-
-
-@pytest.mark.django_db
-def test_claim_next_reads_the_claim_index_in_order_without_sorting_the_backlog(
-    backlog: Personas,
-) -> None:
-    plan = _claim_next_plan(backlog)
-    cand = _candidate(plan)
-    cand_nodes = list(plan_nodes(cand))
-
-    scans = [node for node in cand_nodes if node.get("Relation Name") == "todos"]
-    assert [node["Node Type"] for node in scans] == ["Index Scan"], scans
-    assert scans[0]["Index Name"] == "todos_claimable_idx"
-    assert "endpoint_id" in scans[0]["Index Cond"]
-    assert not [node for node in cand_nodes if "Sort" in node["Node Type"]]
-    # Nowhere else in the statement may a sort run over todos rows either (the attempts CTE
-    # sorts at most attempts_cap rows of one todo, which is fine).
-    for node in plan_nodes(plan):
-        if "Sort" in node["Node Type"]:
-            assert not _reads_todos(node), node
-
-
-@pytest.mark.django_db
-def test_claim_next_touches_only_the_rows_ahead_of_the_one_it_takes(backlog: Personas) -> None:
-    # Executed (inside the test's transaction, rolled back after): the index scan stops at the
-    # first claimable row of the endpoint's queues instead of reading its thousand-row backlog.
-    cand = _candidate(_claim_next_plan(backlog, analyze=True))
-    (scan,) = [node for node in plan_nodes(cand) if node.get("Relation Name") == "todos"]
-
-    assert scan["Actual Rows"] == 1
-    assert scan.get("Rows Removed by Filter", 0) <= 5
 
 
 # --- the one-open-attempt constraint ----------------------------------------------------------

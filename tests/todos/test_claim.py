@@ -265,6 +265,23 @@ def test_claim_next_takes_only_the_named_queues(personas: Personas) -> None:
     assert attempt_rows(other.id) == []
 
 
+def test_claim_next_on_several_queues_takes_the_oldest_across_them(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    # Each queue's todos interleaved in time with the other's, and more than the 8 heads of
+    # each queue a several-queue claim reads at once (todos/sql/_claim_next_cand.sql).
+    todos = [new_todo(ep, queue=("left", "right")[i % 2]) for i in range(20)]
+    for i, todo in enumerate(todos):
+        set_created_at(todo.id, 100 - i)
+    new_todo(ep, queue="elsewhere")
+
+    order = []
+    for _ in range(len(todos) + 1):
+        result = lifecycle.claim_next(ep, ["right", "left"], owner=OWNER)
+        order.append(None if result is None else result.todo.id)
+
+    assert order == [todo.id for todo in todos] + [None]
+
+
 def test_claim_next_skips_a_todo_assigned_to_someone_else(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     todo = new_todo(ep, assignee="worker-9")
