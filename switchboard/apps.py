@@ -23,3 +23,10 @@ class SwitchboardConfig(AppConfig):
         post_delete.connect(
             clear, sender=Setting, weak=False, dispatch_uid="runtime-settings-delete"
         )
+
+        # django-prometheus registers its request metrics on the first middleware instance,
+        # unlocked: two handlers built at once (test clients in threads) would both register
+        # and one fails with DuplicateTimeseries. Register them here, once, before any request.
+        from django_prometheus.middleware import Metrics
+
+        Metrics.get_instance()
