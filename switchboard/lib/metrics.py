@@ -8,8 +8,9 @@ from prometheus_client import Counter, Histogram
 
 TODO_TRANSITIONS = Counter(
     "switchboard_todo_transitions_total",
-    "Lifecycle transitions by name and result (ok, miss, empty, requeued, dead_lettered).",
-    ["transition", "result"],
+    "Lifecycle transitions by name and outcome (ok, miss, replayed, empty, requeued,"
+    " dead_lettered).",
+    ["transition", "outcome"],
 )
 ATTEMPTS_CLOSED = Counter(
     "switchboard_todo_attempts_closed_total",

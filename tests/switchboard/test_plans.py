@@ -31,6 +31,7 @@ TYPES = {
     "endpoint_id": "uuid",
     "owner": "text",
     "token_hash": "bytea",
+    "outcome": "text",
     "ttl_seconds": "int",
     "result": "jsonb",
     "summary": "text",
@@ -86,6 +87,7 @@ STATEMENTS = [
     "OPERATOR_CLAIM",
     "CANCEL",
     "IN_SCOPE",
+    "REPORTED",
 ]
 
 
