@@ -85,10 +85,12 @@ def test_queue_gauges_show_depth_and_oldest_age_per_endpoint_and_queue(
     lifecycle.claim(ep, waiting.id, owner=OWNER)
     with CaptureQueriesContext(connection) as queries:
         samples = django_scrape()
-    assert not [q for q in queries.captured_queries if "GROUP BY e.slug" in q["sql"]]
+    assert not [q for q in queries.captured_queries if "GROUP BY t.endpoint_id" in q["sql"]]
     assert depth("agent-a", "triage") == 1
 
-    assert gauges.register().refresh(force=True)
+    with CaptureQueriesContext(connection) as queries:
+        assert gauges.register().refresh(force=True)
+    assert [q for q in queries.captured_queries if "GROUP BY t.endpoint_id" in q["sql"]]
     samples = django_scrape()
     assert depth("agent-a", "triage") == 0  # emptied: 0, not gone
     assert sample(samples, gauges.AGE, endpoint="agent-a", queue="triage") is None
