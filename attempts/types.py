@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Self
 from uuid import UUID
 
@@ -63,6 +63,26 @@ class AttemptView:
         values["spans_dropped"] = values["spans_dropped"] or 0
         values["trace_id"] = trace_hex(values["trace_id"])
         return cls(**values)
+
+    def with_lease(self, seq: int, lease_expires_at: dt.datetime | None) -> AttemptView:
+        """This attempt as reads show it, given its todo's ``attempts_total`` (``seq``) and live
+        lease: the open attempt carries the todo's lease, the authoritative copy.
+
+        The attempt's own ``lease_expires_at`` moves only with the sampled heartbeat write (at
+        most once a minute, docs/decisions/0006-heartbeat-sampling.md), so after a heartbeat with
+        a new TTL it can lag the real lease by the whole difference. A paused todo (no lease)
+        keeps the attempt's copy: the lease as it stood when it paused. Closed attempts, and an
+        open one that is not the todo's current attempt (read from another snapshot), are
+        returned unchanged.
+        """
+        if (
+            self.ended_at is not None
+            or self.seq != seq
+            or lease_expires_at is None
+            or lease_expires_at == self.lease_expires_at
+        ):
+            return self
+        return replace(self, lease_expires_at=lease_expires_at)
 
     @property
     def died(self) -> bool:

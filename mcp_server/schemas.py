@@ -401,10 +401,13 @@ DESCRIPTIONS: dict[str, str] = {
     " release.",
     "claim": "Claim one todo by id under a lease (pending, a lapsed lease, or a due retry).",
     "heartbeat": "Extend the lease of a todo you hold.",
-    "complete": "Finish a todo you hold, with an optional result, summary and artifact.",
+    "complete": "Finish a todo you hold, with an optional result, summary and artifact. Safe to"
+    " repeat when the answer was lost: the same success, nothing changed.",
     "fail": "Report failure on a todo you hold. It retries after backoff while its budget"
-    " (max_attempts) lasts, else it is dead-lettered; retryable=false dead-letters at once.",
-    "release": "Give a todo you hold back to its queue (the attempt still counts).",
+    " (max_attempts) lasts, else it is dead-lettered; retryable=false dead-letters at once."
+    " Safe to repeat when the answer was lost.",
+    "release": "Give a todo you hold back to its queue (the attempt still counts; releasing the"
+    " last allowed attempt dead-letters it).",
 }
 
 

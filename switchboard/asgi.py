@@ -36,18 +36,29 @@ from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
+from switchboard.lib import metrics  # noqa: E402
 from switchboard.lib.proxies import ForwardedMiddleware  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
+
+
+async def _hook(scope: Any, receive: Any, send: Any) -> None:
+    await hooks.guard(scope, receive, send, django_application)
 
 
 async def http(scope: Any, receive: Any, send: Any) -> None:
     path = scope.get("path", "")
     if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
-        await mcp_transport.application(scope, receive, send)
+        method = scope.get("method", "")
+        if method == "GET":  # the event stream: open as long as the client wants, not timed
+            await mcp_transport.application(scope, receive, send)
+        else:
+            await metrics.timed(
+                mcp_transport.application, scope, receive, send, metrics.mcp_request(method)
+            )
     elif otlp_receiver.is_otlp_path(path):
         await otlp_receiver.application(scope, receive, send)
     elif hooks.is_hook_path(path):
-        await hooks.guard(scope, receive, send, django_application)
+        await metrics.timed(_hook, scope, receive, send, metrics.hook_request)
     else:
         await django_application(scope, receive, send)
 

@@ -277,6 +277,9 @@ SWITCHBOARD_ARTIFACT_SCHEMES = env_list(
 # Run the sweeper loop inside the web process (the run command's default).
 SWITCHBOARD_SWEEPER_IN_PROCESS = env_bool("SWITCHBOARD_SWEEPER_IN_PROCESS", False)
 SWITCHBOARD_SWEEP_INTERVAL_SECONDS = env_int("SWITCHBOARD_SWEEP_INTERVAL_SECONDS", 5, minimum=1)
+# The queue gauges on /metrics are read from the database at most this often per process
+# (todos/gauges.py); scrapes in between are answered from the last read.
+SWITCHBOARD_QUEUE_METRICS_SECONDS = env_int("SWITCHBOARD_QUEUE_METRICS_SECONDS", 30, minimum=1)
 # Largest request body accepted from agents (MCP, and the Board's forms), in bytes (413 beyond it).
 SWITCHBOARD_MAX_BODY_BYTES = env_int("SWITCHBOARD_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES

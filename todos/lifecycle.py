@@ -157,6 +157,8 @@ RESUME = _recorded(
     "resume", attempt="upd.attempts_total", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL
 )
 REJECT = _recorded("reject", **_HELD)
+# The holder's complete and fail classify a miss with REPORTED instead: it may be a retry.
+REPORTED = _statement("reported", scope=ENDPOINT_SCOPE_SQL)
 IN_SCOPE = {
     True: _statement("in_scope", scope=ENDPOINT_SCOPE_SQL),
     False: _statement("in_scope", scope=HUMAN_SCOPE_SQL),
@@ -405,6 +407,33 @@ def _single(
     return row
 
 
+def _report(
+    transition: str, outcome: str, sql: str, params: dict[str, Any], endpoint_id: UUID, todo_id: str
+) -> tuple[dict[str, Any], bool]:
+    """Run the holder's complete or fail (``outcome`` is the one it closes its attempt with).
+
+    Returns the row and whether the report had already taken effect: a retry from the same
+    holder of the same attempt, whose first answer was lost, matches nothing, and answers the
+    same success from the todo as it stands without changing anything (reported.sql). Any
+    other miss raises as ``_single``'s does. The transition stays one statement; only a miss
+    pays the second read, as it always did (in_scope.sql).
+    """
+    scope = Scope.of_endpoint(endpoint_id)
+    rows = _run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
+    if rows:
+        events.announce(todo_id, rows[0]["endpoint_id"], rows[0]["state"])
+        return rows[0], False
+    holder = {k: params[k] for k in ("endpoint_id", "owner", "token_hash")}
+    row = fetch_one(REPORTED, {"id": todo_id, "outcome": outcome, **holder, **scope.params})
+    if row is not None and row["replayed"]:
+        metrics.transition(transition, "replayed")
+        return row, True
+    metrics.transition(transition, "miss")
+    if row is None:
+        raise TodoNotFound(todo_id)
+    raise LeaseConflict(todo_id, transition)
+
+
 def _claim_result(row: dict[str, Any], lease_token: str | None) -> ClaimResult:
     took_over = row["prior_state"] == "claimed"
     if row.get("prior_stale"):
@@ -617,13 +646,18 @@ def complete(
     artifact: str | None = None,
     lease_token: str | None = None,
 ) -> ReportResult:
-    """Complete the holder's todo; its attempt closes completed/done."""
+    """Complete the holder's todo; its attempt closes completed/done.
+
+    A retry of a complete that already took effect (same holder, same attempt) answers the same
+    success and changes nothing: the retry's result, summary and artifact are not stored.
+    """
     params = {
         **_holder(endpoint_id, owner, lease_token),
         **_report_params(result, summary, artifact),
     }
-    row = _single("complete", COMPLETE, params, Scope.of_endpoint(endpoint_id), todo_id)
-    _counted("complete", ("completed", "done"))
+    row, replayed = _report("complete", "completed", COMPLETE, params, endpoint_id, todo_id)
+    if not replayed:
+        _counted("complete", ("completed", "done"))
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 
@@ -646,10 +680,13 @@ def _fail_params(retryable: bool, retry_after_seconds: int | None) -> dict[str, 
     }
 
 
-def _failed(row: dict[str, Any], transition: str, activity: str | None = None) -> FailResult:
+def _failed(
+    row: dict[str, Any], transition: str, activity: str | None = None, *, count: bool = True
+) -> FailResult:
     out = FailResult(TodoView.from_row(row), row["attempt_seq"])
-    disposition = "dead_lettered" if out.dead_letter else "retry_scheduled"
-    _counted(transition, ("failed", disposition), activity=activity)
+    if count:
+        disposition = "dead_lettered" if out.dead_letter else "retry_scheduled"
+        _counted(transition, ("failed", disposition), activity=activity)
     return out
 
 
@@ -665,14 +702,19 @@ def fail(
     retryable: bool = True,
     retry_after_seconds: int | None = None,
 ) -> FailResult:
-    """Fail the holder's todo: a retry after backoff while budget is left, else dead letter."""
+    """Fail the holder's todo: a retry after backoff while budget is left, else dead letter.
+
+    A retry of a fail that already took effect (same holder, same attempt) answers the same
+    success from the todo as it now stands (its retry may since have been requeued) and
+    changes nothing.
+    """
     params = {
         **_holder(endpoint_id, owner, lease_token),
         **_report_params(result, summary, artifact),
         **_fail_params(retryable, retry_after_seconds),
     }
-    row = _single("fail", FAIL, params, Scope.of_endpoint(endpoint_id), todo_id)
-    return _failed(row, "fail")
+    row, replayed = _report("fail", "failed", FAIL, params, endpoint_id, todo_id)
+    return _failed(row, "fail", count=not replayed)
 
 
 def release(
@@ -683,7 +725,8 @@ def release(
     summary: str | None = None,
     lease_token: str | None = None,
 ) -> ReportResult:
-    """Give the todo back to the queue (the attempt is not refunded)."""
+    """Give the todo back to its queue; the attempt is not refunded, so the release of the last
+    allowed attempt dead-letters it instead (release.sql)."""
     text, truncated = rules.summary(summary)
     params = {
         **_holder(endpoint_id, owner, lease_token),
@@ -691,8 +734,13 @@ def release(
         "summary_truncated": truncated,
     }
     row = _single("release", RELEASE, params, Scope.of_endpoint(endpoint_id), todo_id)
-    _counted("release", ("released", "requeued"))
+    _counted("release", _released(row))
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def _released(row: dict[str, Any]) -> tuple[str, str]:
+    """The attempt a release closed: requeued, or dead-lettered when the budget was spent."""
+    return ("released", "requeued" if row["state"] == "pending" else "dead_lettered")
 
 
 # --- A2A ---------------------------------------------------------------------------------------
@@ -925,7 +973,8 @@ def operator_fail(
 def operator_release(
     human_id: int, todo_id: str, *, summary: str | None = None, actor_id: int | None = None
 ) -> ReportResult:
-    """Put a claimed todo back on its queue, whoever holds it."""
+    """Put a claimed todo back on its queue, whoever holds it (the last allowed attempt
+    dead-letters it, as the holder's release does)."""
     text, truncated = rules.summary(summary)
     params = {
         "summary": text,
@@ -933,7 +982,7 @@ def operator_release(
         **_by_human(actor_id or human_id, "release", summary),
     }
     row = _single("operator_release", OPERATOR_RELEASE, params, Scope.of_human(human_id), todo_id)
-    _counted("operator_release", ("released", "requeued"), activity="human_action")
+    _counted("operator_release", _released(row), activity="human_action")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 

@@ -235,7 +235,7 @@ def todo_detail(scope: Scope, todo_id: str, attempts_limit: int = ATTEMPTS_LIMIT
         raise TodoNotFound(todo_id)
     # The counts come with the todo's row; only the attempts are a second read.
     history = AttemptsPage(
-        attempts=_attempts(todo_id, attempts_limit),
+        attempts=_attempts(todo_id, attempts_limit, todo.attempts_total, todo.lease_expires_at),
         total=todo.attempts_total,
         pruned=todo.attempts_pruned,
     )
@@ -252,10 +252,17 @@ def _check_attempts_limit(limit: int) -> None:
         raise InvalidInput("attempts_limit", f"must be between 1 and {ATTEMPTS_LIMIT_MAX}")
 
 
-def _attempts(todo_id: str, limit: int) -> tuple[AttemptView, ...]:
+def _attempts(
+    todo_id: str, limit: int, attempts_total: int, lease_expires_at: dt.datetime | None
+) -> tuple[AttemptView, ...]:
+    """The newest ``limit`` attempts, the open one showing the todo's live lease
+    (``AttemptView.with_lease``: its own copy lags it by up to the sampled write's minute)."""
     # Uses index: todo_attempts_pkey (todo_id, seq), read backwards.
     rows = TodoAttempt.objects.filter(todo_id=todo_id).order_by("-seq").values(*_ATTEMPT_FIELDS)
-    return tuple(AttemptView.from_row(row) for row in rows[:limit])
+    return tuple(
+        AttemptView.from_row(row).with_lease(attempts_total, lease_expires_at)
+        for row in rows[:limit]
+    )
 
 
 def attempts_for_todo(scope: Scope, todo_id: str, limit: int = 20) -> AttemptsPage:
@@ -265,11 +272,17 @@ def attempts_for_todo(scope: Scope, todo_id: str, limit: int = 20) -> AttemptsPa
     """
     _check_attempts_limit(limit)
     counts = (
-        _scoped(scope).filter(id=todo_id).values_list("attempts_total", "attempts_pruned").first()
+        _scoped(scope)
+        .filter(id=todo_id)
+        .values_list("attempts_total", "attempts_pruned", "lease_expires_at")
+        .first()
     )
     if counts is None:
         raise TodoNotFound(todo_id)
-    return AttemptsPage(attempts=_attempts(todo_id, limit), total=counts[0], pruned=counts[1])
+    total, pruned, lease = counts
+    return AttemptsPage(
+        attempts=_attempts(todo_id, limit, total, lease), total=total, pruned=pruned
+    )
 
 
 def recent_closed_attempts(todo_id: str, n: int) -> tuple[AttemptView, ...]:

@@ -32,12 +32,15 @@ class RetentionResult:
     activity: int = 0
 
 
-def run(*, dry_run: bool = False, batch: int = BATCH) -> RetentionResult:
-    """Delete (or, with ``dry_run``, count) what retention removes, in batches of ``batch``.
+def run(*, dry_run: bool = False, batch: int | None = None) -> RetentionResult:
+    """Delete (or, with ``dry_run``, count) what retention removes, in batches of ``batch``
+    (default ``BATCH``).
 
-    Each batch is its own statement and transaction, so a large backlog never holds locks
-    for long; deletion stops when a batch comes back short.
+    Each batch is its own statement and, called outside ``transaction.atomic`` as the sweeper
+    and the command call it, its own transaction, so a large backlog never holds locks for
+    long; deletion stops when a batch comes back short.
     """
+    batch = BATCH if batch is None else batch
     current = runtime_settings.current()
     days, max_terminal = current.retention_days, current.retention_max_terminal
     if dry_run:

@@ -1,9 +1,16 @@
 """The sweeps (docs/guides/operations.md) and the loop that runs them.
 
 Every sweep is a conditional statement on rows it locks SKIP LOCKED, so any number of sweepers
-may run at once without double-acting on a row. A pass also takes a transaction-scoped advisory
-lock per sweep, so of several sweepers one does each pass's work and the others skip it instead
-of racing for the same rows.
+may run at once without double-acting on a row. A pass also takes a session-level advisory lock
+per sweep, so of several sweepers one does each pass's work and the others skip it instead of
+racing for the same rows.
+
+Transactions: every batch is its own statement and its own transaction (autocommit), so a batch
+commits, and releases its row locks, before the next one starts, and a large backlog (a
+retention catch-up, a mass of lapsed leases) never becomes one long transaction holding locks
+on everything it touched. That is why the pass's lock is session-level, not transaction-level:
+it must outlive the batches' commits. It is released when the sweep ends, or with the
+connection if the pass dies with it.
 """
 
 from __future__ import annotations
@@ -15,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection
 
 from todos import lifecycle, retention
 
 log = logging.getLogger(__name__)
 
-# pg_try_advisory_xact_lock keys, one per sweep (arbitrary, stable, project-wide unique).
+# pg_try_advisory_lock keys, one per sweep (arbitrary, stable, project-wide unique).
 LOCK_REAP = 0x5B_0001
 LOCK_REQUEUE = 0x5B_0002
 LOCK_RETENTION = 0x5B_0003
@@ -66,15 +73,28 @@ def _ids(ids: list[str], shown: int = 10) -> str:
 
 
 def _locked(key: int, work: Callable[[], None]) -> bool:
-    """Run ``work`` in a transaction holding advisory lock ``key``; False if another holds it."""
-    with transaction.atomic():
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_try_advisory_xact_lock(%s)", [key])
-            row = cur.fetchone()
-        if not row or not row[0]:
-            return False
+    """Run ``work`` holding the session-level advisory lock ``key``; False if another holds it.
+
+    ``work`` runs in the caller's transaction state: in autocommit (the sweeper) each of its
+    statements commits as it returns. The lock is released when ``work`` ends, however it ends;
+    if the connection is broken the release cannot be sent, and closing the connection releases
+    it instead.
+    """
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        row = cur.fetchone()
+    if not row or not row[0]:
+        return False
+    try:
         work()
-        return True
+    finally:
+        try:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s)", [key])
+        except DatabaseError:
+            log.warning("could not release sweep lock %#x; closing the connection", key)
+            connection.close()
+    return True
 
 
 def reap_all(report: PassReport) -> None:

@@ -344,6 +344,14 @@ ACTIONS: dict[str, tuple[str, Callable[[BoardRequest, int, str], Any]]] = {
 }
 
 
+def _outcome_notice(action: str, result: Any, done: str) -> str:
+    """The notice for an action that succeeded: a release that ended the todo's last allowed
+    attempt dead-lettered it (docs/decisions/0012-release-budget.md), and says so."""
+    if action == "release" and getattr(result.todo, "dead_letter", False):
+        return "Released on its last allowed attempt: dead-lettered (Retry gives a fresh budget)."
+    return done
+
+
 def _error_message(exc: LifecycleError) -> str:
     if isinstance(exc, LeaseConflict):
         return (
@@ -365,13 +373,15 @@ def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpRespons
     status = 200
     error = None
     try:
-        call(request, request.user.id, todo_id)
+        result = call(request, request.user.id, todo_id)
     except TodoNotFound:
         return _not_found(request, todo_id)
     except LeaseConflict as exc:
         status, error = 409, _error_message(exc)
     except InvalidInput as exc:
         status, error = 400, _error_message(exc)
+    else:
+        done = _outcome_notice(action, result, done)
     if not request.htmx and error is None:
         messages.success(request, done)
         return redirect("todo_detail", todo_id=todo_id)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from prometheus_client import Counter, Histogram
 
 TODO_TRANSITIONS = Counter(
     "switchboard_todo_transitions_total",
-    "Lifecycle transitions by name and result (ok, miss, empty, requeued, dead_lettered).",
-    ["transition", "result"],
+    "Lifecycle transitions by name and outcome (ok, miss, replayed, empty, requeued,"
+    " dead_lettered).",
+    ["transition", "outcome"],
 )
 ATTEMPTS_CLOSED = Counter(
     "switchboard_todo_attempts_closed_total",
@@ -92,3 +95,65 @@ def otlp_request(status: int, seconds: float) -> None:
 
 def rate_limited(surface: str, dimension: str) -> None:
     RATE_LIMITED.labels(surface=surface, dimension=dimension).inc()
+
+
+# Request latency of the agents' surfaces, at the ASGI level (switchboard/asgi.py): from the
+# request's arrival to the last byte of its answer, so a body refused at its cap is timed too.
+_REQUEST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+MCP_REQUEST_SECONDS = Histogram(
+    "switchboard_mcp_request_seconds",
+    "MCP requests, from arrival to the end of the answer, by HTTP method and status. A GET (the"
+    " server's event stream, open for as long as the client keeps it) is not timed.",
+    ["method", "status"],
+    buckets=_REQUEST_BUCKETS,
+)
+HOOK_REQUEST_SECONDS = Histogram(
+    "switchboard_hook_request_seconds",
+    "Webhook deliveries (/hooks/{slug}), from arrival to the end of the answer, by HTTP status.",
+    ["status"],
+    buckets=_REQUEST_BUCKETS,
+)
+
+type _Asgi = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+async def timed(
+    app: _Asgi,
+    scope: Any,
+    receive: Any,
+    send: Any,
+    observe: Callable[[int, float], None],
+) -> None:
+    """Run the ASGI ``app`` and call ``observe(status, seconds)`` once, when the last body
+    message of its answer has been sent (or, for an answer never finished, when ``app``
+    returns; status 0 when none was started: the client went away)."""
+    start = time.perf_counter()
+    status = 0
+    done = False
+
+    async def timing_send(message: MutableMapping[str, Any]) -> None:
+        nonlocal status, done
+        kind = message.get("type")
+        if kind == "http.response.start":
+            status = int(message.get("status", 0))
+        await send(message)
+        if kind == "http.response.body" and not message.get("more_body", False) and not done:
+            done = True
+            observe(status, time.perf_counter() - start)
+
+    try:
+        await app(scope, receive, timing_send)
+    finally:
+        if not done:
+            observe(status, time.perf_counter() - start)
+
+
+def mcp_request(method: str) -> Callable[[int, float], None]:
+    def observe(status: int, seconds: float) -> None:
+        MCP_REQUEST_SECONDS.labels(method=method, status=str(status)).observe(seconds)
+
+    return observe
+
+
+def hook_request(status: int, seconds: float) -> None:
+    HOOK_REQUEST_SECONDS.labels(status=str(status)).observe(seconds)

@@ -216,3 +216,17 @@ def test_an_unknown_action_is_not_found(alice_client: Client, personas: Personas
     todo = new_todo(personas.endpoint_a.id, "work")
 
     assert act(alice_client, todo.id, "explode").status_code == 404
+
+
+def test_a_release_on_the_last_attempt_says_it_dead_lettered(
+    alice_client: Client, personas: Personas
+) -> None:
+    last = claimed(personas.endpoint_a.id, "work", owner=BOT, max_attempts=1).todo.id
+    spare = claimed(personas.endpoint_a.id, "work", owner=BOT, max_attempts=2).todo.id
+
+    dead = act(alice_client, last, "release").content.decode()
+    requeued = act(alice_client, spare, "release").content.decode()
+
+    assert (state(last), state(spare)) == ("failed", "pending")
+    assert "dead-lettered" in dead and "Released back to its queue." not in dead
+    assert "Released back to its queue." in requeued

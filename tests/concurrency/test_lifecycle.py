@@ -245,7 +245,11 @@ class Worker:
                 out, outcome, terminal = failed, "failed", failed.dead_letter
             else:
                 out = lifecycle.release(endpoint_id, h.todo_id, **holder)
-                outcome, terminal = "released", False
+                # A release spends its attempt: the last allowed one dead-letters (0012).
+                spent = out.todo.attempt >= out.todo.max_attempts
+                if out.todo.dead_letter != spent:
+                    ledger.crew.problem(f"{self.owner}: release on {h.key} returned {out!r}")
+                outcome, terminal = "released", out.todo.dead_letter
         except LeaseConflict as exc:
             del self.held[h.todo_id]
             if h.lapsed or time.monotonic() - h.renewed >= TTL - 1:
@@ -420,7 +424,7 @@ def test_eight_workers_draining_five_hundred_todos_never_share_a_lease_or_an_att
         if todo["state"] == "completed":
             assert (last["outcome"], last["disposition"]) == ("completed", "done"), last
         else:
-            assert last["outcome"] in ("failed", "reaped"), last
+            assert last["outcome"] in ("failed", "reaped", "released"), last
             assert last["disposition"] == "dead_lettered", last
 
     # Every attempt was opened by exactly one claim the workers saw succeed, by that worker.
@@ -441,7 +445,7 @@ def test_eight_workers_draining_five_hundred_todos_never_share_a_lease_or_an_att
     dispositions = {
         "completed": {"done"},
         "failed": {"retry_scheduled", "dead_lettered"},
-        "released": {"requeued"},
+        "released": {"requeued", "dead_lettered"},
         "lease_expired": {"requeued"},
         "reaped": {"requeued", "dead_lettered"},
     }

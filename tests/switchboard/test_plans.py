@@ -32,6 +32,7 @@ TYPES = {
     "endpoint_id": "uuid",
     "owner": "text",
     "token_hash": "bytea",
+    "outcome": "text",
     "ttl_seconds": "int",
     "result": "jsonb",
     "summary": "text",
@@ -88,6 +89,7 @@ STATEMENTS = [
     "OPERATOR_CLAIM",
     "CANCEL",
     "IN_SCOPE",
+    "REPORTED",
 ]
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from tests.base import Personas
-from tests.reach import OWNER, claimed, expire_lease, new_todo
+from tests.reach import OWNER, claimed, expire_lease, make_retry_due, new_todo
 from tests.rows import attempt_rows, db_now, only_attempt, snapshot, todo_row
 from todos import lifecycle
 
@@ -79,14 +79,71 @@ def test_complete_by_another_owner_is_a_conflict_and_changes_nothing(
     assert snapshot(todo_id) == before
 
 
-def test_complete_twice_is_a_conflict_the_second_time(personas: Personas) -> None:
+def test_a_retried_complete_answers_the_same_success_and_changes_nothing(
+    personas: Personas,
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    first = lifecycle.complete(ep, todo_id, owner=OWNER, summary="first", result={"n": 1})
+    before = snapshot(todo_id)
+
+    again = lifecycle.complete(ep, todo_id, owner=OWNER, summary="second", result={"n": 2})
+
+    assert again == first
+    assert (again.todo.state, again.attempt_seq, again.todo.result) == ("completed", 1, {"n": 1})
+    assert snapshot(todo_id) == before  # the retry's summary and result are not stored
+
+
+def test_a_retried_fenced_complete_needs_the_same_token(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    claim = claimed(ep, require_fence=True)
+    todo_id, token = claim.todo.id, claim.lease_token
+    first = lifecycle.complete(ep, todo_id, owner=OWNER, lease_token=token)
+    before = snapshot(todo_id)
+
+    assert lifecycle.complete(ep, todo_id, owner=OWNER, lease_token=token) == first
+    for wrong in (None, "A" * 22):
+        with pytest.raises(LeaseConflict):
+            lifecycle.complete(ep, todo_id, owner=OWNER, lease_token=wrong)
+    assert snapshot(todo_id) == before
+
+
+def test_complete_after_someone_elses_complete_is_a_conflict(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     todo_id = claimed(ep).todo.id
     lifecycle.complete(ep, todo_id, owner=OWNER, summary="first")
     before = snapshot(todo_id)
 
     with pytest.raises(LeaseConflict):
-        lifecycle.complete(ep, todo_id, owner=OWNER, summary="second")
+        lifecycle.complete(ep, todo_id, owner="someone-else", summary="second")
+
+    assert snapshot(todo_id) == before
+
+
+def test_complete_after_the_holders_own_fail_is_a_conflict(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    lifecycle.fail(ep, todo_id, owner=OWNER)
+    before = snapshot(todo_id)
+
+    with pytest.raises(LeaseConflict):
+        lifecycle.complete(ep, todo_id, owner=OWNER)
+
+    assert snapshot(todo_id) == before
+
+
+def test_a_complete_retried_after_a_later_attempt_is_a_conflict(personas: Personas) -> None:
+    """Only the todo's latest attempt can be repeated: an older attempt's report is stale."""
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    lifecycle.fail(ep, todo_id, owner=OWNER)  # attempt 1 failed, a retry scheduled
+    make_retry_due(todo_id)
+    lifecycle.claim(ep, todo_id, owner=OWNER)  # attempt 2, same owner
+    lifecycle.complete(ep, todo_id, owner=OWNER)
+    before = snapshot(todo_id)
+
+    with pytest.raises(LeaseConflict):
+        lifecycle.fail(ep, todo_id, owner=OWNER)  # attempt 1's fail, retried late
 
     assert snapshot(todo_id) == before
 

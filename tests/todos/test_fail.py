@@ -200,14 +200,56 @@ def test_fail_by_another_owner_is_a_conflict_and_changes_nothing(personas: Perso
     assert snapshot(todo_id) == before
 
 
-def test_fail_on_a_todo_awaiting_its_retry_is_a_conflict(personas: Personas) -> None:
+def test_a_retried_fail_answers_the_same_success_and_changes_nothing(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    first = lifecycle.fail(ep, todo_id, owner=OWNER, summary="red")
+    before = snapshot(todo_id)
+
+    again = lifecycle.fail(ep, todo_id, owner=OWNER, summary="red, said twice", retryable=False)
+
+    assert again == first
+    assert again.next_retry_at is not None and not again.dead_letter
+    assert snapshot(todo_id) == before
+
+
+def test_a_retried_fail_after_the_sweeper_requeued_it_still_succeeds(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    lifecycle.fail(ep, todo_id, owner=OWNER)
+    make_retry_due(todo_id)
+    assert lifecycle.requeue_due_retries() == (todo_id,)
+    before = snapshot(todo_id)
+
+    again = lifecycle.fail(ep, todo_id, owner=OWNER)
+
+    assert (again.todo.state, again.attempt_seq) == ("pending", 1)
+    assert snapshot(todo_id) == before
+
+
+def test_fail_after_the_holders_own_complete_or_reject_is_a_conflict(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    done = claimed(ep).todo.id
+    lifecycle.complete(ep, done, owner=OWNER)
+    refused = claimed(ep).todo.id
+    lifecycle.reject(ep, refused, owner=OWNER)  # closes its attempt failed, too
+    before = [snapshot(done), snapshot(refused)]
+
+    for todo_id in (done, refused):
+        with pytest.raises(LeaseConflict):
+            lifecycle.fail(ep, todo_id, owner=OWNER)
+
+    assert [snapshot(done), snapshot(refused)] == before
+
+
+def test_fail_after_another_owners_fail_is_a_conflict(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     todo_id = claimed(ep).todo.id
     lifecycle.fail(ep, todo_id, owner=OWNER)
     before = snapshot(todo_id)
 
     with pytest.raises(LeaseConflict):
-        lifecycle.fail(ep, todo_id, owner=OWNER)
+        lifecycle.fail(ep, todo_id, owner="someone-else")
 
     assert snapshot(todo_id) == before
 

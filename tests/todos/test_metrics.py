@@ -20,7 +20,7 @@ Capture = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]
 
 def transitions(name: str, result: str = "ok") -> float:
     value = REGISTRY.get_sample_value(
-        "switchboard_todo_transitions_total", {"transition": name, "result": result}
+        "switchboard_todo_transitions_total", {"transition": name, "outcome": result}
     )
     return value or 0.0
 

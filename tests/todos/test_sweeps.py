@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -22,7 +23,7 @@ from tests.base import Personas
 from tests.factories import SourceFactory
 from tests.reach import DAY, claimed, expire_lease, make_retry_due, new_todo, set_finished_at
 from tests.rows import attempt_rows, todo_row
-from todos import lifecycle, sweeps
+from todos import lifecycle, retention, sweeps
 from todos.models import Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,3 +251,90 @@ def test_the_sweeps_run_against_the_demo_data(monkeypatch: pytest.MonkeyPatch) -
         sweep.strip(),
     ), sweep
     assert not any(exists(t["id"]) or attempt_rows(t["id"]) for t in finished)
+
+
+def _other_session() -> psycopg.Connection[Any]:
+    """A second session on the test database: it sees only what has committed."""
+    return psycopg.connect(**connection.get_connection_params(), autocommit=True)
+
+
+def _committed_states(other: psycopg.Connection[Any], ids: list[str]) -> list[str]:
+    rows = other.execute("SELECT state FROM todos WHERE id = ANY(%s) ORDER BY id", [ids])
+    return [r[0] for r in rows.fetchall()]
+
+
+def _lock_free(other: psycopg.Connection[Any], key: int) -> bool:
+    row = other.execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()
+    assert row is not None
+    if row[0]:
+        other.execute("SELECT pg_advisory_unlock(%s)", [key])
+    return bool(row[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_reap_batch_commits_before_the_pass_ends(
+    personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = []
+    for _ in range(3):
+        c = claimed(personas.endpoint_a.id)
+        expire_lease(c.todo.id)
+        ids.append(c.todo.id)
+    monkeypatch.setattr(lifecycle, "SWEEP_BATCH", 1)
+    reap = lifecycle.reap
+    seen: list[tuple[int, bool]] = []
+
+    with _other_session() as other:
+
+        def one_batch(limit: int = 1) -> Any:
+            result = reap(limit)
+            # Seen from another session while the pass is still running: this batch committed,
+            # and the pass still holds its lock.
+            states = _committed_states(other, ids)
+            seen.append((states.count("pending"), _lock_free(other, sweeps.LOCK_REAP)))
+            return result
+
+        monkeypatch.setattr(lifecycle, "reap", one_batch)
+        report = sweeps.run_pass()
+
+        assert seen == [(1, False), (2, False), (3, False), (3, False)]
+        assert sorted(report.reaped_requeued) == sorted(ids)
+        assert _lock_free(other, sweeps.LOCK_REAP)  # released when the sweep ended
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_retention_batch_commits_before_the_pass_ends(
+    personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = finish(personas.endpoint_a.id, 3, finished_days_ago=400)
+    monkeypatch.setattr(retention, "BATCH", 1)
+    fetch = retention.fetch_all
+    left: list[int] = []
+
+    with _other_session() as other:
+
+        def one_batch(sql: str, params: Any) -> Any:
+            rows = fetch(sql, params)
+            if "todos" in sql:
+                left.append(len(_committed_states(other, ids)))
+                assert not _lock_free(other, sweeps.LOCK_RETENTION)
+            return rows
+
+        monkeypatch.setattr(retention, "fetch_all", one_batch)
+        report = sweeps.run_pass(with_retention=True)
+
+        assert report.retention is not None and report.retention.todos == 3
+        assert left[:3] == [2, 1, 0]  # each deletion visible to others at once
+        assert _lock_free(other, sweeps.LOCK_RETENTION)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_that_fails_releases_its_lock(personas: Personas) -> None:
+    def boom() -> None:
+        raise RuntimeError("the sweep broke")
+
+    with pytest.raises(RuntimeError):
+        sweeps._locked(sweeps.LOCK_REAP, boom)
+
+    with _other_session() as other:
+        assert _lock_free(other, sweeps.LOCK_REAP)

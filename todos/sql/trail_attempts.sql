@@ -6,10 +6,16 @@
 --   owner is "human:<id>", the username while that human exists; else NULL: an agent's owner
 --   string is its own choice and names nobody); no rows for a todo outside the scope, exactly
 --   as for an unknown one.
+-- The open attempt shows the todo's lease, the live one: the attempt's copy moves only with the
+--   sampled heartbeat write (AttemptView.with_lease says why; a paused todo keeps the copy).
 -- Uses index: todos_pkey; todo_attempts_pkey (todo_id, seq) read backwards and stopped after
 --   `limit` rows; humans_pkey per row returned.
 SELECT a.todo_id, a.seq, a.attempt, a.claimer_kind, a.claimer_endpoint_id, a.claimer_session,
-       a.owner, a.claimant, a.claimed_at, a.last_heartbeat_at, a.lease_expires_at, a.ended_at,
+       a.owner, a.claimant, a.claimed_at, a.last_heartbeat_at,
+       CASE WHEN a.ended_at IS NULL AND a.seq = t.attempts_total
+            THEN COALESCE(t.lease_expires_at, a.lease_expires_at)
+            ELSE a.lease_expires_at END AS lease_expires_at,
+       a.ended_at,
        a.outcome, a.disposition, a.summary, a.summary_truncated, a.artifact, a.notes_dropped,
        h.username AS claimer_name
   FROM todos t
