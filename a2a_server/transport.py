@@ -1,8 +1,10 @@
 """``/a2a/{slug}``: the ASGI entry in front of the A2A SDK's Starlette routes.
 
-In order, before the SDK sees a request: the path names an endpoint; the bearer resolves to
+In order, before the SDK sees a request: the path names an endpoint; the client address is
+under its rate (``switchboard.lib.limits``, 429 with ``Retry-After``); the bearer resolves to
 that endpoint (``switchboard.auth``, 401 otherwise, alike for every failure); the endpoint's
-verbs include ``a2a`` (403 otherwise); the body fits ``SWITCHBOARD_MAX_BODY_BYTES``. Then the
+verbs include ``a2a`` (403 otherwise); the endpoint is under its rate (429); the body fits
+``SWITCHBOARD_MAX_BODY_BYTES``. Then the
 endpoint goes into the ASGI scope and the request goes to one shared Starlette app:
 
 - ``POST /a2a/{slug}``: JSON-RPC, protocol 1.0 and the 0.3 compatibility mode
@@ -36,8 +38,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from a2a_server import card, handler
+from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi
+from switchboard.lib import asgi, limits, metrics
 from switchboard.models import Endpoint, Verb
 
 logger = logging.getLogger(__name__)
@@ -118,12 +121,32 @@ def _base_url(scope: Scope, slug: str) -> str:
     return f"{scope.get('scheme', 'http')}://{host}{PREFIX}/{slug}"
 
 
+async def _over_rate(send: Send, dimension: str, key: str, per_minute: int) -> bool:
+    """Count the request; answer 429 with Retry-After (and say so) when the budget is spent."""
+    verdict = await limits.limiter(settings.REDIS_URL).hit("a2a", dimension, key, per_minute)
+    if verdict.allowed:
+        return False
+    metrics.rate_limited("a2a", dimension)
+    where = "this address" if dimension == "address" else "this endpoint"
+    await send_error(
+        send,
+        429,
+        f"too many requests ({where}); retry after {verdict.retry_after} s",
+        headers={"Retry-After": str(verdict.retry_after)},
+    )
+    return True
+
+
 async def application(scope: Scope, receive: Receive, send: Send) -> None:
     match = _PATH.match(scope.get("path", ""))
     if match is None:
         await send_error(send, 404, "no endpoint in the path: use /a2a/{slug}")
         return
     slug, rest = match.group(1), match.group(2) or "/"
+    current = await runtime_settings.acurrent_or_defaults()
+    address = limits.client_address(scope)
+    if await _over_rate(send, "address", address, current.a2a_rate_per_address):
+        return
     try:
         endpoint = await aresolve_endpoint_bearer(scope, slug)
     except BearerRejected as exc:
@@ -135,6 +158,8 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         return
     if not endpoint.allows(Verb.A2A):
         await send_error(send, 403, "this endpoint's verbs do not include a2a")
+        return
+    if await _over_rate(send, "endpoint", str(endpoint.id), current.a2a_rate_per_endpoint):
         return
     try:
         body = await asgi.read_body(scope, receive, settings.SWITCHBOARD_MAX_BODY_BYTES)

@@ -6,8 +6,9 @@ MCP client, as a real agent would.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,11 +34,12 @@ from a2a.utils.errors import A2AError, TaskNotFoundError, UnsupportedOperationEr
 from google.protobuf import json_format
 
 from activity.models import TodoActivity
+from switchboard import runtime_settings
 from switchboard.credentials import mint_key
 from switchboard.models import A2A_VERBS, DRAIN_VERBS
 from tests.base import Personas
 from tests.factories import EndpointFactory
-from tests.live import LiveServer, mcp_client, run
+from tests.live import LiveServer, _start, _stop, _wait_ready, mcp_client, run
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -360,3 +362,29 @@ def test_bad_input_is_a_json_rpc_error(live: LiveServer, personas: Personas) -> 
         assert lost.status_code == 404 and lost.json()["error"]["code"] == -32600
         big = http.post(url, content=b"x" * (65 * 1024), headers=auth)
         assert big.status_code == 413 and "error" in big.json()
+
+
+@pytest.fixture
+def limited(personas: Personas, daphne_env: dict[str, str], tmp_path: Path) -> Iterator[LiveServer]:
+    """A fresh server (its limiter and settings cache empty) that reads low A2A limits."""
+    runtime_settings.put("a2a_rate_per_address", 1000)
+    runtime_settings.put("a2a_rate_per_endpoint", 2)
+    server = _start(daphne_env, tmp_path / "limited.log")
+    try:
+        _wait_ready(server)
+        yield server
+    finally:
+        _stop(server)
+
+
+def test_a2a_is_429_with_retry_after_past_the_endpoints_rate(
+    limited: LiveServer, personas: Personas
+) -> None:
+    _, requester, _ = a2a_endpoint(personas.alice, "front")
+    auth = {"Authorization": f"Bearer {requester}", "A2A-Version": "1.0"}
+    get = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "td_x"}}
+    with httpx.Client(timeout=10) as http:
+        answers = [http.post(limited.url("/a2a/front"), json=get, headers=auth) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    assert 1 <= int(answers[2].headers["retry-after"]) <= 60
+    assert answers[2].json()["error"]["message"].startswith("too many requests (this endpoint)")
