@@ -388,3 +388,26 @@ def test_a2a_is_429_with_retry_after_past_the_endpoints_rate(
     assert [a.status_code for a in answers] == [200, 200, 429]
     assert 1 <= int(answers[2].headers["retry-after"]) <= 60
     assert answers[2].json()["error"]["message"].startswith("too many requests (this endpoint)")
+
+
+def test_the_holders_tools_follow_the_verbs(live: LiveServer, personas: Personas) -> None:
+    _, requester, agent = a2a_endpoint(personas.alice, "front")
+
+    async def scenario() -> None:
+        async with mcp_client(live.mcp_url("front"), agent, MCP_MODE) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names[-2:] == ["request_input", "reject"]
+        async with mcp_client(live.mcp_url("agent-a"), personas.key_a, MCP_MODE) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert "request_input" not in names and "reject" not in names
+            refused = await client.call_tool("reject", {"id": "td_x"})
+            assert refused.is_error
+            assert refused.structured_content["error"]["code"] == "forbidden"
+        async with a2a(live, "front", requester, "1.0") as requester_client:
+            pending = await send(requester_client, message("wait"))
+            with pytest.raises(UnsupportedOperationError):  # not waiting for input
+                await send(requester_client, message("answer", task_id=pending.id))
+            with pytest.raises(A2AError):  # no parts
+                await send(requester_client, Message(message_id="m0", role=Role.ROLE_USER))
+
+    run(scenario())
