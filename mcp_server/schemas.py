@@ -256,6 +256,10 @@ TODO: Schema = {
         "created_at": _TIME,
         "updated_at": _TIME,
         "finished_at": _TIME,
+        "input_request": {
+            "description": "While input-required: {question}; once answered, also {response}"
+            " (what the requester or a human sent back).",
+        },
     },
     "required": ["id", "queue", "state", "attempt", "max_attempts", "dead_letter"],
 }
@@ -408,6 +412,47 @@ DESCRIPTIONS: dict[str, str] = {
     " Safe to repeat when the answer was lost.",
     "release": "Give a todo you hold back to its queue (the attempt still counts; releasing the"
     " last allowed attempt dead-letters it).",
+}
+
+
+# --- the holder's A2A tools (the requester's side is a2a_server) -----------------------------
+
+QUESTION_MAX_CHARS = 4096
+
+INPUT |= {
+    "request_input": _obj(
+        {
+            "id": TODO_ID,
+            "question": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": QUESTION_MAX_CHARS,
+                "description": "What you need to know, for the requester (or a human on the"
+                " Board) to answer.",
+            },
+            "lease_token": _nullable(LEASE_TOKEN),
+        },
+        ("id", "question"),
+    ),
+    "reject": _obj(
+        {
+            "id": TODO_ID,
+            "summary": _nullable(SUMMARY),
+            "result": RESULT,
+            "lease_token": _nullable(LEASE_TOKEN),
+        },
+        ("id",),
+    ),
+}
+OUTPUT |= {"request_input": REPORT, "reject": REPORT}
+TITLES |= {"request_input": "Ask the requester for input", "reject": "Reject the todo"}
+DESCRIPTIONS |= {
+    "request_input": "Pause a todo you hold until its requester answers a question (state"
+    " input-required; the lease is paused, never reaped). The answer arrives as"
+    " todo.input_request.response in get_todo and in your next heartbeat once the todo is"
+    " claimed again.",
+    "reject": "Refuse a todo you hold for good (state rejected, never retried), with a summary"
+    " saying why.",
 }
 
 

@@ -46,6 +46,7 @@ def todo_out(todo: TodoView | Todo, *, detail: bool = True, result: bool = False
     if detail:
         out["payload"] = todo.payload
         out["work_order"] = todo.work_order
+        out["input_request"] = todo.input_request
     if result:
         out["result"] = todo.result
     return out

@@ -210,6 +210,34 @@ def release(caller: Caller, args: Args) -> Out:
     return shapes.report_out(done.todo, done.attempt_seq)
 
 
+# --- the holder's A2A tools ---------------------------------------------------------------------
+
+
+def request_input(caller: Caller, args: Args) -> Out:
+    """Pause the held todo (interrupt → input-required) with the holder's question."""
+    done = lifecycle.interrupt(
+        caller.endpoint.id,
+        args["id"],
+        owner=caller.owner,
+        state="input-required",
+        input_request={"question": args["question"]},
+        lease_token=_opt(args, "lease_token"),
+    )
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
+def reject(caller: Caller, args: Args) -> Out:
+    done = lifecycle.reject(
+        caller.endpoint.id,
+        args["id"],
+        owner=caller.owner,
+        result=args.get("result"),
+        summary=_opt(args, "summary"),
+        lease_token=_opt(args, "lease_token"),
+    )
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
 TOOLS: dict[str, Callable[[Caller, Args], Out]] = {
     "list_todos": list_todos,
     "get_todo": get_todo,
@@ -219,4 +247,6 @@ TOOLS: dict[str, Callable[[Caller, Args], Out]] = {
     "complete": complete,
     "fail": fail,
     "release": release,
+    "request_input": request_input,
+    "reject": reject,
 }

@@ -19,6 +19,8 @@ TOOLS: tuple[str, ...] = (
     Verb.COMPLETE,
     Verb.FAIL,
     Verb.RELEASE,
+    Verb.REQUEST_INPUT,
+    Verb.REJECT,
 )
 
 # Resources ride on the verbs whose data they show: a todo's detail is what get_todo returns;

@@ -1,9 +1,10 @@
-"""The ASGI application: MCP at /mcp/{slug} and the OTLP receiver at /otlp/{slug}/v1/traces
-beside Django, webhooks behind their body cap; the Board's live updates over WebSockets at
-/ws/live/ (activity/live.py).
+"""The ASGI application: MCP at /mcp/{slug}, A2A at /a2a/{slug} and the OTLP receiver at
+/otlp/{slug}/v1/traces beside Django, webhooks behind their body cap; the Board's live updates
+over WebSockets at /ws/live/ (activity/live.py).
 
-``/mcp`` goes to the MCP transport (an ASGI app around the official SDK), ``/otlp`` to the trace
-receiver (``otlp.receiver``, which reads the body under its cap itself), everything else to
+``/mcp`` goes to the MCP transport (an ASGI app around the official SDK), ``/a2a`` to the A2A
+transport (``a2a_server.transport``, around the A2A SDK's Starlette routes), ``/otlp`` to the
+trace receiver (``otlp.receiver``, which reads the body under its cap itself), everything else to
 Django. The ``lifespan`` entry starts and stops the MCP session manager on servers that send
 lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
 request (``mcp_server.server.McpRuntime``). Around it all, ``ForwardedMiddleware`` believes
@@ -32,6 +33,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from a2a_server import transport as a2a_transport  # noqa: E402
 from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
@@ -55,6 +57,8 @@ async def http(scope: Any, receive: Any, send: Any) -> None:
             await metrics.timed(
                 mcp_transport.application, scope, receive, send, metrics.mcp_request(method)
             )
+    elif a2a_transport.is_a2a_path(path):
+        await a2a_transport.application(scope, receive, send)
     elif otlp_receiver.is_otlp_path(path):
         await otlp_receiver.application(scope, receive, send)
     elif hooks.is_hook_path(path):

@@ -35,7 +35,9 @@ class VendForm(forms.ModelForm):
         widget=forms.CheckboxSelectMultiple,
         required=False,
         initial=list(DRAIN_VERBS),
-        help_text="The MCP tools the agent may call; all of them drain a queue.",
+        help_text="The MCP tools the agent may call (the first eight drain a queue;"
+        " request_input and reject answer A2A requesters), and a2a: requester agents may send"
+        " it tasks at /a2a/<slug>.",
     )
 
     class Meta:
@@ -151,6 +153,9 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "keys": keys,
         "mcp_url": request.build_absolute_uri(f"/mcp/{endpoint.slug}"),
         "otlp_url": request.build_absolute_uri(f"/otlp/{endpoint.slug}/v1/traces"),
+        "a2a_url": request.build_absolute_uri(f"/a2a/{endpoint.slug}")
+        if endpoint.allows(Verb.A2A)
+        else None,
     }
     return render(request, "endpoints/endpoint_detail.html", context)
 

@@ -31,7 +31,8 @@ class Human(AbstractUser):
 
 
 class Verb(models.TextChoices):
-    """MCP tools an endpoint may be granted (docs/guides/agents.md)."""
+    """What an endpoint may do: MCP tools (docs/guides/agents.md), and ``a2a``, which opens
+    ``/a2a/{slug}`` to requesters (docs/guides/a2a.md)."""
 
     LIST_TODOS = "list_todos"
     GET_TODO = "get_todo"
@@ -41,10 +42,27 @@ class Verb(models.TextChoices):
     COMPLETE = "complete"
     FAIL = "fail"
     RELEASE = "release"
+    # The holder of an A2A task asks its requester for input, or refuses the task.
+    REQUEST_INPUT = "request_input"
+    REJECT = "reject"
+    # Not a tool: requesters may send messages to this endpoint at /a2a/{slug}.
+    A2A = "a2a"
 
 
 # What the vend wizard and create_endpoint grant by default: everything a draining agent needs.
-DRAIN_VERBS: tuple[str, ...] = tuple(Verb.values)
+DRAIN_VERBS: tuple[str, ...] = (
+    Verb.LIST_TODOS,
+    Verb.GET_TODO,
+    Verb.CLAIM_NEXT,
+    Verb.CLAIM,
+    Verb.HEARTBEAT,
+    Verb.COMPLETE,
+    Verb.FAIL,
+    Verb.RELEASE,
+)
+# What an endpoint that fronts its agents as one A2A agent needs on top: the requester's door
+# and the holder's two A2A tools.
+A2A_VERBS: tuple[str, ...] = (Verb.REQUEST_INPUT, Verb.REJECT, Verb.A2A)
 
 
 # Slugs name endpoints and sources in URLs: lowercase, digits, '-' and '_' (a CHECK enforces it).

@@ -71,6 +71,12 @@ class RuntimeSettings:
     mcp_rate_per_endpoint: int = _setting(
         6_000, 0, 10_000_000, "MCP requests per minute to one endpoint (0: no limit)."
     )
+    a2a_rate_per_address: int = _setting(
+        6_000, 0, 10_000_000, "A2A requests per minute from one client address (0: no limit)."
+    )
+    a2a_rate_per_endpoint: int = _setting(
+        3_000, 0, 10_000_000, "A2A requests per minute to one endpoint (0: no limit)."
+    )
     hooks_rate_per_address: int = _setting(
         6_000, 0, 10_000_000, "Webhook deliveries per minute from one address (0: no limit)."
     )

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "activity",
     "otlp",
     "mcp_server",
+    "a2a_server",
 ]
 
 MIDDLEWARE = [
@@ -288,3 +289,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES
 SWITCHBOARD_HOOK_MAX_BODY_BYTES = env_int(
     "SWITCHBOARD_HOOK_MAX_BODY_BYTES", 5 * 1_048_576, minimum=1024
 )
+# A2A (/a2a/{slug}, docs/guides/a2a.md): the queue a message without {"queue": …} in its
+# metadata lands on, and how long a blocking SendMessage waits for its task to end or ask for
+# input before it answers with the task as it stands.
+SWITCHBOARD_A2A_DEFAULT_QUEUE = env_str("SWITCHBOARD_A2A_DEFAULT_QUEUE", "a2a")
+SWITCHBOARD_A2A_BLOCKING_SECONDS = env_int("SWITCHBOARD_A2A_BLOCKING_SECONDS", 30, minimum=0)

@@ -153,9 +153,10 @@ CANCEL = {
 }
 REVOKE_ENDPOINT = _statement("revoke_endpoint")
 INTERRUPT = _recorded("interrupt", **_HELD)
-RESUME = _recorded(
-    "resume", attempt="upd.attempts_total", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL
-)
+_RESUMED = {"attempt": "upd.attempts_total", "from_state": "upd.from_state"}
+RESUME = _recorded("resume", scope=HUMAN_SCOPE_SQL, **_RESUMED)
+# The requester answers over A2A (a2a_server): the endpoint's scope, an a2a_state row.
+RESUME_BY_REQUESTER = _recorded("resume", scope=ENDPOINT_SCOPE_SQL, **_RESUMED)
 REJECT = _recorded("reject", **_HELD)
 # The holder's complete and fail classify a miss with REPORTED instead: it may be a retry.
 REPORTED = _statement("reported", scope=ENDPOINT_SCOPE_SQL)
@@ -788,6 +789,28 @@ def resume(
     }
     row = _single("resume", RESUME, params, Scope.of_human(human_id), todo_id)
     _counted("resume", activity="human_action")
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def answer(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    response: Any,
+    requester: str,
+    lease_ttl_seconds: int | None = None,
+) -> ReportResult:
+    """The endpoint's A2A requester answers its interrupted todo (``resume`` in the endpoint's
+    scope); the holder's lease restarts and it reads the answer under
+    ``input_request.response``. Recorded as an ``a2a_state`` row of ``requester``."""
+    params = {
+        "response": _jsonb("response", response),
+        "ttl_seconds": _ttl(lease_ttl_seconds),
+        **_by_endpoint(requester, "resume"),
+    }
+    scope = Scope.of_endpoint(endpoint_id)
+    row = _single("resume", RESUME_BY_REQUESTER, params, scope, todo_id)
+    _counted("resume", activity="a2a_state")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
 
 

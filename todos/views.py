@@ -313,6 +313,16 @@ def _claim(request: BoardRequest, human_id: int, todo_id: str) -> Any:
     )
 
 
+def _answer(request: BoardRequest, human_id: int, todo_id: str) -> Any:
+    """Answer an interrupted todo's question (A2A input-required): the holder resumes and
+    reads the answer under ``input_request.response`` (docs/guides/a2a.md)."""
+    text = _text(request, "answer")
+    if text is None:
+        raise InvalidInput("answer", "must not be empty")
+    response = {"text": text, "from": f"human:{request.user.get_username()}"}
+    return lifecycle.resume(human_id, todo_id, response=response)
+
+
 ACTIONS: dict[str, tuple[str, Callable[[BoardRequest, int, str], Any]]] = {
     "claim": ("Claimed.", _claim),
     "complete": (
@@ -341,6 +351,7 @@ ACTIONS: dict[str, tuple[str, Callable[[BoardRequest, int, str], Any]]] = {
         "Canceled.",
         lambda r, h, t: lifecycle.operator_cancel(h, t, reason=_text(r, "reason")),
     ),
+    "answer": ("Answered; the holder resumes.", _answer),
 }
 
 

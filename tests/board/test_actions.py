@@ -230,3 +230,36 @@ def test_a_release_on_the_last_attempt_says_it_dead_lettered(
     assert (state(last), state(spare)) == ("failed", "pending")
     assert "dead-lettered" in dead and "Released back to its queue." not in dead
     assert "Released back to its queue." in requeued
+
+
+def test_a_human_answers_an_input_required_todo(alice_client: Client, personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, "work", owner=BOT).todo.id
+    lifecycle.interrupt(
+        ep, todo_id, owner=BOT, state="input-required", input_request={"question": "Which one?"}
+    )
+    page = alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    assert "answer" in buttons(page) and "The holder asks: Which one?" in page
+
+    assert act(alice_client, todo_id, "answer", answer="").status_code == 400
+    assert state(todo_id) == "input-required"
+    assert act(alice_client, todo_id, "answer", answer="The blue one").status_code == 200
+    todo = Todo.objects.get(id=todo_id)
+    assert todo.state == "claimed" and todo.owner == BOT
+    assert todo.input_request == {
+        "question": "Which one?",
+        "response": {"text": "The blue one", "from": "human:alice"},
+    }
+    # Answered once: the form is gone and a second answer is a conflict.
+    assert "answer" not in buttons(
+        alice_client.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    )
+    assert act(alice_client, todo_id, "answer", answer="again").status_code == 409
+
+
+def test_bob_cannot_answer_alices_todo(bob_client: Client, personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, "work", owner=BOT).todo.id
+    lifecycle.interrupt(ep, todo_id, owner=BOT, state="input-required", input_request=None)
+    assert act(bob_client, todo_id, "answer", answer="mine now").status_code == 404
+    assert state(todo_id) == "input-required"

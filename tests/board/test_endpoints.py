@@ -178,3 +178,19 @@ def test_a_revoked_endpoint_gets_no_new_key(alice_client: Client, personas: Pers
     assert "would never work" in response.content.decode()
     assert not KEY_RE.search(response.content.decode())
     assert EndpointKey.objects.filter(endpoint=personas.endpoint_a).count() == 1
+
+
+def test_the_wizard_offers_a2a_and_the_page_shows_its_url(alice_client: Client) -> None:
+    body = alice_client.get(reverse("endpoint_new")).content.decode()
+    for verb in ("request_input", "reject", "a2a"):
+        assert re.search(rf'value="{verb}"', body), verb
+        assert not re.search(rf'value="{verb}"[^>]*checked', body), verb
+
+    vend(alice_client, "front", verbs=[*DRAIN_VERBS, "request_input", "reject", "a2a"])
+    endpoint = Endpoint.objects.get(slug="front")
+    assert endpoint.verbs[-3:] == ["request_input", "reject", "a2a"]
+    page = alice_client.get(reverse("endpoint_detail", args=["front"])).content.decode()
+    assert "http://testserver/a2a/front" in page
+    vend(alice_client, "drainer")
+    page = alice_client.get(reverse("endpoint_detail", args=["drainer"])).content.decode()
+    assert "/a2a/" not in page

@@ -265,3 +265,8 @@ def test_seed_demo_takes_the_password_from_the_environment_and_does_not_echo_it(
     assert Human.objects.get(username="demo").check_password("demo-password-from-env")
     assert "demo-password-from-env" not in out
     assert "SWITCHBOARD_DEMO_PASSWORD" in out
+
+
+def test_create_endpoint_grants_the_a2a_verbs(personas: Personas) -> None:
+    run("create_endpoint", "--owner=alice", "--slug=front", "--verbs=a2a,complete,request_input")
+    assert Endpoint.objects.get(slug="front").verbs == ["complete", "request_input", "a2a"]

@@ -84,6 +84,7 @@ STATEMENTS = [
     "REJECT",
     "INTERRUPT",
     "RESUME",
+    "RESUME_BY_REQUESTER",
     "RETRY",
     "CLAIM",
     "OPERATOR_CLAIM",

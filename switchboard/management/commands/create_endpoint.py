@@ -32,7 +32,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--verbs",
             default=",".join(DRAIN_VERBS),
-            help=f"Comma-separated MCP tools it may call (default: {','.join(DRAIN_VERBS)}).",
+            help=f"Comma-separated verbs: the MCP tools it may call (default:"
+            f" {','.join(DRAIN_VERBS)}), request_input and reject for A2A holders, and a2a to"
+            " accept A2A requesters at /a2a/{slug}.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
