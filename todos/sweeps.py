@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import connection, transaction
 
-from todos import lifecycle, retention
+from todos import lifecycle, push, retention
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 LOCK_REAP = 0x5B_0001
 LOCK_REQUEUE = 0x5B_0002
 LOCK_RETENTION = 0x5B_0003
+LOCK_RING = 0x5B_0004
 
 RETENTION_EVERY_SECONDS = 600.0
 
@@ -35,6 +36,8 @@ class PassReport:
     reaped_dead_lettered: list[str] = field(default_factory=list)
     retries_requeued: list[str] = field(default_factory=list)
     retention: retention.RetentionResult | None = None
+    rung: list[str] = field(default_factory=list)
+    pushes: push.PushReport | None = None
     skipped: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -51,6 +54,13 @@ class PassReport:
             out.append(
                 f"requeue_retries: requeued {len(self.retries_requeued)}:"
                 f" {_ids(self.retries_requeued)}"
+            )
+        if self.rung:
+            out.append(f"ring: rang {len(self.rung)}: {_ids(self.rung)}")
+        if self.pushes and (self.pushes.delivered or self.pushes.failed):
+            out.append(
+                f"push: delivered {self.pushes.delivered}, failed {self.pushes.failed}"
+                + (f", breaker opened for {_ids(self.pushes.opened)}" if self.pushes.opened else "")
             )
         if self.retention and (self.retention.todos or self.retention.events):
             out.append(
@@ -96,12 +106,30 @@ def requeue_all(report: PassReport) -> None:
             return
 
 
+def ring_all(report: PassReport) -> None:
+    """Ring every pending todo that is due a ring (lifecycle.ring_due), batch by batch."""
+    while True:
+        rung = lifecycle.ring_due()
+        report.rung.extend(r.todo_id for r in rung)
+        if len(rung) < lifecycle.SWEEP_BATCH:
+            return
+
+
+def rings(report: PassReport) -> None:
+    """The pass's ring step: due rings (committed first), then the push rings that are due,
+    sent outside any transaction (todos/push.py)."""
+    if not _locked(LOCK_RING, lambda: ring_all(report)):
+        report.skipped.append("ring")
+    report.pushes = push.send_due()
+
+
 def run_pass(*, with_retention: bool = False) -> PassReport:
     report = PassReport()
     if not _locked(LOCK_REAP, lambda: reap_all(report)):
         report.skipped.append("reap")
     if not _locked(LOCK_REQUEUE, lambda: requeue_all(report)):
         report.skipped.append("requeue_retries")
+    rings(report)
     if with_retention:
 
         def retain() -> None:
