@@ -52,6 +52,8 @@ RESERVED_SLUGS = frozenset(
         "delete",
         "enable",
         "disable",
+        "push-test",
+        "push-secret",
     }
 )
 

@@ -145,7 +145,8 @@ RELEASE = _statement("release")
 OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = _statement("reap")
 RING = _statement("ring")
-RING_DUE = _statement("ring_due")
+RING_SCANS = ("gate", "push", "unclaimed")  # ring_due's scans; see ring_due.sql
+RING_DUE = {scan: _statement("ring_due", due=f"@{{due_{scan}}}") for scan in RING_SCANS}
 CLAIM_PUSHES = _statement("claim_pushes")
 RECORD_PUSH = _statement("record_push")
 UNCLAIM_PUSHES = _statement("unclaim_pushes")
@@ -1021,19 +1022,24 @@ def ring(
     return RingResult(row["id"], row["endpoint_id"], row["queue"], reason, row["ring_attempts"])
 
 
-def ring_due(limit: int = SWEEP_BATCH) -> list[RingResult]:
-    """Ring up to ``limit`` pending todos that are due a ring (``ring_due.sql``): a ring the
-    gate refused, now that it is open; a first ring for a push endpoint's todo nobody's stream
-    rang; a re-ring of a todo left unclaimed, with backoff, at most
-    ``ring_unclaimed_max_attempts`` rings in all. Each writes what ``ring`` writes."""
+def ring_due(scan: str, limit: int = SWEEP_BATCH) -> list[RingResult]:
+    """Ring up to ``limit`` pending todos that ``scan`` finds due a ring (``ring_due.sql``); each
+    writes what ``ring`` writes, with ``scan`` as its reason.
+
+    ``gate``: a ring the gate held back, now that it is open. ``push``: a first ring for a push
+    endpoint's todo nobody's stream rang. ``unclaimed``: a re-ring of a todo left unclaimed
+    ``ring_unclaimed_after_seconds``, with backoff, at most ``ring_unclaimed_max_attempts``
+    rings in all.
+    """
     current = runtime_settings.current()
     rows = fetch_all(
-        RING_DUE,
+        RING_DUE[scan],
         {
             "gate_seconds": current.ring_gate_seconds,
             "unclaimed_seconds": current.ring_unclaimed_after_seconds,
             "max_rings": current.ring_unclaimed_max_attempts,
             "limit": limit,
+            "reason": scan,
             "subscribers": None,
             "activity_cap": current.activity_max_per_todo,
         },

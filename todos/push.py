@@ -31,6 +31,7 @@ from http.client import HTTPException
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from switchboard import runtime_settings
 from switchboard.lib import webhook_out
@@ -170,3 +171,17 @@ def send_due(*, allow_private: bool | None = None, limit: int = BATCH) -> PushRe
         lifecycle.unclaim_pushes(untried)
         report.handed_back += len(untried)
     return report
+
+
+def breaker(endpoint_id: Any) -> dict[str, Any]:
+    """The endpoint's circuit breaker as the Board shows it: failed tries in a row, open until."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT failures, open_until, open_until > now() FROM push_circuits"
+            " WHERE endpoint_id = %s",
+            [endpoint_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return {"failures": 0, "open_until": None, "open": False}
+    return {"failures": row[0], "open_until": row[1], "open": bool(row[2])}

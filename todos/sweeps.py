@@ -28,6 +28,10 @@ LOCK_RETENTION = 0x5B_0003
 LOCK_RING = 0x5B_0004
 
 RETENTION_EVERY_SECONDS = 600.0
+# The unclaimed re-ring reads every stale pending todo, so it runs once a minute, not every pass
+# (docs/decisions/0015-rings-never-lost.md).
+UNCLAIMED_EVERY_SECONDS = 60.0
+_unclaimed_at: float | None = None  # monotonic time of this process's last unclaimed scan
 
 
 @dataclass
@@ -106,20 +110,29 @@ def requeue_all(report: PassReport) -> None:
             return
 
 
-def ring_all(report: PassReport) -> None:
-    """Ring every pending todo that is due a ring (lifecycle.ring_due), batch by batch."""
-    while True:
-        rung = lifecycle.ring_due()
-        report.rung.extend(r.todo_id for r in rung)
-        if len(rung) < lifecycle.SWEEP_BATCH:
-            return
+def ring_all(report: PassReport, *, unclaimed: bool = False) -> None:
+    """Ring every pending todo that is due a ring (lifecycle.ring_due), batch by batch: the
+    recent scan, and the unclaimed one too when ``unclaimed``."""
+    for scan in lifecycle.RING_SCANS if unclaimed else ("gate", "push"):
+        while True:
+            rung = lifecycle.ring_due(scan)
+            report.rung.extend(r.todo_id for r in rung)
+            if len(rung) < lifecycle.SWEEP_BATCH:
+                break
 
 
-def rings(report: PassReport) -> None:
+def rings(report: PassReport, *, unclaimed: bool | None = None) -> None:
     """The pass's ring step: due rings (committed first), then the push rings that are due,
-    sent outside any transaction (todos/push.py)."""
-    if not _locked(LOCK_RING, lambda: ring_all(report)):
+    sent outside any transaction (todos/push.py). ``unclaimed`` None: the unclaimed scan runs
+    when this process last ran it ``UNCLAIMED_EVERY_SECONDS`` ago or more."""
+    global _unclaimed_at
+    now = time.monotonic()
+    if unclaimed is None:
+        unclaimed = _unclaimed_at is None or now - _unclaimed_at >= UNCLAIMED_EVERY_SECONDS
+    if not _locked(LOCK_RING, lambda: ring_all(report, unclaimed=unclaimed)):
         report.skipped.append("ring")
+    elif unclaimed:
+        _unclaimed_at = now
     report.pushes = push.send_due()
 
 

@@ -260,10 +260,10 @@ def test_the_gate_is_shared_delays_a_ring_and_a_due_retry_passes_it(
             await db(lifecycle.release, endpoint, todo.id, owner=owner)
             assert await first.ring(QUIET_SECONDS) is None
             assert await second.ring(0.1) is None
-            assert await db(lifecycle.ring_due) == []  # the gate is still shut
+            assert await db(lifecycle.ring_due, "gate") == []  # the gate is still shut
             # When the gate opens, the sweeper's pass rings it, on both processes.
             await db(_open_the_gate, todo.id)
-            (rung,) = await db(lifecycle.ring_due)
+            (rung,) = await db(lifecycle.ring_due, "gate")
             assert (rung.todo_id, rung.reason) == (todo.id, "gate")
             await rings_within(first)
             await rings_within(second)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 from django.core.management import call_command
@@ -11,7 +12,7 @@ from django.db import connection
 from switchboard import runtime_settings
 from tests.base import Personas
 from tests.reach import claimed, new_todo
-from todos import lifecycle
+from todos import lifecycle, sweeps
 from todos.models import Todo
 
 pytestmark = pytest.mark.django_db
@@ -72,19 +73,19 @@ def test_unclaimed_rings_back_off_and_stop_at_the_bound(personas: Personas) -> N
     runtime_settings.clear_cache()
     todo = new_todo(personas.endpoint_a.id)
     age(todo.id, pending=5000)
-    assert len(lifecycle.ring_due()) == 1  # ring 1
+    assert len(lifecycle.ring_due("unclaimed")) == 1  # ring 1
 
     # The wait after a ring doubles per ring: 600 s after the first, 1200 s after the second.
     age(todo.id, rung=599)
-    assert lifecycle.ring_due() == []
+    assert lifecycle.ring_due("unclaimed") == []
     age(todo.id, rung=601)
-    assert len(lifecycle.ring_due()) == 1  # ring 2
+    assert len(lifecycle.ring_due("unclaimed")) == 1  # ring 2
     age(todo.id, rung=1199)
-    assert lifecycle.ring_due() == []
+    assert lifecycle.ring_due("unclaimed") == []
     age(todo.id, rung=1201)
-    assert len(lifecycle.ring_due()) == 1  # ring 3: the bound
+    assert len(lifecycle.ring_due("unclaimed")) == 1  # ring 3: the bound
     age(todo.id, pending=90_000, rung=86_400)
-    assert lifecycle.ring_due() == []
+    assert lifecycle.ring_due("unclaimed") == []
     assert columns(todo.id) == (3, True)
 
 
@@ -92,11 +93,18 @@ def test_a_todo_nobody_rang_and_no_push_url_waits_for_the_unclaimed_sweep(
     personas: Personas,
 ) -> None:
     todo = new_todo(personas.endpoint_a.id)
-    assert lifecycle.ring_due() == []
+    assert [lifecycle.ring_due(scan) for scan in lifecycle.RING_SCANS] == [[], [], []]
     assert columns(todo.id) == (0, False)
+    # The every-pass scans leave a stale todo to the unclaimed one.
+    age(todo.id, pending=601)
+    assert lifecycle.ring_due("gate") == lifecycle.ring_due("push") == []
+    assert len(lifecycle.ring_due("unclaimed")) == 1
 
 
-def test_the_sweeper_loop_runs_the_ring_step(personas: Personas) -> None:
+def test_the_sweeper_loop_runs_the_ring_step_and_the_unclaimed_scan_once_a_minute(
+    personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweeps, "_unclaimed_at", None)
     todo = new_todo(personas.endpoint_a.id)
     age(todo.id, pending=601)
 
@@ -104,3 +112,8 @@ def test_the_sweeper_loop_runs_the_ring_step(personas: Personas) -> None:
 
     assert f"ring: rang 1: {todo.id}" in out
     assert columns(todo.id) == (1, True)
+    # Due again at once (its last ring moved back), but the unclaimed scan ran a moment ago.
+    age(todo.id, pending=5000, rung=4000)
+    assert sweeps.run_pass().rung == []
+    monkeypatch.setattr(sweeps, "_unclaimed_at", time.monotonic() - 61)
+    assert sweeps.run_pass().rung == [todo.id]

@@ -8,7 +8,7 @@
   is open. No model (only raw SQL touches it), so ``endpoint_id`` is not a foreign key, as in
   ``mcp_server/migrations/0001_subscriptions.py``: Django's test flush truncates the endpoints
   table without this one, and a row of a deleted endpoint is harmless.
-- ``todos_pending_ring_idx``: the ring sweep's scan, pending todos by when they became pending.
+- ``todos_pending_ring_idx``: the ring sweep's scans, pending todos by their last ring.
 """
 
 import django.db.models.deletion
@@ -45,9 +45,10 @@ CREATE TABLE push_circuits (
     open_until   timestamptz
 );
 
--- Serves: ring_due.sql, "pending todos by when they became pending" (a ring owed since the
--- gate refused it, and the unclaimed re-ring). Partial: only pending rows enter it.
-CREATE INDEX todos_pending_ring_idx ON todos (updated_at) WHERE state = 'pending';
+-- Serves: ring_due.sql's scans, "pending todos by their last ring" (rung within the last minutes,
+-- never rung). Partial: only pending rows enter it. Keyed on last_ringed_at, not updated_at: a
+-- heartbeat writes updated_at, and an index on it would make every heartbeat a non-HOT update.
+CREATE INDEX todos_pending_ring_idx ON todos (last_ringed_at) WHERE state = 'pending';
 """
 
 REVERSE = """
