@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -273,3 +275,63 @@ def test_a_push_secret_is_minted_with_the_first_push_url_and_rotated(
     assert Endpoint.objects.get(pk=endpoint.pk).push_secret == first
     rotated = credentials.rotate_push_secret(endpoint)
     assert rotated != first and Endpoint.objects.get(pk=endpoint.pk).push_secret == rotated
+
+
+def test_https_connects_to_the_resolved_address_with_the_names_sni_and_certificate(
+    tmp_path: Path,
+) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"),
+            *("-addext", "subjectAltName=DNS:localhost"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+    names: list[str | None] = []
+    served.sni_callback = lambda sock, name, ctx: names.append(name)  # type: ignore[assignment]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            names.append(self.headers["Host"])
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.socket = served.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        trusted = ssl.create_default_context(cafile=str(cert))
+        answer = webhook_out.post(
+            f"https://localhost:{port}/ring",
+            b"{}",
+            {},
+            timeout=5,
+            allow_private=True,
+            context=trusted,
+        )
+        assert answer.status == 200
+        assert names == ["localhost", f"localhost:{port}"]
+        # A certificate for another name fails the check: the name, not the address, is checked.
+        with pytest.raises(ssl.SSLError):
+            webhook_out.post(
+                f"https://127.0.0.1:{port}/ring",
+                b"{}",
+                {},
+                timeout=5,
+                allow_private=True,
+                context=trusted,
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
