@@ -218,7 +218,7 @@ def connection_kwargs() -> dict[str, Any]:
 
 
 class Doorbell:
-    """The process's LISTEN connection, its gate, and the registry of open streams."""
+    """The process's LISTEN connection and the registry of its open streams."""
 
     def __init__(self) -> None:
         self._streams: dict[UUID, set[Stream]] = {}
