@@ -185,7 +185,7 @@ class PushState(models.TextChoices):
 
 
 class PushAttempt(models.Model):
-    """One push ring to an endpoint's ``push_url``, its tries and the last answer (migrations/0006).
+    """One push ring to an endpoint's ``push_url``, its tries and the last answer (migrations/0007).
 
     Queued by the ring statements, sent and recorded by the sweeper (``todos/push.py``) through
     ``todos.lifecycle``; a read mirror here, for the Board and the admin.

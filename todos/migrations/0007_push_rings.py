@@ -60,7 +60,7 @@ DROP TABLE push_attempts;
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("todos", "0005_spans_dropped"),
+        ("todos", "0006_claim_index_per_queue"),
         ("switchboard", "0003_endpoint_push_secret"),
     ]
 
