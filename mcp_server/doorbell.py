@@ -16,10 +16,14 @@ each notification out to its own open subscription streams:
 Owner scope: streams are registered per endpoint and a notification only reaches streams of
 the endpoint that owns the todo.
 
-The gate: at most one ring per todo per minute per process, so a todo bouncing between claim
-and release does not flood subscribers. A payload with ``"retry": true`` (requeue_due_retries)
-clears the todo from the gate first: a due retry is news even inside the
-minute.
+The gate: at most one ring per todo per ``ring_gate_seconds`` (a minute by default), shared by
+every process, because it lives in the todo's row: a process that has streams for the endpoint
+rings through ``lifecycle.ring`` (``todos/sql/ring.sql``), which takes the gate, writes the
+`rung` row and notifies ``todo_rung`` at commit; every process then pushes that ring to its own
+streams. Of N processes ringing one todo, one statement wins, so subscribers hear it once, not N
+times. A ring the gate refuses is owed, not dropped: the sweeper rings it when the gate opens
+(``lifecycle.ring_due``), and that ring reaches the streams the same way. A due retry's requeue
+clears the gate in the row, so its ring goes out even inside the minute.
 
 The listener reconnects with backoff when its connection drops (a database restart, a
 terminated backend). Notifications sent while it is away are lost (PostgreSQL queues them only
@@ -34,7 +38,6 @@ import asyncio
 import contextvars
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -52,16 +55,16 @@ from todos import lifecycle
 logger = logging.getLogger(__name__)
 
 CHANNEL = "todo_ready"
-GATE_SECONDS = 60.0
+RUNG_CHANNEL = "todo_rung"
 # How long a notification may wait before the listener checks that its connection still works
 # (a silently dropped TCP connection otherwise waits forever).
 HEALTH_CHECK_SECONDS = 30.0
 # How long the first MCP request waits for the first LISTEN before serving anyway; the listener
 # keeps trying in the background if the database is slow or down.
 READY_TIMEOUT_SECONDS = 5.0
-# How long a ring waits for its `rung` activity row before going out anyway (the row is best
-# effort; the ring is not).
-RECORD_TIMEOUT_SECONDS = 0.25
+# How long a ring waits for the gate's statement before going out from this process anyway (a
+# slow or failing database must not silence the doorbell).
+RECORD_TIMEOUT_SECONDS = 1.0
 BACKOFF_FIRST_SECONDS = 0.2
 BACKOFF_MAX_SECONDS = 5.0
 APPLICATION_NAME = "switchboard-doorbell"
@@ -184,7 +187,7 @@ def subscribed(endpoint_id: UUID, session_ids: list[str], uri: str | None) -> li
 
 
 _subscribed = database_sync_to_async(subscribed, thread_sensitive=False)
-_record_ring = database_sync_to_async(lifecycle.record_ring, thread_sensitive=False)
+_ring = database_sync_to_async(lifecycle.ring, thread_sensitive=False)
 
 
 # --- the listener ------------------------------------------------------------------------------
@@ -215,11 +218,10 @@ def connection_kwargs() -> dict[str, Any]:
 
 
 class Doorbell:
-    """The process's LISTEN connection, its gate, and the registry of open streams."""
+    """The process's LISTEN connection and the registry of its open streams."""
 
     def __init__(self) -> None:
         self._streams: dict[UUID, set[Stream]] = {}
-        self._gate: dict[str, float] = {}  # todo id → monotonic time of its last ring
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._pending_rings: set[asyncio.Task[None]] = set()
@@ -277,6 +279,7 @@ class Doorbell:
                 async with await psycopg.AsyncConnection.connect(
                     autocommit=True, **connection_kwargs()
                 ) as conn:
+                    await conn.execute(f"LISTEN {RUNG_CHANNEL}")
                     await conn.execute(f"LISTEN {CHANNEL}")
                     self.connections += 1
                     if self.connections > 1:
@@ -297,14 +300,14 @@ class Doorbell:
             received = False
             async for notify in conn.notifies(timeout=HEALTH_CHECK_SECONDS):
                 received = True
-                self.handle(notify.payload)
+                self.handle(notify.payload, notify.channel)
             if not received:
                 await conn.execute("SELECT 1")  # raises if the connection died quietly
 
     # fan-out
 
-    def handle(self, payload: str) -> None:
-        """One ``todo_ready`` notification: the gate, then the endpoint's streams."""
+    def handle(self, payload: str, channel: str = CHANNEL) -> None:
+        """One notification: ``todo_ready`` tries the shared gate, ``todo_rung`` rings."""
         try:
             data = json.loads(payload)
             endpoint_id = UUID(str(data["endpoint_id"]))
@@ -313,30 +316,28 @@ class Doorbell:
         except (ValueError, KeyError, TypeError):
             logger.warning("doorbell: ignoring malformed payload %r", payload[:200])
             return
-        if data.get("retry") is True:
-            self._gate.pop(todo_id, None)
         if endpoint_id not in self._streams:
-            # Nobody here listens for this endpoint: nothing to ring, and nothing to gate (a
-            # client subscribing a moment later must still hear this todo's next ring).
+            # Nobody here listens for this endpoint: nothing to ring, and the gate is left to a
+            # process that has someone to ring (or to the sweeper, for a push URL).
             return
-        now = time.monotonic()
-        self._prune_gate(now)
-        if todo_id in self._gate:
-            return
-        self._gate[todo_id] = now
-        self._spawn(self._record_then_ring(endpoint_id, resources.queue_uri(queue), todo_id))
+        uri = resources.queue_uri(queue)
+        if channel == RUNG_CHANNEL:
+            self._ring(endpoint_id, uri)
+        else:
+            self._spawn(self._gate_then_ring(endpoint_id, uri, todo_id))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._pending_rings.add(task)
         task.add_done_callback(self._pending_rings.discard)
 
-    async def _record_then_ring(self, endpoint_id: UUID, uri: str, todo_id: str) -> None:
-        """Find the streams that hear ``uri``, write the todo's `rung` row, then ring them.
+    async def _gate_then_ring(self, endpoint_id: UUID, uri: str, todo_id: str) -> None:
+        """Find the streams here that hear ``uri``; if any, ring the todo through the gate.
 
-        In that order: a claim the ring prompts must not find the todo's row locked by the
-        write (claim_next skips locked rows). The row is best effort: a failure or a slow
-        database delays the ring by at most ``RECORD_TIMEOUT_SECONDS`` and is only logged.
+        The ring itself reaches the streams through ``todo_rung`` after the gate's statement
+        commits (so a claim the ring prompts never meets that write), in every process. A gate
+        that refuses is the end of it here. Only when the statement fails or is slow is this
+        process's ring pushed directly: a database in trouble must not silence the doorbell.
         """
         streams = self._streams.get(endpoint_id, ())
         targets = [s for s in streams if s.uris is not None and uri in s.uris]
@@ -348,19 +349,14 @@ class Doorbell:
         if not targets:
             return
         try:
-            await asyncio.wait_for(_record_ring(todo_id, len(targets)), RECORD_TIMEOUT_SECONDS)
+            await asyncio.wait_for(
+                _ring(todo_id, reason="ready", ringer="doorbell", subscribers=len(targets)),
+                RECORD_TIMEOUT_SECONDS,
+            )
         except (DatabaseError, TimeoutError):
-            logger.info("doorbell: no rung row for %s (the ring goes out anyway)", todo_id)
-        for stream in targets:
-            stream.push(uri)
-
-    def _prune_gate(self, now: float) -> None:
-        # Insertion order is ring order (an entry is only added once it has expired and been
-        # removed), so expired entries are at the front.
-        for todo_id, rung_at in list(self._gate.items()):
-            if now - rung_at < GATE_SECONDS:
-                break
-            del self._gate[todo_id]
+            logger.info("doorbell: the gate for %s did not answer; ringing here anyway", todo_id)
+            for stream in targets:
+                stream.push(uri)
 
     def _ring(self, endpoint_id: UUID, uri: str | None) -> None:
         """Push ``uri`` (every watched URI when None) to the endpoint's streams."""

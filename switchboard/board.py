@@ -1,4 +1,4 @@
-"""The Board's endpoint pages: the list, the vend wizard, keys, and revocation.
+"""The Board's endpoint pages: the list, the vend wizard, keys, push rings, and revocation.
 
 A key's plaintext exists only in the response that mints it (as in the admin,
 ``switchboard.lib.admin``): it is rendered into that page's body, never into a message, a log
@@ -25,8 +25,10 @@ from switchboard import credentials
 from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
 from switchboard.scope import Scope
-from todos import lifecycle
-from todos.models import Todo
+from todos import lifecycle, push
+from todos.models import PushAttempt, Todo
+
+PUSHES_SHOWN = 20
 
 
 class VendForm(forms.ModelForm):
@@ -42,9 +44,11 @@ class VendForm(forms.ModelForm):
 
     class Meta:
         model = Endpoint
-        fields = ("name", "slug", "verbs")
+        fields = ("name", "slug", "verbs", "push_url")
         help_texts = {
             "slug": "Names the endpoint in its URLs (/mcp/<slug>); it cannot be changed later.",
+            "push_url": "Optional: Switchboard POSTs a signed ring here when a queue has work"
+            " (docs/guides/push-rings.md).",
         }
 
     def clean_slug(self) -> str:
@@ -90,7 +94,13 @@ def client_config(request: BoardRequest, endpoint: Endpoint, key: str) -> dict[s
     }
 
 
-def _show_key(request: BoardRequest, endpoint: Endpoint, key: str, title: str) -> HttpResponse:
+def _show_key(
+    request: BoardRequest,
+    endpoint: Endpoint,
+    key: str,
+    title: str,
+    push_secret: str | None = None,
+) -> HttpResponse:
     response = render(
         request,
         "endpoints/key_shown.html",
@@ -101,6 +111,7 @@ def _show_key(request: BoardRequest, endpoint: Endpoint, key: str, title: str) -
             "key": key,
             "config": client_config(request, endpoint, key),
             "otlp_enabled": settings.SWITCHBOARD_OTLP,
+            "push_secret": push_secret,
         },
     )
     return holds_secret(response)
@@ -131,18 +142,25 @@ def endpoint_new(request: BoardRequest) -> HttpResponse:
                 name=form.cleaned_data["name"],
                 slug=form.cleaned_data["slug"],
                 verbs=form.cleaned_data["verbs"],
+                push_url=form.cleaned_data["push_url"],
             )
         except ValidationError as exc:  # the slug was taken since the form was checked
             form.add_error(None, exc)
         else:
-            return _show_key(request, endpoint, plaintext, f"Endpoint {endpoint.slug} is ready")
+            return _show_key(
+                request,
+                endpoint,
+                plaintext,
+                f"Endpoint {endpoint.slug} is ready",
+                push_secret=endpoint.push_secret or None,
+            )
     return render(request, "endpoints/endpoint_new.html", {"section": "endpoints", "form": form})
 
 
 @login_required
 @require_GET
 def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
-    """One endpoint: its URLs, verbs and keys (prefixes only, never a key)."""
+    """One endpoint: its URLs, verbs and keys (prefixes only, never a key), its last pushes."""
     endpoint = _own_endpoint(request, slug)
     keys = EndpointKey.objects.filter(endpoint=endpoint).only(
         "prefix", "created_at", "last_used_at", "revoked_at", "endpoint_id"
@@ -151,6 +169,8 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "section": "endpoints",
         "endpoint": endpoint,
         "keys": keys,
+        "pushes": PushAttempt.objects.filter(endpoint=endpoint).order_by("-id")[:PUSHES_SHOWN],
+        "breaker": push.breaker(endpoint.id) if endpoint.push_url else None,
         "mcp_url": request.build_absolute_uri(f"/mcp/{endpoint.slug}"),
         "otlp_url": request.build_absolute_uri(f"/otlp/{endpoint.slug}/v1/traces"),
         "a2a_url": request.build_absolute_uri(f"/a2a/{endpoint.slug}")
@@ -171,6 +191,41 @@ def endpoint_mint_key(request: BoardRequest, slug: str) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("endpoint_detail", slug=endpoint.slug)
     return _show_key(request, endpoint, plaintext, f"New key for {endpoint.slug}")
+
+
+@login_required
+@require_POST
+def endpoint_push_test(request: BoardRequest, slug: str) -> HttpResponse:
+    """Queue a test push ring; the sweeper sends it (never this request)."""
+    endpoint = _own_endpoint(request, slug)
+    if lifecycle.queue_test_push(endpoint.id) is None:
+        messages.error(
+            request, f"{endpoint.slug} has no push URL (or is revoked): nothing to ring."
+        )
+    else:
+        messages.success(
+            request,
+            "Test ring queued: the sweeper sends it within"
+            f" {settings.SWITCHBOARD_SWEEP_INTERVAL_SECONDS} s; its answer appears below.",
+        )
+    return redirect("endpoint_detail", slug=endpoint.slug)
+
+
+@login_required
+@require_POST
+def endpoint_rotate_push_secret(request: BoardRequest, slug: str) -> HttpResponse:
+    """Mint a new push secret and show it this once; pushes are signed with it from now on."""
+    endpoint = _own_endpoint(request, slug)
+    if not endpoint.push_url or endpoint.is_revoked:
+        messages.error(request, f"{endpoint.slug} has no push URL (or is revoked).")
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    secret = credentials.rotate_push_secret(endpoint)
+    response = render(
+        request,
+        "endpoints/push_secret_shown.html",
+        {"section": "endpoints", "endpoint": endpoint, "push_secret": secret},
+    )
+    return holds_secret(response)
 
 
 @login_required

@@ -6,6 +6,12 @@ exception is revoking an endpoint itself: that is a lifecycle transition (its un
 are dead-lettered in the same statement), ``todos.lifecycle.revoke_endpoint``.
 
 A key's plaintext exists only in what minting returns; only its SHA-256 is stored.
+
+An endpoint with a push URL also has a push secret, which signs its push rings
+(``todos/push.py``). The server must sign with it, so it is stored as sources store their
+webhook secrets (plain, ``editable=False``, never rendered after the page that mints it): minted
+when the endpoint first gets a push URL (``endpoint.push_secret`` on the returned endpoint is
+then the one moment to show it) and by ``rotate_push_secret``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from django.db.models.functions import Now
 from switchboard.models import Endpoint, EndpointKey, Human, Verb
 
 KEY_PREFIX = "sbk_"
+PUSH_SECRET_PREFIX = "sbp_"  # noqa: S105 (a prefix, not a secret)
 # "sbk_" and the first 8 characters of the random part: enough to tell keys apart in a list,
 # far too little to guess the rest (24 bytes of entropy remain unshown).
 DISPLAY_PREFIX_CHARS = len(KEY_PREFIX) + 8
@@ -45,6 +52,8 @@ RESERVED_SLUGS = frozenset(
         "delete",
         "enable",
         "disable",
+        "push-test",
+        "push-secret",
     }
 )
 
@@ -108,7 +117,12 @@ def create_endpoint(
     except ValidationError as exc:
         raise ValidationError({"verbs": exc}) from None
     endpoint = Endpoint(
-        owner=owner, name=name, slug=slug, verbs=normalized, push_url=push_url or None
+        owner=owner,
+        name=name,
+        slug=slug,
+        verbs=normalized,
+        push_url=push_url or None,
+        push_secret=new_push_secret() if push_url else "",
     )
     endpoint.full_clean()
     try:
@@ -128,6 +142,9 @@ def update_endpoint(
 ) -> Endpoint:
     """Change what may change about ``endpoint``: its name, verbs and push URL.
 
+    An endpoint given its first push URL gets a push secret (read it from the returned endpoint
+    to show it once); changing or removing the URL keeps the secret.
+
     The slug (in every URL its agents were configured with) and the owner (whose sources' rules
     route to it, and who sees its todos) are fixed at creation. Raise ``ValidationError`` as
     ``create_endpoint`` does; the row is unchanged then.
@@ -137,9 +154,25 @@ def update_endpoint(
     except ValidationError as exc:
         raise ValidationError({"verbs": exc}) from None
     endpoint.name, endpoint.verbs, endpoint.push_url = name, normalized, push_url or None
+    if endpoint.push_url and not endpoint.push_secret:
+        endpoint.push_secret = new_push_secret()
     endpoint.full_clean()
-    endpoint.save(update_fields=["name", "verbs", "push_url"])
+    endpoint.save(update_fields=["name", "verbs", "push_url", "push_secret"])
     return endpoint
+
+
+def new_push_secret() -> str:
+    return PUSH_SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def rotate_push_secret(endpoint: Endpoint) -> str:
+    """Give ``endpoint`` a new push secret and return it, to be shown once.
+
+    Pushes sent from then on are signed with the new secret; the old one stops at once.
+    """
+    endpoint.push_secret = new_push_secret()
+    endpoint.save(update_fields=["push_secret"])
+    return endpoint.push_secret
 
 
 def mint_key(endpoint: Endpoint) -> tuple[EndpointKey, str]:

@@ -84,6 +84,8 @@ class Endpoint(models.Model):
     name = models.TextField()
     verbs = ArrayField(models.TextField(choices=Verb.choices), default=list, blank=True)
     push_url = models.URLField(max_length=2048, null=True, blank=True)
+    # What push rings are signed with (todos/push.py); minted and shown once by credentials.py.
+    push_secret = models.TextField(blank=True, db_default="", default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 

@@ -86,6 +86,22 @@ class RuntimeSettings:
     ring_unclaimed_after_seconds: int = _setting(
         600, 10, 86_400, "Re-ring a pending todo left unclaimed this long."
     )
+    ring_unclaimed_max_attempts: int = _setting(
+        5, 0, 100, "Rings a todo may get in all; past it the unclaimed sweep rings it no more."
+    )
+    ring_gate_seconds: int = _setting(
+        60, 1, 3_600, "At most one ring per todo this often (every process together)."
+    )
+    push_timeout_seconds: int = _setting(5, 1, 30, "How long one push ring may take.")
+    push_max_tries: int = _setting(
+        4, 1, 20, "Tries of one push ring (backoff doubles from 5 s) before it is failed."
+    )
+    push_breaker_failures: int = _setting(
+        5, 1, 1_000, "Failed tries in a row that open an endpoint's push circuit breaker."
+    )
+    push_breaker_seconds: int = _setting(
+        60, 1, 86_400, "How long an open breaker holds pushes before one is tried again."
+    )
 
 
 FIELDS: dict[str, dataclasses.Field[Any]] = {f.name: f for f in dataclasses.fields(RuntimeSettings)}

@@ -281,6 +281,10 @@ SWITCHBOARD_SWEEP_INTERVAL_SECONDS = env_int("SWITCHBOARD_SWEEP_INTERVAL_SECONDS
 # The queue gauges on /metrics are read from the database at most this often per process
 # (todos/gauges.py); scrapes in between are answered from the last read.
 SWITCHBOARD_QUEUE_METRICS_SECONDS = env_int("SWITCHBOARD_QUEUE_METRICS_SECONDS", 30, minimum=1)
+
+# Push rings may go to private, loopback and link-local addresses (todos/push.py); off, a push
+# URL must resolve to public addresses only (SSRF). The test run turns it on (loopback).
+SWITCHBOARD_PUSH_ALLOW_PRIVATE = env_bool("SWITCHBOARD_PUSH_ALLOW_PRIVATE", False)
 # Largest request body accepted from agents (MCP, and the Board's forms), in bytes (413 beyond it).
 SWITCHBOARD_MAX_BODY_BYTES = env_int("SWITCHBOARD_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES

@@ -26,6 +26,12 @@ urlpatterns = [
         name="endpoint_revoke_key",
     ),
     path("endpoints/<slug:slug>/revoke", board.endpoint_revoke, name="endpoint_revoke"),
+    path("endpoints/<slug:slug>/push-test", board.endpoint_push_test, name="endpoint_push_test"),
+    path(
+        "endpoints/<slug:slug>/push-secret",
+        board.endpoint_rotate_push_secret,
+        name="endpoint_rotate_push_secret",
+    ),
     path("sources/", intake_board.source_list, name="sources"),
     path("sources/new", intake_board.source_new, name="source_new"),
     path("sources/<slug:slug>", intake_board.source_detail, name="source_detail"),

@@ -54,6 +54,7 @@ CHANGELISTS = [
     "admin:todos_rule_changelist",
     "admin:todos_event_changelist",
     "admin:attempts_todoattempt_changelist",
+    "admin:todos_pushattempt_changelist",
 ]
 
 

@@ -1,5 +1,6 @@
 """One writer per configuration aggregate: endpoints and their keys are written only by
-``switchboard.credentials``, sources and rules only by ``todos.intake.sources``.
+``switchboard.credentials``, sources and rules only by ``todos.intake.sources``; push rings
+(``push_attempts``) only by the lifecycle's statements.
 
 The scan reads every Python file of the product (everything but ``tests/`` and migrations) and
 every SQL file, and fails with file:line for each write of those models elsewhere: a manager or
@@ -30,10 +31,10 @@ from switchboard import credentials
 from switchboard.models import Endpoint, EndpointKey, Human
 from todos import lifecycle
 from todos.intake import sources
-from todos.models import Rule, Source
+from todos.models import PushAttempt, Rule, Source
 
 ROOT = Path(__file__).resolve().parents[1]
-AGGREGATE_MODELS = (Endpoint, EndpointKey, Source, Rule)
+AGGREGATE_MODELS = (Endpoint, EndpointKey, Source, Rule, PushAttempt)
 MODELS = {model.__name__: model.__module__ for model in AGGREGATE_MODELS}
 # Related managers that reach these models from another row: endpoint.keys, endpoint.rules,
 # source.rules, human.endpoints, human.sources.
@@ -71,6 +72,18 @@ WRITERS: dict[str, set[str]] = {
     # Revoking an endpoint is a lifecycle transition: one statement sets revoked_at and
     # dead-letters the endpoint's unfinished todos, so it lives with the other transitions.
     _relative(Path(_source_file(lifecycle)).parent / "sql" / "revoke_endpoint.sql"): {"Endpoint"},
+    # A ring queues its push in its own statement; the sweeper's sender (todos/push.py) takes,
+    # records and hands back pushes through the lifecycle's statements, the Board's test ring too.
+    **{
+        _relative(Path(_source_file(lifecycle)).parent / "sql" / f"{name}.sql"): {"PushAttempt"}
+        for name in (
+            "_ring_arms",
+            "claim_pushes",
+            "record_push",
+            "unclaim_pushes",
+            "queue_test_push",
+        )
+    },
 }
 
 

@@ -25,7 +25,7 @@ from todos import lifecycle
 
 # Django discovers each app's admin module only; intake's lives in the intake package.
 from todos.intake import admin as intake_admin  # noqa: F401
-from todos.models import Todo
+from todos.models import PushAttempt, Todo
 from todos.states import dead_letter_q
 
 # Columns the todo list never shows: large, and loading them for a page of rows costs.
@@ -247,3 +247,23 @@ class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
 
 def _todos(n: int) -> str:
     return f"{n} todo{'' if n == 1 else 's'}"
+
+
+@admin.register(PushAttempt)
+class PushAttemptAdmin(admin.ModelAdmin):
+    """Push rings, read-only: queued by rings and sent by the sweeper (``todos/push.py``)."""
+
+    list_display = ("created_at", "endpoint", "reason", "todo_id", "state", "tries", "status_code")
+    list_filter = ("state", "reason")
+    list_select_related = ("endpoint",)
+    search_fields = ("todo__id", "ring_id")
+    readonly_fields = tuple(f.name for f in PushAttempt._meta.fields)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -53,7 +53,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -80,6 +80,7 @@ from todos.types import (
     FailResult,
     ReportResult,
     RevokeResult,
+    RingResult,
     SweepResult,
     TodoView,
 )
@@ -143,7 +144,13 @@ OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
 RELEASE = _statement("release")
 OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = _statement("reap")
-RECORD_RING = _statement("record_ring")
+RING = _statement("ring")
+RING_SCANS = ("gate", "push", "unclaimed")  # ring_due's scans; see ring_due.sql
+RING_DUE = {scan: _statement("ring_due", due=f"@{{due_{scan}}}") for scan in RING_SCANS}
+CLAIM_PUSHES = _statement("claim_pushes")
+RECORD_PUSH = _statement("record_push")
+UNCLAIM_PUSHES = _statement("unclaim_pushes")
+QUEUE_TEST_PUSH = _statement("queue_test_push")
 REQUEUE_DUE_RETRIES = _recorded("requeue_due_retries", attempt="NULL::int", from_state="'failed'")
 RETRY = _recorded("retry", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL)
 _CANCELED = {"attempt": "(SELECT seq FROM closed)", "from_state": "upd.from_state"}
@@ -1055,20 +1062,115 @@ def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
     return ids
 
 
-def record_ring(todo_id: str, streams: int) -> bool:
-    """Record that the doorbell is ringing ``streams`` subscription streams about a pending todo.
+def ring(
+    todo_id: str, *, reason: str, ringer: str, subscribers: int | None = None
+) -> RingResult | None:
+    """Ring a pending todo if the shared gate is open (``ring.sql``); None when not rung.
 
-    Best effort, and never waits: a todo no longer pending, or locked by a claim in progress,
-    is skipped (returns False). Call it before pushing the ring, so that no claim the ring
-    prompts can find the row locked by this write.
+    The gate is the todo's ``last_ringed_at``: at most one ring per todo per
+    ``ring_gate_seconds`` across every process. A ring writes ``last_ringed_at``,
+    ``ring_attempts``, a ``rung`` activity row and (for an endpoint with a push URL) a queued
+    push, and notifies ``todo_rung`` at commit, which every process's doorbell hands to its own
+    open MCP streams. Never waits: a todo locked by a claim in progress is not rung. A ring the
+    gate refuses is owed, and ``ring_due`` rings it when the gate opens.
     """
     current = runtime_settings.current()
     row = fetch_one(
-        RECORD_RING,
-        {"id": todo_id, "streams": streams, "activity_cap": current.activity_max_per_todo},
+        RING,
+        {
+            "id": todo_id,
+            "gate_seconds": current.ring_gate_seconds,
+            "ring_id": uuid4(),
+            "reason": reason,
+            "ringer": ringer,
+            "subscribers": subscribers,
+            "activity_cap": current.activity_max_per_todo,
+        },
     )
     if row is None:
-        return False
+        return None
     transaction.on_commit(lambda: metrics.activity("rung"))
     events.announce(todo_id, row["endpoint_id"], "pending")
-    return True
+    return RingResult(row["id"], row["endpoint_id"], row["queue"], reason, row["ring_attempts"])
+
+
+def ring_due(scan: str, limit: int = SWEEP_BATCH) -> list[RingResult]:
+    """Ring up to ``limit`` pending todos that ``scan`` finds due a ring (``ring_due.sql``); each
+    writes what ``ring`` writes, with ``scan`` as its reason.
+
+    ``gate``: a ring the gate held back, now that it is open. ``push``: a first ring for a push
+    endpoint's todo nobody's stream rang. ``unclaimed``: a re-ring of a todo left unclaimed
+    ``ring_unclaimed_after_seconds``, with backoff, at most ``ring_unclaimed_max_attempts``
+    rings in all.
+    """
+    current = runtime_settings.current()
+    rows = fetch_all(
+        RING_DUE[scan],
+        {
+            "gate_seconds": current.ring_gate_seconds,
+            "unclaimed_seconds": current.ring_unclaimed_after_seconds,
+            "max_rings": current.ring_unclaimed_max_attempts,
+            "limit": limit,
+            "reason": scan,
+            "subscribers": None,
+            "activity_cap": current.activity_max_per_todo,
+        },
+    )
+    if rows:
+        n = len(rows)
+        transaction.on_commit(lambda: metrics.activity("rung", n))
+        events.announce_all((r["id"], r["endpoint_id"], "pending") for r in rows)
+    return [
+        RingResult(r["id"], r["endpoint_id"], r["queue"], r["reason"], r["ring_attempts"])
+        for r in rows
+    ]
+
+
+def claim_pushes(limit: int, lease_seconds: float) -> list[dict[str, Any]]:
+    """Take up to ``limit`` queued push rings that are due (``claim_pushes.sql``), counting a
+    try each; send them after this commits (``todos/push.py``)."""
+    return fetch_all(CLAIM_PUSHES, {"limit": limit, "lease_seconds": lease_seconds})
+
+
+def record_push(
+    push_id: int,
+    *,
+    delivered: bool,
+    retry: bool,
+    status_code: int | None,
+    error: str,
+    duration_ms: int | None,
+    backoff_seconds: float,
+    keep: int,
+) -> dict[str, Any] | None:
+    """Record one try of a push ring and move the endpoint's circuit breaker
+    (``record_push.sql``); return the breaker's ``failures`` and ``open_until``."""
+    current = runtime_settings.current()
+    return fetch_one(
+        RECORD_PUSH,
+        {
+            "id": push_id,
+            "delivered": delivered,
+            "retry": retry,
+            "status_code": status_code,
+            "error": cut_utf8(error, ACTIVITY_TEXT_MAX_BYTES)[0] if error else "",
+            "duration_ms": duration_ms,
+            "backoff_seconds": backoff_seconds,
+            "breaker_failures": current.push_breaker_failures,
+            "breaker_seconds": current.push_breaker_seconds,
+            "keep": keep,
+        },
+    )
+
+
+def unclaim_pushes(push_ids: Sequence[int]) -> None:
+    """Hand back push rings taken but not tried (``unclaim_pushes.sql``)."""
+    if push_ids:
+        fetch_all(UNCLAIM_PUSHES, {"ids": list(push_ids)})
+
+
+def queue_test_push(endpoint_id: UUID) -> UUID | None:
+    """Queue a test push ring for the endpoint; its ring id, or None without a push URL."""
+    ring_id = uuid4()
+    row = fetch_one(QUEUE_TEST_PUSH, {"endpoint_id": endpoint_id, "ring_id": ring_id})
+    return ring_id if row is not None else None

@@ -176,3 +176,42 @@ class Todo(models.Model):
     def dead_letter(self) -> bool:
         """Failed with no retry scheduled: it runs again only if a human retries it."""
         return states.is_dead_letter(self)
+
+
+class PushState(models.TextChoices):
+    QUEUED = "queued"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class PushAttempt(models.Model):
+    """One push ring to an endpoint's ``push_url``, its tries and the last answer (migrations/0007).
+
+    Queued by the ring statements, sent and recorded by the sweeper (``todos/push.py``) through
+    ``todos.lifecycle``; a read mirror here, for the Board and the admin.
+    """
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="push_attempts")
+    todo = models.ForeignKey(
+        Todo, on_delete=models.CASCADE, null=True, blank=True, related_name="push_attempts"
+    )
+    ring_id = models.UUIDField(unique=True)
+    queue = models.TextField(db_default="", default="")
+    reason = models.TextField()
+    state = models.TextField(
+        choices=PushState.choices, db_default=PushState.QUEUED, default=PushState.QUEUED
+    )
+    tries = models.IntegerField(db_default=0, default=0)
+    status_code = models.IntegerField(null=True, blank=True)
+    error = models.TextField(db_default="", default="", blank=True)
+    duration_ms = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+    next_try_at = models.DateTimeField(db_default=Now())
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "push_attempts"
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"push {self.ring_id}"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from todos import lifecycle, retention
+from todos import lifecycle, push, retention
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,13 @@ log = logging.getLogger(__name__)
 LOCK_REAP = 0x5B_0001
 LOCK_REQUEUE = 0x5B_0002
 LOCK_RETENTION = 0x5B_0003
+LOCK_RING = 0x5B_0004
 
 RETENTION_EVERY_SECONDS = 600.0
+# The unclaimed re-ring reads every stale pending todo, so it runs once a minute, not every pass
+# (docs/decisions/0015-rings-never-lost.md).
+UNCLAIMED_EVERY_SECONDS = 60.0
+_unclaimed_at: float | None = None  # monotonic time of this process's last unclaimed scan
 
 
 @dataclass
@@ -42,6 +47,8 @@ class PassReport:
     reaped_dead_lettered: list[str] = field(default_factory=list)
     retries_requeued: list[str] = field(default_factory=list)
     retention: retention.RetentionResult | None = None
+    rung: list[str] = field(default_factory=list)
+    pushes: push.PushReport | None = None
     skipped: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -58,6 +65,13 @@ class PassReport:
             out.append(
                 f"requeue_retries: requeued {len(self.retries_requeued)}:"
                 f" {_ids(self.retries_requeued)}"
+            )
+        if self.rung:
+            out.append(f"ring: rang {len(self.rung)}: {_ids(self.rung)}")
+        if self.pushes and (self.pushes.delivered or self.pushes.failed):
+            out.append(
+                f"push: delivered {self.pushes.delivered}, failed {self.pushes.failed}"
+                + (f", breaker opened for {_ids(self.pushes.opened)}" if self.pushes.opened else "")
             )
         if self.retention and (self.retention.todos or self.retention.events):
             out.append(
@@ -116,12 +130,39 @@ def requeue_all(report: PassReport) -> None:
             return
 
 
+def ring_all(report: PassReport, *, unclaimed: bool = False) -> None:
+    """Ring every pending todo that is due a ring (lifecycle.ring_due), batch by batch: the
+    recent scan, and the unclaimed one too when ``unclaimed``."""
+    for scan in lifecycle.RING_SCANS if unclaimed else ("gate", "push"):
+        while True:
+            rung = lifecycle.ring_due(scan)
+            report.rung.extend(r.todo_id for r in rung)
+            if len(rung) < lifecycle.SWEEP_BATCH:
+                break
+
+
+def rings(report: PassReport, *, unclaimed: bool | None = None) -> None:
+    """The pass's ring step: due rings (committed first), then the push rings that are due,
+    sent outside any transaction (todos/push.py). ``unclaimed`` None: the unclaimed scan runs
+    when this process last ran it ``UNCLAIMED_EVERY_SECONDS`` ago or more."""
+    global _unclaimed_at
+    now = time.monotonic()
+    if unclaimed is None:
+        unclaimed = _unclaimed_at is None or now - _unclaimed_at >= UNCLAIMED_EVERY_SECONDS
+    if not _locked(LOCK_RING, lambda: ring_all(report, unclaimed=unclaimed)):
+        report.skipped.append("ring")
+    elif unclaimed:
+        _unclaimed_at = now
+    report.pushes = push.send_due()
+
+
 def run_pass(*, with_retention: bool = False) -> PassReport:
     report = PassReport()
     if not _locked(LOCK_REAP, lambda: reap_all(report)):
         report.skipped.append("reap")
     if not _locked(LOCK_REQUEUE, lambda: requeue_all(report)):
         report.skipped.append("requeue_retries")
+    rings(report)
     if with_retention:
 
         def retain() -> None:

@@ -113,6 +113,17 @@ class SweepResult:
 
 
 @dataclass(frozen=True, slots=True)
+class RingResult:
+    """A todo the doorbell rang: what the ring was about, and the todo's rings so far."""
+
+    todo_id: str
+    endpoint_id: UUID
+    queue: str
+    reason: str
+    ring_attempts: int
+
+
+@dataclass(frozen=True, slots=True)
 class RevokeResult:
     endpoint_revoked: bool
     dead_lettered: tuple[str, ...]

@@ -148,14 +148,18 @@ def test_revoking_an_endpoint_announces_the_todos_it_dead_lettered(
     assert sorted(heard) == sorted([(first, ep, "failed"), (second, ep, "failed")])
 
 
-def test_a_recorded_ring_announces_its_todo_and_a_skipped_one_does_not(
+def test_a_ring_announces_its_todo_and_a_skipped_one_does_not(
     personas: Personas, committed: Callable[..., Heard]
 ) -> None:
     ep = personas.endpoint_a.id
     todo_id = new_todo(ep).id
-    assert committed(lambda: lifecycle.record_ring(todo_id, 2)) == [(todo_id, ep, "pending")]
+    assert committed(lambda: _ring(todo_id, 2)) == [(todo_id, ep, "pending")]
     held = claimed(ep).todo.id
-    assert committed(lambda: lifecycle.record_ring(held, 1)) == []
+    assert committed(lambda: _ring(held, 1)) == []
+
+
+def _ring(todo_id: str, subscribers: int) -> object:
+    return lifecycle.ring(todo_id, reason="ready", ringer="doorbell", subscribers=subscribers)
 
 
 def test_a_rolled_back_transition_announces_nothing(

@@ -20,6 +20,8 @@ from tests.concurrency.harness import raw_connection
 from tests.reach import OWNER, claimed, expire_lease, make_retry_due, new_todo
 from tests.rows import todo_row
 from todos import lifecycle
+from todos.models import Todo
+from todos.types import RingResult
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
@@ -408,22 +410,33 @@ def test_activity_rows_are_counted_in_metrics_once_committed(personas: Personas)
 # --- rings --------------------------------------------------------------------------------------
 
 
+def ring(todo_id: str, subscribers: int) -> RingResult | None:
+    return lifecycle.ring(todo_id, reason="ready", ringer="doorbell", subscribers=subscribers)
+
+
 @pytest.mark.django_db
 def test_a_ring_about_a_pending_todo_leaves_a_rung_row(personas: Personas) -> None:
     todo_id = new_todo(personas.endpoint_a.id).id
 
-    assert lifecycle.record_ring(todo_id, 2) is True
+    rung = ring(todo_id, 2)
 
+    assert rung is not None and rung.ring_attempts == 1
     (row,) = activity(todo_id)
     assert (row["kind"], row["actor_kind"], row["actor_ref"]) == ("rung", "system", "doorbell")
-    assert row["detail"] == {"subscribers": 2}
+    assert row["detail"] == {
+        "subscribers": 2,
+        "reason": "ready",
+        "ring_id": row["detail"]["ring_id"],
+    }
+    todo = Todo.objects.get(id=todo_id)
+    assert (todo.ring_attempts, todo.last_ringed_at is not None) == (1, True)
 
 
 @pytest.mark.django_db
 def test_a_ring_about_a_todo_no_longer_pending_leaves_nothing(personas: Personas) -> None:
     held = claimed(personas.endpoint_a.id)
 
-    assert lifecycle.record_ring(held.todo.id, 1) is False
+    assert ring(held.todo.id, 1) is None
     assert activity(held.todo.id) == []
 
 
@@ -433,7 +446,7 @@ def test_a_ring_never_waits_on_a_todo_a_claim_holds(personas: Personas) -> None:
     with raw_connection() as other:
         other.execute("SELECT 1 FROM todos WHERE id = %s FOR UPDATE", [todo_id])
 
-        assert lifecycle.record_ring(todo_id, 1) is False
+        assert ring(todo_id, 1) is None
 
     assert activity(todo_id) == []
 
@@ -444,8 +457,11 @@ def test_rung_rows_past_the_activity_cap_go_oldest_first(personas: Personas) -> 
     runtime_settings.clear_cache()
     todo_id = new_todo(personas.endpoint_a.id).id
 
+    runtime_settings.put("ring_gate_seconds", 1)
+    runtime_settings.clear_cache()
     for _ in range(14):
-        lifecycle.record_ring(todo_id, 1)
+        Todo.objects.filter(id=todo_id).update(last_ringed_at=None)  # open the gate
+        ring(todo_id, 1)
 
     assert [r["seq"] for r in activity(todo_id)] == list(range(5, 15))
 

@@ -194,3 +194,59 @@ def test_the_wizard_offers_a2a_and_the_page_shows_its_url(alice_client: Client) 
     vend(alice_client, "drainer")
     page = alice_client.get(reverse("endpoint_detail", args=["drainer"])).content.decode()
     assert "/a2a/" not in page
+
+
+# --- push rings ---------------------------------------------------------------------------------
+
+PUSH_SECRET_RE = re.compile(r"sbp_[A-Za-z0-9_-]{43}")
+
+
+def test_vending_with_a_push_url_shows_the_push_secret_once(alice_client: Client) -> None:
+    response = vend(alice_client, push_url="https://agent.example/ring")
+
+    (secret,) = set(PUSH_SECRET_RE.findall(response.content.decode()))
+    endpoint = Endpoint.objects.get(slug="ci-fixer")
+    assert (endpoint.push_url, endpoint.push_secret) == ("https://agent.example/ring", secret)
+    assert "no-store" in response["Cache-Control"]
+    page = alice_client.get(reverse("endpoint_detail", args=["ci-fixer"])).content.decode()
+    assert secret not in page and "https://agent.example/ring" in page
+    assert not PUSH_SECRET_RE.search(vend(alice_client, slug="no-push").content.decode())
+
+
+def test_the_endpoint_page_lists_pushes_and_the_test_ring_button_queues_one(
+    alice_client: Client, personas: Personas
+) -> None:
+    vend(alice_client, push_url="https://agent.example/ring")
+    endpoint = Endpoint.objects.get(slug="ci-fixer")
+    todo = new_todo(endpoint.id)
+    assert lifecycle.ring(todo.id, reason="ready", ringer="doorbell") is not None
+
+    response = alice_client.post(reverse("endpoint_push_test", args=["ci-fixer"]), follow=True)
+
+    body = response.content.decode()
+    assert "Test ring queued" in body
+    assert "Send test ring" in body
+    assert todo.id in body and body.count('<span class="badge state-pending">queued</span>') == 2
+    assert sorted(endpoint.push_attempts.values_list("reason", flat=True)) == ["ready", "test"]
+
+
+def test_a_test_ring_without_a_push_url_is_refused_and_bobs_slug_is_unknown(
+    alice_client: Client, personas: Personas
+) -> None:
+    response = alice_client.post(reverse("endpoint_push_test", args=["agent-a"]), follow=True)
+    assert "has no push URL" in response.content.decode()
+    assert not personas.endpoint_a.push_attempts.exists()
+    assert alice_client.post(reverse("endpoint_push_test", args=["agent-b"])).status_code == 404
+    foreign = alice_client.post(reverse("endpoint_rotate_push_secret", args=["agent-b"]))
+    assert foreign.status_code == 404
+
+
+def test_rotating_the_push_secret_shows_the_new_one_once(alice_client: Client) -> None:
+    vend(alice_client, push_url="https://agent.example/ring")
+    old = Endpoint.objects.get(slug="ci-fixer").push_secret
+
+    response = alice_client.post(reverse("endpoint_rotate_push_secret", args=["ci-fixer"]))
+
+    (shown,) = set(PUSH_SECRET_RE.findall(response.content.decode()))
+    assert shown != old and Endpoint.objects.get(slug="ci-fixer").push_secret == shown
+    assert "no-store" in response["Cache-Control"]

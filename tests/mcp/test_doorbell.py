@@ -189,9 +189,10 @@ def test_a_subscriber_hears_a_new_todo_and_a_foreign_one_does_not(
             # Another queue of Alice's does not ring her subscription to this one.
             other = await db(lifecycle.create, owner, queue="other", title="y")
             assert await alice.ring(QUIET_SECONDS) is None
-            # The ring left a `rung` row on the todo (written before it went out); the todo
+            # The ring left a `rung` row on the todo (committed before it went out); the todo
             # nobody was ringed about has none.
-            assert await db(_rungs, todo.id) == [{"subscribers": 1}]
+            (rung,) = await db(_rungs, todo.id)
+            assert (rung["subscribers"], rung["reason"]) == (1, "ready")
             assert await db(_rungs, other.id) == []
 
     run(scenario())
@@ -199,7 +200,10 @@ def test_a_subscriber_hears_a_new_todo_and_a_foreign_one_does_not(
 
 def _rungs(todo_id: str) -> list[Any]:
     rows = (
-        Todo.objects.get(id=todo_id).activity.filter(kind="rung").values_list("detail", flat=True)
+        Todo.objects.get(id=todo_id)
+        .activity.filter(kind="rung")
+        .order_by("seq")
+        .values_list("detail", flat=True)
     )
     return list(rows)
 
@@ -218,8 +222,18 @@ def test_a_legacy_subscription_taken_by_another_process_takes_effect(
     run(scenario())
 
 
+def _open_the_gate(todo_id: str) -> None:
+    """Move the todo's last ring a gate's length into the past (PostgreSQL's clock, not ours)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE todos SET last_ringed_at = last_ringed_at - interval '61 seconds'"
+            " WHERE id = %s",
+            [todo_id],
+        )
+
+
 @pytest.mark.parametrize("mode", MODES)
-def test_the_gate_holds_a_second_ring_and_a_due_retry_passes_it(
+def test_the_gate_is_shared_delays_a_ring_and_a_due_retry_passes_it(
     live_servers: tuple[LiveServer, LiveServer], personas: Personas, mode: str
 ) -> None:
     a, b = live_servers
@@ -227,17 +241,33 @@ def test_the_gate_holds_a_second_ring_and_a_due_retry_passes_it(
     owner = "endpoint:agent-a"
 
     async def scenario() -> None:
-        async with subscriber(a, "agent-a", personas.key_a, mode) as bell:
+        # One subscriber on each server process: both processes try the gate for every todo.
+        async with (
+            subscriber(a, "agent-a", personas.key_a, mode) as first,
+            subscriber(b, "agent-a", personas.key_a, mode) as second,
+        ):
+            await first.drain()  # the second's legacy probes (new todos) rang the first too
             todo = await db(lifecycle.create, endpoint, queue=QUEUE, title="bouncing")
-            await rings_within(bell)
-            # A subscriber on the other process, which has not rung this todo yet: it hears the
-            # release, so the release did notify and A's silence is its gate.
-            async with subscriber(b, "agent-a", personas.key_a, mode) as witness:
-                await bell.drain()  # the witness's legacy probes (new todos) rang A too
-                await db(lifecycle.claim, endpoint, todo.id, owner=owner)
-                await db(lifecycle.release, endpoint, todo.id, owner=owner)
-                await rings_within(witness)
-                assert await bell.ring(QUIET_SECONDS) is None
+            await rings_within(first)
+            await rings_within(second)
+            # Two processes, one ring: one `rung` row, and neither subscriber hears it twice.
+            assert len(await db(_rungs, todo.id)) == 1
+            assert await first.ring(QUIET_SECONDS) is None
+            assert await second.ring(QUIET_SECONDS) is None
+
+            # Released inside the gate's minute: held, on every process, not dropped.
+            await db(lifecycle.claim, endpoint, todo.id, owner=owner)
+            await db(lifecycle.release, endpoint, todo.id, owner=owner)
+            assert await first.ring(QUIET_SECONDS) is None
+            assert await second.ring(0.1) is None
+            assert await db(lifecycle.ring_due, "gate") == []  # the gate is still shut
+            # When the gate opens, the sweeper's pass rings it, on both processes.
+            await db(_open_the_gate, todo.id)
+            (rung,) = await db(lifecycle.ring_due, "gate")
+            assert (rung.todo_id, rung.reason) == (todo.id, "gate")
+            await rings_within(first)
+            await rings_within(second)
+            assert [r["reason"] for r in await db(_rungs, todo.id)] == ["ready", "gate"]
 
             # A due retry clears the gate.
             await db(lifecycle.claim, endpoint, todo.id, owner=owner)
@@ -245,7 +275,9 @@ def test_the_gate_holds_a_second_ring_and_a_due_retry_passes_it(
             past = timezone.now() - timedelta(seconds=1)
             await db(lambda: Todo.objects.filter(id=todo.id).update(next_retry_at=past))
             assert await db(lifecycle.requeue_due_retries) == (todo.id,)
-            await rings_within(bell)
+            await rings_within(first)
+            await rings_within(second)
+            assert await db(lambda: Todo.objects.get(id=todo.id).ring_attempts) == 3
 
     run(scenario())
 
@@ -264,7 +296,7 @@ def _terminate_listeners() -> set[int]:
 
 def _listening_backends() -> set[int]:
     with connection.cursor() as cursor:
-        cursor.execute(DOORBELL_BACKENDS + " AND query = 'LISTEN todo_ready'")
+        cursor.execute(DOORBELL_BACKENDS + " AND query LIKE 'LISTEN todo_%'")
         return {row[0] for row in cursor.fetchall()}
 
 

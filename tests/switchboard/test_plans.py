@@ -67,6 +67,11 @@ TYPES = {
     "notes_cap": "int",
     "activity_cap": "int",
     "trace_id": "bytea",
+    "gate_seconds": "int",
+    "ring_id": "uuid",
+    "reason": "text",
+    "ringer": "text",
+    "subscribers": "int",
 }
 # RESUME and RETRY (states other than claimed, the human's scope), the claim by id, CANCEL and
 # IN_SCOPE have no index competing with the primary key today, so they pass written plainly;
@@ -91,6 +96,8 @@ STATEMENTS = [
     "CANCEL",
     "IN_SCOPE",
     "REPORTED",
+    # The ring's gate is on last_ringed_at, which todos_pending_ring_idx holds.
+    "RING",
 ]
 
 

@@ -20,7 +20,7 @@ from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.models import Verb
 from tests.base import Personas
 from todos import lifecycle
-from todos.models import EventDisposition, State
+from todos.models import EventDisposition, PushState, State
 
 # The apps whose migrations hold hand-written SQL, latest first (reverse dependency order).
 PROJECT_APPS = ("activity", "attempts", "todos", "switchboard")
@@ -72,6 +72,7 @@ def _check_values(table: str, column: str) -> list[str]:
         ("todo_activity", "kind", Kind),
         ("todo_activity", "actor_kind", ActorKind),
         ("endpoints", "verbs", Verb),
+        ("push_attempts", "state", PushState),
     ],
     ids=lambda v: v if isinstance(v, str) else v.__name__,
 )

@@ -1,6 +1,6 @@
 -- requeue_due_retries: failed todos whose retry is due go back to pending and ring the doorbell.
---   No attempt changes: no lease ends here. The notification carries "retry": true, which tells
---   every listening process to clear the todo from its doorbell gate so this ring goes out even
+--   No attempt changes: no lease ends here. The requeue clears the todo's ring gate
+--   (last_ringed_at, shared by every process: todos/sql/ring.sql), so this ring goes out even
 --   inside the gate's minute, whichever process ran the sweep.
 -- params: limit
 -- returns: id, endpoint_id, state per requeued todo (endpoint and state for the live update).
@@ -15,7 +15,8 @@ WITH due AS (
 ),
 upd AS (
     UPDATE todos t
-       SET @{activity_bump}state = 'pending', next_retry_at = NULL, updated_at = now()
+       SET @{activity_bump}state = 'pending', next_retry_at = NULL, updated_at = now(),
+           last_ringed_at = NULL
       FROM due
      WHERE t.id = due.id
     RETURNING t.id, t.endpoint_id, t.queue, t.state, t.activity_seq

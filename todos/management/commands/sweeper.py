@@ -18,7 +18,7 @@ from todos import sweeps
 
 
 class Command(BaseCommand):
-    help = "Run the sweeper loop (reap, requeue_retries, retention) until SIGTERM."
+    help = "Run the sweeper loop (reap, requeue_retries, ring_unclaimed, retention) until SIGTERM."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(

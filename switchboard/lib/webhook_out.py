@@ -1,0 +1,134 @@
+"""Outgoing signed webhooks: the signature, and a POST that cannot be pointed at the inside.
+
+The signature is the scheme Stripe and Standard Webhooks receivers already verify:
+``Switchboard-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">`` keyed by the
+secret's UTF-8 bytes (docs/guides/push-rings.md has a verifier to copy).
+
+SSRF: a push URL is chosen by whoever administers an endpoint, and the server posts to it, so a
+URL naming a private, loopback, link-local or otherwise non-global address would let an endpoint
+owner probe the server's own network. ``post`` resolves the host once, refuses the target when
+any address it resolves to is not global (unless ``allow_private``), and connects to the address
+it checked (not the name again, so a DNS answer that changes between the check and the connect
+cannot slip an inside address through), sending the original name as the Host header and, for
+https, as the TLS server name the certificate is checked against. Redirects are not followed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+SIGNATURE_HEADER = "Switchboard-Signature"
+RESPONSE_READ_BYTES = 4096  # what is read of an answer before it is dropped
+
+
+class TargetRefused(Exception):
+    """The URL may not be posted to: not http(s), unresolvable, or an inside address."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    duration_ms: int
+
+
+def signature(secret: str, body: bytes, timestamp: int) -> str:
+    """The ``Switchboard-Signature`` header value for ``body`` sent at ``timestamp``."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+def _global(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def resolve(url: str, *, allow_private: bool) -> tuple[str, str, int, str, str]:
+    """Check ``url`` and resolve its host once: (scheme, host, port, address, path).
+
+    Raise ``TargetRefused`` for anything but http(s), a host that does not resolve, or one that
+    resolves to any non-global address while ``allow_private`` is off.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetRefused("the push URL must be http:// or https:// with a host")
+    host = parts.hostname
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise TargetRefused("the push URL's port is not a number") from None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise TargetRefused(f"cannot resolve {host}: {exc}") from None
+    addresses = [str(info[4][0]) for info in infos]
+    if not addresses:
+        raise TargetRefused(f"cannot resolve {host}")
+    if not allow_private and not all(_global(a) for a in addresses):
+        raise TargetRefused(f"{host} resolves to a private, loopback or link-local address")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return parts.scheme, host, port, addresses[0], path
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """HTTPS to a resolved address, with SNI and certificate checks for the original name."""
+
+    def __init__(
+        self, address: str, port: int, server_name: str, timeout: float, context: ssl.SSLContext
+    ) -> None:
+        super().__init__(address, port, timeout=timeout, context=context)
+        self._server_name = server_name
+        self._tls = context
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name)
+
+
+def post(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    timeout: float,
+    allow_private: bool,
+    context: ssl.SSLContext | None = None,
+) -> Answer:
+    """POST ``body`` to ``url`` (see the module docstring); return the status and duration.
+
+    Raise ``TargetRefused`` before connecting to a refused target; ``OSError`` (timeouts
+    included) or ``http.client.HTTPException`` when the exchange fails.
+    """
+    scheme, host, port, address, path = resolve(url, allow_private=allow_private)
+    default_port = 443 if scheme == "https" else 80
+    host_header = host if port == default_port else f"{host}:{port}"
+    if ":" in host and not host.startswith("["):
+        host_header = f"[{host}]" if port == default_port else f"[{host}]:{port}"
+    conn: http.client.HTTPConnection
+    if scheme == "https":
+        conn = _PinnedHTTPS(address, port, host, timeout, context or ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(address, port, timeout=timeout)
+    started = time.monotonic()
+    try:
+        conn.putrequest("POST", path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", host_header)
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            conn.putheader(name, value)
+        conn.endheaders(body)
+        response = conn.getresponse()
+        response.read(RESPONSE_READ_BYTES)
+        return Answer(response.status, int((time.monotonic() - started) * 1000))
+    finally:
+        conn.close()

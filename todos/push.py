@@ -1,0 +1,187 @@
+"""Push rings: the sweeper's POST to an endpoint's ``push_url`` (docs/guides/push-rings.md).
+
+A ring (``todos/sql/ring.sql``, ``ring_due.sql``) queues a ``push_attempts`` row in the
+transaction that takes the todo's ring gate, so a push goes out at most as often as the gate
+rings, and only after that transaction commits. The sweeper then sends what is due here, never a
+request: a slow or failing receiver costs the sweeper at most one timeout per endpoint and pass
+and never touches the todo, which stays claimable whatever the push's fate.
+
+- Body: ``{"queue", "todo_id", "ring_id", "reason"}`` (compact JSON), signed with the endpoint's
+  push secret (``switchboard/lib/webhook_out.py``); ``ring_id`` is the same id as the todo's
+  ``rung`` activity row, so a receiver can drop a duplicate delivery.
+- Tries: a timeout, a connection error, a 429 or a 5xx is tried again after a backoff that
+  doubles from ``RETRY_FIRST_SECONDS``, up to ``push_max_tries`` tries; any other answer but a
+  2xx, and a refused target (SSRF), fail it at once.
+- Circuit breaker, per endpoint (``push_circuits``): ``push_breaker_failures`` failed tries in
+  a row open it for ``push_breaker_seconds``, during which nothing is sent to the endpoint but
+  test rings; then the next due push is tried, and a delivery closes it. Within one pass an
+  endpoint's pushes go one after the other and stop at its first failure (the rest are handed
+  back untried), while different endpoints are sent to in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.client import HTTPException
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from switchboard import runtime_settings
+from switchboard.lib import webhook_out
+from todos import lifecycle
+
+log = logging.getLogger(__name__)
+
+BATCH = 100  # pushes taken per pass
+PARALLEL_ENDPOINTS = 8
+RETRY_FIRST_SECONDS = 5.0
+RETRY_MAX_SECONDS = 300.0
+KEEP_PER_ENDPOINT = 200  # finished pushes kept per endpoint for the Board
+USER_AGENT = "Switchboard-Push/1"
+
+
+@dataclass
+class Outcome:
+    push_id: int
+    endpoint_id: Any
+    delivered: bool = False
+    retry: bool = False
+    status_code: int | None = None
+    error: str = ""
+    duration_ms: int | None = None
+
+
+@dataclass
+class PushReport:
+    delivered: int = 0
+    failed: int = 0  # tries that failed (retried later or failed for good)
+    handed_back: int = 0
+    opened: list[str] = field(default_factory=list)  # endpoints whose breaker this pass opened
+
+
+def body(job: dict[str, Any]) -> bytes:
+    """The push's JSON body, compact, in a fixed key order."""
+    return json.dumps(
+        {
+            "queue": job["queue"],
+            "todo_id": job["todo_id"],
+            "ring_id": str(job["ring_id"]),
+            "reason": job["reason"],
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def _send(job: dict[str, Any], timeout: float, allow_private: bool) -> Outcome:
+    out = Outcome(job["id"], job["endpoint_id"])
+    payload = body(job)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        webhook_out.SIGNATURE_HEADER: webhook_out.signature(
+            job["push_secret"], payload, int(time.time())
+        ),
+    }
+    started = time.monotonic()
+    try:
+        answer = webhook_out.post(
+            job["push_url"], payload, headers, timeout=timeout, allow_private=allow_private
+        )
+    except webhook_out.TargetRefused as exc:
+        out.error = f"refused: {exc}"
+    except (OSError, HTTPException) as exc:
+        out.retry = True
+        out.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        out.duration_ms = int((time.monotonic() - started) * 1000)
+    else:
+        out.status_code, out.duration_ms = answer.status, answer.duration_ms
+        out.delivered = 200 <= answer.status < 300
+        out.retry = answer.status == 429 or answer.status >= 500
+        if not out.delivered:
+            out.error = f"HTTP {answer.status}"
+    return out
+
+
+def _send_endpoint(
+    jobs: list[dict[str, Any]], timeout: float, allow_private: bool
+) -> tuple[list[Outcome], list[int]]:
+    """Send one endpoint's pushes in order, stopping at the first failure; (outcomes, untried)."""
+    outcomes: list[Outcome] = []
+    for i, job in enumerate(jobs):
+        outcome = _send(job, timeout, allow_private)
+        outcomes.append(outcome)
+        if not outcome.delivered:
+            return outcomes, [j["id"] for j in jobs[i + 1 :]]
+    return outcomes, []
+
+
+def send_due(*, allow_private: bool | None = None, limit: int = BATCH) -> PushReport:
+    """Send the push rings that are due and record each try; never raises for a receiver."""
+    if allow_private is None:
+        allow_private = settings.SWITCHBOARD_PUSH_ALLOW_PRIVATE
+    current = runtime_settings.current()
+    timeout = float(current.push_timeout_seconds)
+    # The lease outlives a whole pass's sends to one endpoint, so no other sweeper retakes a
+    # push while it is being sent.
+    jobs = lifecycle.claim_pushes(limit, lease_seconds=timeout * (limit + 1) + 30)
+    report = PushReport()
+    if not jobs:
+        return report
+    by_endpoint: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for job in jobs:
+        by_endpoint[job["endpoint_id"]].append(job)
+    with ThreadPoolExecutor(min(PARALLEL_ENDPOINTS, len(by_endpoint))) as pool:
+        results = list(
+            pool.map(lambda js: _send_endpoint(js, timeout, allow_private), by_endpoint.values())
+        )
+    tries_of = {job["id"]: job["tries"] for job in jobs}
+    for outcomes, untried in results:
+        for out in outcomes:
+            tries = tries_of[out.push_id]
+            retry = out.retry and tries < current.push_max_tries
+            backoff = min(RETRY_FIRST_SECONDS * 2 ** (tries - 1), RETRY_MAX_SECONDS)
+            circuit = lifecycle.record_push(
+                out.push_id,
+                delivered=out.delivered,
+                retry=retry,
+                status_code=out.status_code,
+                error=out.error,
+                duration_ms=out.duration_ms,
+                backoff_seconds=backoff,
+                keep=KEEP_PER_ENDPOINT,
+            )
+            if out.delivered:
+                report.delivered += 1
+                continue
+            report.failed += 1
+            log.info("push %s to endpoint %s failed: %s", out.push_id, out.endpoint_id, out.error)
+            if (
+                circuit is not None
+                and circuit["failures"] == current.push_breaker_failures
+                and circuit["open_until"] is not None
+            ):
+                report.opened.append(str(out.endpoint_id))
+        lifecycle.unclaim_pushes(untried)
+        report.handed_back += len(untried)
+    return report
+
+
+def breaker(endpoint_id: Any) -> dict[str, Any]:
+    """The endpoint's circuit breaker as the Board shows it: failed tries in a row, open until."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT failures, open_until, open_until > now() FROM push_circuits"
+            " WHERE endpoint_id = %s",
+            [endpoint_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return {"failures": 0, "open_until": None, "open": False}
+    return {"failures": row[0], "open_until": row[1], "open": bool(row[2])}
