@@ -16,10 +16,11 @@ serves the product), waits for ``/healthz``, and stops it on exit. Then:
   committed before the answer. Reported: spans/s (median over rounds), the server process's
   CPU per span (user + system, from /proc), and the median request latency.
 - **lifecycle under ingest**: claim_next + complete through ``todos.lifecycle`` on one thread in
-  this process, for ``--seconds``, alone and then while 4 clients pour spans in; reported as
-  cycles/s and the slowdown. On a small machine the clients, the server and PostgreSQL share the
-  same cores, so most of the slowdown is CPU contention, not locking: the cycle's todos are not
-  the spans' todos.
+  this process, for ``--seconds``, while 4 clients pour spans in (``--pour-rate`` spans/s, then
+  flat out unless ``--paced-only``), each such run between two runs alone; reported as cycles/s
+  and the slowdown against the mean of the two neighbours (``--skip-ingest`` runs only this).
+  On a small machine the clients, the server and PostgreSQL share the same cores, so most of
+  the slowdown is CPU contention, not locking: the cycle's todos are not the spans' todos.
 """
 
 from __future__ import annotations
@@ -324,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1000.0,
         help="spans/s the 4 clients pour beside the lifecycle loop (paced); then flat out",
     )
+    parser.add_argument(
+        "--paced-only", action="store_true", help="skip the flat-out pour beside the loop"
+    )
+    parser.add_argument(
+        "--skip-ingest", action="store_true", help="only the lifecycle beside ingest"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.rounds = 1.0, 1
@@ -343,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.seconds:g} s x {args.rounds} rounds"
         )
         print(f"{'clients':>7}  {'spans/s':>9}  {'server CPU/span':>15}  {'p50 request':>11}")
-        for n in counts:
+        for n in [] if args.skip_ingest else counts:
             rates, cpus, p50s = [], [], []
             for _round in range(args.rounds + 1):  # the first round warms up, uncounted
                 traces = [claimed_trace(endpoint, f"ingest-{n}-{i}") for i in range(n)]
@@ -360,23 +367,35 @@ def main(argv: list[str] | None = None) -> int:
             )
 
         seed_loop(endpoint, 200_000 if not args.quick else 5_000)
-        # Alone, paced and flat out back to back in each round, so the neighbours' load falls
-        # on all three alike; the slowdown is the median of the per-round ratios.
+        # Each poured run is bracketed by two runs alone (alone, poured, alone), and the
+        # slowdown is the poured rate against the mean of its two neighbours: drift in the
+        # machine's speed (neighbours' load, autovacuum after a pour, the queue's head moving)
+        # falls on both sides alike. The verdict is the median of the per-round ratios.
         alone_rates: list[float] = []
         poured: dict[str, list[float]] = {"paced": [], "flat out": []}
         slower: dict[str, list[float]] = {"paced": [], "flat out": []}
-        for round_no in range(args.rounds):
+
+        def alone_rate() -> float:
             alone: list[int] = []
             lifecycle_loop(endpoint, args.seconds, alone)
-            rate_alone = alone[0] / args.seconds
-            alone_rates.append(rate_alone)
+            alone_rates.append(alone[0] / args.seconds)
+            return alone_rates[-1]
+
+        before = alone_rate()
+        for round_no in range(args.rounds):
             for label, rate in (("paced", args.pour_rate), ("flat out", 0)):
+                if label == "flat out" and args.paced_only:
+                    continue
                 traces = [claimed_trace(endpoint, f"pour-{round_no}-{label}-{i}") for i in range(4)]
                 spans_per_s, under = pour_beside_loop(server, key, traces, args, endpoint, rate)
+                after = alone_rate()
                 poured[label].append(spans_per_s)
-                slower[label].append((1 - under / rate_alone) * 100)
+                slower[label].append((1 - under / ((before + after) / 2)) * 100)
+                before = after
         print(f"claim+complete alone (one thread): {statistics.median(alone_rates):,.0f}/s")
         for label in ("paced", "flat out"):
+            if not slower[label]:
+                continue
             print(
                 f"  while 4 clients pour {statistics.median(poured[label]):,.0f} spans/s"
                 f" ({label}): {statistics.median(slower[label]):+.0f} % slower"

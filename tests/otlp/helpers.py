@@ -173,9 +173,11 @@ def post_json(server: LiveServer, key: str, document: dict[str, Any]) -> dict[st
     return out
 
 
-def claimed_with_trace(endpoint_id: UUID, trace: bytes | None = None, queue: str = "q") -> Any:
+def claimed_with_trace(
+    endpoint_id: UUID, trace: bytes | None = None, queue: str = "q", max_attempts: int = 5
+) -> Any:
     """A todo on ``queue``, claimed by the endpoint with ``trace`` as its attempt's trace."""
-    lifecycle.create(endpoint_id, queue=queue)
+    lifecycle.create(endpoint_id, queue=queue, max_attempts=max_attempts)
     claim = lifecycle.claim_next(endpoint_id, [queue], owner="endpoint:agent", trace_id=trace)
     assert claim is not None
     return claim
