@@ -83,7 +83,15 @@ def _start(env: dict[str, str], log: Path) -> LiveServer:
     with log.open("wb") as out:
         process = subprocess.Popen(
             [
-                *(sys.executable, "-m", "daphne", "--bind", "127.0.0.1", "--port", str(port)),
+                *(
+                    sys.executable,
+                    "-m",
+                    "switchboard.lib.server",
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ),
                 "switchboard.asgi:application",
             ],
             cwd=ROOT,
