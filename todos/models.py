@@ -113,6 +113,11 @@ class Event(models.Model):
     verification = models.JSONField(db_default={}, default=dict)
     disposition = models.TextField(choices=EventDisposition.choices)
     routing_trace = models.JSONField(db_default=[], default=list)
+    # A rejected delivery keeps no payload, only what identifies its body: its size in bytes,
+    # its SHA-256 (hex) and its first bytes, escaped and masked (todos/intake/deliveries.py).
+    body_size = models.IntegerField(null=True, blank=True)
+    body_sha256 = models.TextField(null=True, blank=True)
+    body_prefix = models.TextField(null=True, blank=True)
 
     class Meta:
         db_table = "events"

@@ -3,6 +3,7 @@ verification, rules (with Rule.full_clean's errors inline), the rule tester, rec
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -521,6 +522,20 @@ def test_the_event_page_shows_the_headers_and_payload_without_secrets(
     assert "x-github-event" in headers and "x-hub-signature-256" not in headers
     assert "test (3.12)" in body and "valid</span>" in body
     assert signature not in body and signature.removeprefix("sha256=") not in body
+
+
+def test_a_rejected_event_s_page_shows_its_body_s_size_and_digest_not_its_payload(
+    alice_client: Client, personas: Personas
+) -> None:
+    github_source(personas)
+    event_id = deliver("github", secret="wrong")["event_id"]
+    sent = json.dumps(CHECK_RUN_FAILED).encode()
+
+    body = alice_client.get(reverse("source_event", args=["github", event_id])).content.decode()
+
+    assert "<h2>Body</h2>" in body and "<h2>Payload</h2>" not in body
+    assert f"{len(sent)} bytes" in body and hashlib.sha256(sent).hexdigest() in body
+    assert "rejected</span>" in body
 
 
 def test_the_source_page_makes_the_same_queries_for_1_and_20_events(

@@ -288,6 +288,9 @@ class EventAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         "headers_json",
         "verification_json",
         "payload_json",
+        "body_size",
+        "body_sha256",
+        "body_prefix",
         "routing_trace_json",
         "todo_links",
     )
