@@ -285,3 +285,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES
 SWITCHBOARD_HOOK_MAX_BODY_BYTES = env_int(
     "SWITCHBOARD_HOOK_MAX_BODY_BYTES", 5 * 1_048_576, minimum=1024
 )
+# How far a Standard Webhooks delivery's signed webhook-timestamp may be from now, either way,
+# before it is rejected (a captured delivery replayed later; todos/intake/routing.py).
+SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS = env_int(
+    "SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS", 300, minimum=1
+)

@@ -21,7 +21,7 @@ from switchboard.models import Verb
 from tests.base import Personas
 from tests.plans import plan_nodes
 from todos import lifecycle
-from todos.models import EventDisposition, State
+from todos.models import EventDisposition, SignatureScheme, State
 
 # The apps whose migrations hold hand-written SQL, latest first (reverse dependency order).
 PROJECT_APPS = ("activity", "attempts", "todos", "switchboard")
@@ -67,6 +67,7 @@ def _check_values(table: str, column: str) -> list[str]:
     [
         ("todos", "state", State),
         ("events", "disposition", EventDisposition),
+        ("sources", "scheme", SignatureScheme),
         ("todo_attempts", "outcome", Outcome),
         ("todo_attempts", "disposition", Disposition),
         ("todo_attempts", "claimer_kind", ClaimerKind),

@@ -51,7 +51,7 @@ class RuleInlineFormSet(BaseInlineFormSet):
 class SourceForm(forms.ModelForm):
     class Meta:
         model = Source
-        fields = ("owner", "slug", "name", "verify")
+        fields = ("owner", "slug", "name", "verify", "scheme")
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -75,9 +75,9 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     form = SourceForm
     change_form_template = "admin/todos/source/change_form.html"
     # ``secret`` is not editable and appears nowhere but the show-once page.
-    fields = ("owner", "slug", "name", "verify", "created_at")
+    fields = ("owner", "slug", "name", "verify", "scheme", "created_at")
     readonly_fields = ("created_at",)
-    list_display = ("slug", "name", "owner", "verify", "rule_count", "created_at")
+    list_display = ("slug", "name", "owner", "verify", "scheme", "rule_count", "created_at")
     list_select_related = ("owner",)
     list_filter = ("verify", "owner")
     search_fields = ("slug", "name", "owner__username")
@@ -114,7 +114,8 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             return self.readonly_fields
         # The slug is the URL its sender posts to; the owner's endpoints are where its rules
         # route. Both are fixed at creation, as on the Board (todos.intake.sources.update_source).
-        return (*self.readonly_fields, "owner", "slug")
+        # The scheme decides the secret's form: fixed at creation too.
+        return (*self.readonly_fields, "owner", "slug", "scheme")
 
     def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
         if change:
@@ -125,7 +126,7 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         else:
             # A secret only when verifying, as on the Board and in create_source.
             source, minted = sources.create_source(
-                obj.owner, obj.slug, name=obj.name, verify=obj.verify
+                obj.owner, obj.slug, name=obj.name, verify=obj.verify, scheme=obj.scheme
             )
             adopt(obj, source)
         if minted is not None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import ValidationError
@@ -45,7 +46,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
-from todos.models import Event, Rule, Source, Todo
+from todos.models import Event, Rule, SignatureScheme, Source, Todo
 
 RECENT_EVENTS = 20
 
@@ -195,6 +196,14 @@ class SourceForm(forms.Form):
         help_text="Refuse deliveries without a valid HMAC-SHA256 signature (recommended). "
         "Without it, anyone who knows the URL can create todos.",
     )
+    scheme = forms.ChoiceField(
+        choices=SignatureScheme.choices,
+        initial=SignatureScheme.GITHUB,
+        label="Signatures",
+        help_text="GitHub's X-Hub-Signature-256 over the body, or Standard Webhooks"
+        " (webhook-id, webhook-timestamp, webhook-signature), which also signs the time and"
+        " the delivery id. It cannot be changed later.",
+    )
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -322,6 +331,7 @@ def source_new(request: BoardRequest) -> HttpResponse:
                 form.cleaned_data["slug"],
                 name=form.cleaned_data["name"].strip(),
                 verify=form.cleaned_data["verify"],
+                scheme=form.cleaned_data["scheme"],
             )
         except ValidationError as exc:
             form.add_error(None, exc)
@@ -365,6 +375,7 @@ def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "source": source,
         "webhook_url": _webhook_url(request, source),
         "fingerprint": sources.secret_fingerprint(source.secret),
+        "tolerance_seconds": settings.SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS,
         "rules": rules,
         "events": [_event_row(e) for e in _recent_events(source)],
         "tester": RuleTestForm(),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from django.conf import settings
 from django.db import transaction
 from psycopg.types.json import Jsonb
 
@@ -36,7 +38,7 @@ from switchboard.lib.sql import fetch_all, load
 from todos import lifecycle
 from todos.intake import routing
 from todos.lifecycle import TITLE_MAX_BYTES
-from todos.models import Event, EventDisposition, Source
+from todos.models import Event, EventDisposition, SignatureScheme, Source
 
 SQL_DIR = Path(__file__).parent / "sql"
 INSERT_EVENT = load(SQL_DIR, "intake_event")
@@ -49,8 +51,12 @@ SECRET_PREFIX = "sbw_"  # noqa: S105 (a prefix that marks a secret, not one)
 REJECTED_PREFIX_BYTES = 256
 
 
-def new_secret() -> str:
-    """A fresh webhook secret: 32 random bytes, prefixed so scanners and people recognise it."""
+def new_secret(scheme: str = SignatureScheme.GITHUB) -> str:
+    """A fresh webhook secret for ``scheme``: 32 random bytes, prefixed so scanners and people
+    recognise it (``sbw_``; Standard Webhooks' own ``whsec_`` and base64, which its senders
+    expect)."""
+    if scheme == SignatureScheme.STANDARD_WEBHOOKS:
+        return routing.new_standard_secret()
     return SECRET_PREFIX + secrets.token_urlsafe(32)
 
 
@@ -185,7 +191,7 @@ def receive(
     kept = routing.stored_headers(pairs)
     if (reason := jsonlimits.problem(kept)) is not None:
         raise BadHeaders(f"a header {reason}")
-    verification = routing.verify_signature(source.secret, body, raw, required=source.verify)
+    verification = _verify(source, body, raw)
     if not verification.ok:
         if rejected_budget is not None and (retry_after := rejected_budget(source.id)):
             metrics.rate_limited("hooks", "rejected")
@@ -194,7 +200,7 @@ def receive(
         metrics.webhook_delivery(EventDisposition.REJECTED)
         raise BadSignature(_signature_message(verification.detail), event_id=event_id)
     payload = parse_body(body, content_type)
-    delivery_id = _delivery_id(raw)
+    delivery_id = _delivery_id(raw, source.scheme)
 
     plan = plan_for(source, kept, payload)
     with transaction.atomic():
@@ -301,8 +307,26 @@ def _store_duplicate(
     return Delivery(event.id, EventDisposition.DUPLICATE, (), duplicate_of=original_id)
 
 
-def _delivery_id(headers: Mapping[str, str]) -> str | None:
-    for name in routing.DELIVERY_HEADERS:
+def _verify(source: Source, body: bytes, headers: Mapping[str, str]) -> routing.Verification:
+    if source.verify and source.scheme == SignatureScheme.STANDARD_WEBHOOKS:
+        return routing.verify_standard(
+            source.secret,
+            body,
+            headers,
+            now=time.time(),
+            tolerance_seconds=settings.SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS,
+        )
+    return routing.verify_signature(source.secret, body, headers, required=source.verify)
+
+
+def _delivery_id(headers: Mapping[str, str], scheme: str) -> str | None:
+    # A Standard Webhooks source's id is the signed webhook-id, whatever else was sent.
+    names = (
+        (routing.STANDARD_ID,)
+        if scheme == SignatureScheme.STANDARD_WEBHOOKS
+        else routing.DELIVERY_HEADERS
+    )
+    for name in names:
         value = headers.get(name, "").strip()
         if value:
             if len(value.encode()) > DELIVERY_ID_MAX_BYTES or "\x00" in value:
@@ -315,6 +339,15 @@ def _delivery_id(headers: Mapping[str, str]) -> str | None:
 
 def _signature_message(detail: Mapping[str, Any]) -> str:
     result = detail.get("result")
+    if detail.get("scheme") == "standard-webhooks":
+        return {
+            "missing": "signature required: send webhook-id, webhook-timestamp and"
+            " webhook-signature (Standard Webhooks)",
+            "malformed": "signature malformed: expected webhook-timestamp in Unix seconds and"
+            " webhook-signature as v1,<base64>",
+            "timestamp_out_of_window": "webhook-timestamp is outside the accepted window"
+            " (too old, or in the future): sign again with the current time",
+        }.get(str(result), "no v1 signature matches the delivery and the source's secret")
     if result == "missing":
         return "signature required: send X-Signature-256 (or X-Hub-Signature-256): sha256=<hex>"
     if result == "malformed":
