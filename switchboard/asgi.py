@@ -71,7 +71,17 @@ def body_cap(path: str) -> int:
     return int(settings.SWITCHBOARD_MAX_BODY_BYTES)
 
 
-server.set_body_cap(body_cap)
+def too_large(path: str, content_type: str | None, limit: int) -> tuple[str, bytes]:
+    """The 413 the server sends for ``path`` before reading its body: each surface's own shape."""
+    if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
+        return "application/json", mcp_transport.too_large_body(limit)
+    if otlp_receiver.is_otlp_path(path):
+        reply = otlp_receiver.too_large(content_type, limit)
+        return reply.content_type, reply.body
+    return server.too_large_json(limit)
+
+
+server.set_body_cap(body_cap, too_large)
 
 
 # The Board's live updates: the Django session logs the socket in; a page of another origin

@@ -253,7 +253,7 @@ def test_an_over_cap_declared_length_is_a_json_413_before_any_body(
 ):
     with socket.create_connection(("127.0.0.1", live_daphne.port), timeout=10) as sock:
         sock.sendall(
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             f"Content-Length: {300 * 1_048_576}\r\n\r\n".encode()
         )
         answer = b""
@@ -262,7 +262,8 @@ def test_an_over_cap_declared_length_is_a_json_413_before_any_body(
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 413"), answer[:200]
     assert b"Content-Type: application/json" in head
-    assert json.loads(body)["error"] == "too_large"
+    # Each surface's own shape: the hooks' and the Board's JSON, MCP's JSON-RPC, OTLP's Status.
+    assert "too large" in body.decode() or "over the" in json.loads(body)["message"]
 
 
 # --- MCP, in process through the server's handlers --------------------------------------------

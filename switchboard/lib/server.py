@@ -16,8 +16,10 @@ body's length (decision 0011):
 
 The cap per path comes from the application (``set_body_cap``, which ``switchboard.asgi`` calls
 with the function that knows which app a path goes to and the setting that app enforces); with
-none set, nothing is refused here. The 413 is JSON with ``Connection: close``, the body the hook
-guard answers. HTTP/2 streams (not enabled without Twisted's extras) keep the applications' caps.
+none set, nothing is refused here. The 413 carries ``Connection: close`` and the body the path's
+own surface answers for a body over its cap (the application's ``answer``: a JSON-RPC error on
+``/mcp``, an OTLP ``Status`` on ``/otlp``, the hook guard's JSON elsewhere). HTTP/2 streams
+(not enabled without Twisted's extras) keep the applications' caps.
 
 ``python -m switchboard.lib.server <daphne arguments>`` is daphne's command line with this server;
 ``manage.py serve`` runs the same.
@@ -40,38 +42,51 @@ from daphne.server import Server as DaphneServer
 LINGER_SECONDS = 5.0
 
 BodyCap = Callable[[str], int | None]
+# (path, the request's Content-Type or None, the cap) -> (Content-Type, body) of the 413.
+TooLargeAnswer = Callable[[str, str | None, int], tuple[str, bytes]]
 _body_cap: BodyCap | None = None
+_answer: TooLargeAnswer | None = None
 
 
-def set_body_cap(body_cap: BodyCap | None) -> None:
-    """Refuse request bodies to a path over ``body_cap(path)`` bytes (None: no cap here)."""
-    global _body_cap
-    _body_cap = body_cap
+def set_body_cap(body_cap: BodyCap | None, answer: TooLargeAnswer | None = None) -> None:
+    """Refuse request bodies to a path over ``body_cap(path)`` bytes (None: no cap here), with
+    ``answer``'s body (each surface's own error shape), else ``too_large_json``'s."""
+    global _body_cap, _answer
+    _body_cap, _answer = body_cap, answer
+
+
+def request_path(raw_target: bytes) -> str | None:
+    """The path of a request line's target as daphne puts it in the scope (percent-decoded),
+    or None when daphne will refuse it (not ASCII)."""
+    try:
+        return unquote(raw_target.split(b"?", 1)[0].decode("ascii"))
+    except UnicodeDecodeError:
+        return None  # daphne answers 400 to this request before any application runs
 
 
 def cap_for(raw_target: bytes) -> int | None:
     """The cap for a request line's target (path and query, percent-encoded, as sent)."""
-    if _body_cap is None:
+    path = request_path(raw_target)
+    if _body_cap is None or path is None:
         return None
-    try:
-        path = raw_target.split(b"?", 1)[0].decode("ascii")
-    except UnicodeDecodeError:
-        return None  # daphne answers 400 to this request before any application runs
-    return _body_cap(unquote(path))
+    return _body_cap(path)
 
 
-def too_large_response(limit: int) -> bytes:
+def too_large_json(limit: int) -> tuple[str, bytes]:
+    body = {
+        "error": "too_large",
+        "message": f"the body is over the {limit}-byte limit",
+        "limit": limit,
+    }
+    return "application/json", json.dumps(body).encode()
+
+
+def too_large_response(path: str, content_type: str | None, limit: int) -> bytes:
     """The whole 413 answer, status line to body."""
-    body = json.dumps(
-        {
-            "error": "too_large",
-            "message": f"the body is over the {limit}-byte limit",
-            "limit": limit,
-        }
-    ).encode()
+    kind, body = _answer(path, content_type, limit) if _answer else too_large_json(limit)
     head = (
         "HTTP/1.1 413 Content Too Large\r\n"
-        "Content-Type: application/json\r\n"
+        f"Content-Type: {kind}\r\n"
         f"Content-Length: {len(body)}\r\n"
         "Cache-Control: no-store\r\n"
         "Connection: close\r\n\r\n"
@@ -83,6 +98,7 @@ class CappedRequest(WebRequest):
     """daphne's request, refusing a body over its path's cap before it is stored."""
 
     _cap: int | None = None
+    _target = b""
     _received = 0
     _refused = False
     _linger: Any = None
@@ -90,6 +106,7 @@ class CappedRequest(WebRequest):
     def gotLength(self, length: int | None) -> None:
         # The channel has parsed the request line (``_path`` is its raw target) and the headers.
         target = getattr(self.channel, "_path", None)
+        self._target = target if isinstance(target, bytes) else b""
         self._cap = cap_for(target) if isinstance(target, bytes) else None
         if self._cap is None:
             super().gotLength(length)
@@ -133,7 +150,14 @@ class CappedRequest(WebRequest):
         # Whatever else arrives on this connection is thrown away, never parsed or stored.
         channel.dataReceived = _discard
         channel.persistent = False
-        transport.write(too_large_response(self._cap or 0))
+        content_type = self.requestHeaders.getRawHeaders(b"content-type", [None])[0]
+        transport.write(
+            too_large_response(
+                request_path(self._target) or "/",
+                content_type.decode("latin-1") if content_type is not None else None,
+                self._cap or 0,
+            )
+        )
         # Half-close: the answer goes out with a FIN while the client's remaining bytes are
         # still read (and dropped), so the client sees the 413 rather than a connection reset.
         lose_write = getattr(transport, "loseWriteConnection", None)
