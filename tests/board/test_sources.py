@@ -217,6 +217,32 @@ def test_the_curl_example_signs_the_body_as_intake_verifies_it(alice_client: Cli
     assert deliver("github", json.loads(example_body), secret=secret)["disposition"] == "dropped"
 
 
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_a_standard_webhooks_source_s_curl_example_signs_as_intake_verifies_it(
+    alice_client: Client, personas: Personas
+) -> None:
+    body = create(alice_client, slug="billing", scheme="standard-webhooks").content.decode()
+    source = Source.objects.get(slug="billing")
+    assert source.scheme == "standard-webhooks" and source.secret.startswith("whsec_")
+    assert "Standard Webhooks" in body and "Payload URL" not in body
+    snippet = html.unescape(group(r'<pre id="curl">(.*?)</pre>', body))
+    signing = snippet.split("curl -sS")[0] + 'printf "%s\\n%s\\n%s\\n%s" "$BODY" "$ID" "$TS" "$SIG"'
+
+    out = subprocess.run(["bash", "-c", signing], capture_output=True, text=True, check=True)
+
+    example_body, delivery_id, timestamp, signature = out.stdout.split("\n")
+    headers = {
+        "webhook-id": delivery_id,
+        "webhook-timestamp": timestamp,
+        "webhook-signature": "v1," + signature,
+    }
+    answer = Client().post(
+        "/hooks/billing", data=example_body, content_type="application/json", headers=headers
+    )
+    assert answer.status_code == 202, answer.content
+    assert answer.json()["disposition"] == "dropped"
+
+
 def test_a_source_that_does_not_verify_gets_no_secret(alice_client: Client) -> None:
     response = create(alice_client, verify=None)
 

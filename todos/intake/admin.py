@@ -29,7 +29,7 @@ from switchboard.lib.admin import RefusesUnusableQueries, Shown, adopt, pretty_j
 from todos.intake import routing, sources
 from todos.intake.deliveries import plan_for
 from todos.intake.forms import RuleForm, RuleTestForm
-from todos.models import Event, Rule, Source
+from todos.models import Event, Rule, SignatureScheme, Source
 
 # The request attribute carrying a source's new secret from save_model to response_add or
 # response_change (the hooks of the add and change views that see it), within one request.
@@ -52,6 +52,14 @@ class SourceForm(forms.ModelForm):
     class Meta:
         model = Source
         fields = ("owner", "slug", "name", "verify", "scheme")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "scheme" in self.fields:  # read-only once the source exists
+            self.fields["scheme"].required = False  # GitHub's when not sent
+
+    def clean_scheme(self) -> str:
+        return str(self.cleaned_data.get("scheme") or SignatureScheme.GITHUB)
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]

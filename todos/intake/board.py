@@ -199,6 +199,7 @@ class SourceForm(forms.Form):
     scheme = forms.ChoiceField(
         choices=SignatureScheme.choices,
         initial=SignatureScheme.GITHUB,
+        required=False,  # GitHub's when not sent
         label="Signatures",
         help_text="GitHub's X-Hub-Signature-256 over the body, or Standard Webhooks"
         " (webhook-id, webhook-timestamp, webhook-signature), which also signs the time and"
@@ -250,8 +251,10 @@ EXAMPLE_BODY = json.dumps(
 )
 
 
-def curl_example(url: str, secret: str | None) -> str:
+def curl_example(url: str, secret: str | None, scheme: str = SignatureScheme.GITHUB) -> str:
     """A shell snippet that delivers a signed check_run failure (unsigned without a secret)."""
+    if secret and scheme == SignatureScheme.STANDARD_WEBHOOKS:
+        return _standard_curl_example(url, secret)
     lines = []
     if secret:
         lines.append(f"SECRET='{secret}'")
@@ -270,6 +273,27 @@ def curl_example(url: str, secret: str | None) -> str:
     return "\n".join(lines)
 
 
+def _standard_curl_example(url: str, secret: str) -> str:
+    """The Standard Webhooks delivery: the HMAC of id.timestamp.body keyed with the secret's
+    base64 key (openssl takes it as hex)."""
+    return "\n".join(
+        [
+            f"SECRET='{secret}'",
+            f"BODY='{EXAMPLE_BODY}'",
+            "ID=try-$(date +%s); TS=$(date +%s)",
+            "KEY=$(printf '%s' \"${SECRET#whsec_}\" | base64 -d | od -An -v -tx1 | tr -d ' \\n')",
+            'SIG=$(printf \'%s.%s.%s\' "$ID" "$TS" "$BODY"'
+            ' | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$KEY" -binary | base64)',
+            f"curl -sS {url} \\",
+            "  -H 'Content-Type: application/json' \\",
+            '  -H "webhook-id: $ID" \\',
+            '  -H "webhook-timestamp: $TS" \\',
+            '  -H "webhook-signature: v1,$SIG" \\',
+            '  --data-binary "$BODY"',
+        ]
+    )
+
+
 def _show_secret(
     request: BoardRequest, source: Source, secret: str | None, title: str
 ) -> HttpResponse:
@@ -283,7 +307,7 @@ def _show_secret(
             "source": source,
             "secret": secret,
             "webhook_url": url,
-            "curl": curl_example(url, secret),
+            "curl": curl_example(url, secret, source.scheme),
         },
     )
     return holds_secret(response)
@@ -331,7 +355,7 @@ def source_new(request: BoardRequest) -> HttpResponse:
                 form.cleaned_data["slug"],
                 name=form.cleaned_data["name"].strip(),
                 verify=form.cleaned_data["verify"],
-                scheme=form.cleaned_data["scheme"],
+                scheme=form.cleaned_data["scheme"] or SignatureScheme.GITHUB,
             )
         except ValidationError as exc:
             form.add_error(None, exc)
