@@ -28,6 +28,7 @@ own surface answers for a body over its cap (the application's ``answer``: a JSO
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from io import BytesIO
@@ -37,6 +38,8 @@ from urllib.parse import unquote
 from daphne.cli import CommandLineInterface as DaphneCommandLine
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server as DaphneServer
+
+logger = logging.getLogger(__name__)
 
 # How long a refused client may go on sending (read and discarded) before the connection drops.
 LINGER_SECONDS = 5.0
@@ -150,6 +153,14 @@ class CappedRequest(WebRequest):
         # Whatever else arrives on this connection is thrown away, never parsed or stored.
         channel.dataReceived = _discard
         channel.persistent = False
+        # daphne's access log never sees this request: say what was refused (the path escaped,
+        # so a newline in it cannot forge a line).
+        logger.info(
+            "413: a body over the %d-byte cap of %r from %s",
+            self._cap or 0,
+            request_path(self._target),
+            getattr(transport.getPeer(), "host", "?"),
+        )
         content_type = self.requestHeaders.getRawHeaders(b"content-type", [None])[0]
         transport.write(
             too_large_response(

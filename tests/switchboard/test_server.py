@@ -163,6 +163,11 @@ def test_a_declared_length_with_no_body_is_answered_at_once(
 
     assert_413(state, "/hooks/nope", HOOK_CAP)
     assert state.answered_after is not None and state.answered_after < 2
+    # daphne's access log never sees it; the server logs the refusal itself.
+    deadline = time.monotonic() + 5
+    while "413: a body over the 5242880-byte cap of '/hooks/nope'" not in server.log_tail(50_000):
+        assert time.monotonic() < deadline, server.log_tail()
+        time.sleep(0.1)
 
 
 def test_a_body_within_the_cap_still_reaches_the_application(server: LiveServer) -> None:
