@@ -156,12 +156,22 @@ def origin_allowed(origin: str | None, host: str | None) -> bool:
 # --- the body ----------------------------------------------------------------------------------
 
 
+def too_large_message(limit: int) -> str:
+    return f"Request body too large (limit {limit} bytes)"
+
+
+def too_large_body(limit: int) -> bytes:
+    """The JSON-RPC error a body over ``limit`` is answered with (by the server too, before it
+    reads the body: switchboard/lib/server.py)."""
+    return _error_body(types.INVALID_REQUEST, too_large_message(limit))
+
+
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     """The whole request body, refusing (413) as soon as it is known to exceed ``limit``."""
     try:
         return await asgi.read_body(scope, receive, limit)
     except asgi.BodyTooLarge:
-        raise Refused(413, f"Request body too large (limit {limit} bytes)") from None
+        raise Refused(413, too_large_message(limit)) from None
     except asgi.ClientDisconnected:
         raise Refused(400, "Client disconnected") from None
 

@@ -48,6 +48,16 @@ def is_otlp_path(path: str) -> bool:
     return path == PREFIX or path.startswith(PREFIX + "/")
 
 
+def _too_large_message(cap: int) -> str:
+    return f"the body is over the {cap}-byte limit"
+
+
+def too_large(content_type: str | None, cap: int) -> response.Reply:
+    """The 413 for a body over ``cap``, in the request's encoding (the server sends it before
+    reading the body: switchboard/lib/server.py)."""
+    return response.failure(response.encoding_of(content_type), 413, _too_large_message(cap))
+
+
 class _Refusal(Exception):
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
@@ -83,7 +93,7 @@ async def _serve(scope: Scope, receive: Receive) -> tuple[response.Reply, Outcom
     try:
         body = await asgi.read_body(scope, receive, cap)
     except asgi.BodyTooLarge:
-        raise _Refusal(413, f"the body is over the {cap}-byte limit") from None
+        raise _Refusal(413, _too_large_message(cap)) from None
     try:
         endpoint = await aresolve_endpoint_bearer(scope, slug)
     except BearerRejected as rejected:

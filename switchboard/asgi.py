@@ -9,6 +9,8 @@ Django. The ``lifespan`` entry starts and stops the MCP session manager on serve
 lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
 request (``mcp_server.server.McpRuntime``). Around it all, ``ForwardedMiddleware`` believes
 X-Forwarded-For/-Proto from ``SWITCHBOARD_TRUSTED_PROXIES`` only (switchboard/lib/proxies.py).
+``body_cap`` tells the server (switchboard/lib/server.py) each path's body cap, so it refuses an
+over-cap body before reading it (docs/decisions/0011-refuse-bodies-in-the-server.md).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
-from switchboard.lib import metrics  # noqa: E402
+from switchboard.lib import metrics, server  # noqa: E402
 from switchboard.lib.proxies import ForwardedMiddleware  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
 
@@ -65,6 +67,35 @@ async def http(scope: Any, receive: Any, send: Any) -> None:
         await metrics.timed(_hook, scope, receive, send, metrics.hook_request)
     else:
         await django_application(scope, receive, send)
+
+
+def body_cap(path: str) -> int:
+    """The largest request body to ``path``: the cap of the app ``http`` routes it to.
+
+    The server (switchboard/lib/server.py) refuses a longer body with 413 before reading it;
+    each app enforces the same setting again on what it reads.
+    """
+    if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
+        return int(settings.SWITCHBOARD_MAX_BODY_BYTES)
+    if otlp_receiver.is_otlp_path(path):
+        return int(settings.SWITCHBOARD_OTLP_MAX_BODY_BYTES)
+    if hooks.is_hook_path(path):
+        return int(settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES)
+    # Django: the Board's and the admin's forms (DATA_UPLOAD_MAX_MEMORY_SIZE is this setting).
+    return int(settings.SWITCHBOARD_MAX_BODY_BYTES)
+
+
+def too_large(path: str, content_type: str | None, limit: int) -> tuple[str, bytes]:
+    """The 413 the server sends for ``path`` before reading its body: each surface's own shape."""
+    if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
+        return "application/json", mcp_transport.too_large_body(limit)
+    if otlp_receiver.is_otlp_path(path):
+        reply = otlp_receiver.too_large(content_type, limit)
+        return reply.content_type, reply.body
+    return server.too_large_json(limit)
+
+
+server.set_body_cap(body_cap, too_large)
 
 
 # The Board's live updates: the Django session logs the socket in; a page of another origin

@@ -83,6 +83,13 @@ class RuntimeSettings:
     hooks_rate_per_source: int = _setting(
         1_200, 0, 10_000_000, "Webhook deliveries per minute to one source (0: no limit)."
     )
+    hooks_rejected_per_source: int = _setting(
+        60,
+        0,
+        10_000_000,
+        "Deliveries with a bad signature stored per minute per source; beyond it they answer 429"
+        " and are not stored (0: no limit).",
+    )
     ring_unclaimed_after_seconds: int = _setting(
         600, 10, 86_400, "Re-ring a pending todo left unclaimed this long."
     )

@@ -298,3 +298,9 @@ SWITCHBOARD_HOOK_MAX_BODY_BYTES = env_int(
 # input before it answers with the task as it stands.
 SWITCHBOARD_A2A_DEFAULT_QUEUE = env_str("SWITCHBOARD_A2A_DEFAULT_QUEUE", "a2a")
 SWITCHBOARD_A2A_BLOCKING_SECONDS = env_int("SWITCHBOARD_A2A_BLOCKING_SECONDS", 30, minimum=0)
+
+# How far a Standard Webhooks delivery's signed webhook-timestamp may be from now, either way,
+# before it is rejected (a captured delivery replayed later; todos/intake/routing.py).
+SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS = env_int(
+    "SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS", 300, minimum=1
+)

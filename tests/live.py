@@ -38,7 +38,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
-STARTUP_SECONDS = 30
+# A server imports Django, the SDKs and the apps before it answers: on a loaded machine (2 cores
+# shared with other test runs) that alone has taken over 30 s.
+STARTUP_SECONDS = 60
 LOCAL_REDIS = "redis://127.0.0.1:6379/0"
 
 
@@ -83,7 +85,15 @@ def _start(env: dict[str, str], log: Path) -> LiveServer:
     with log.open("wb") as out:
         process = subprocess.Popen(
             [
-                *(sys.executable, "-m", "daphne", "--bind", "127.0.0.1", "--port", str(port)),
+                *(
+                    sys.executable,
+                    "-m",
+                    "switchboard.lib.server",
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                ),
                 "switchboard.asgi:application",
             ],
             cwd=ROOT,

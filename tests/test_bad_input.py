@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
+import socket
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,9 +28,10 @@ from mcp_server.verbs import owner_of
 from switchboard.lib import jsonlimits
 from tests.base import Personas
 from tests.factories import RuleFactory, SourceFactory
+from tests.live import LiveServer
 from tests.reach import claimed, new_todo
 from todos import lifecycle
-from todos.intake.routing import sign
+from todos.intake.routing import sign, sign_standard
 from todos.models import Event, Todo
 
 SECRET = "corpus-secret"
@@ -142,7 +146,15 @@ def test_a_hostile_json_body_with_a_bad_signature_is_a_401_recorded_without_its_
         "/hooks/corpus", data=HOSTILE_JSON[name], content_type="application/json"
     )
     body = assert_json_answer(response, 401)
-    assert Event.objects.get(id=body["event_id"]).payload is None
+    event = Event.objects.get(id=body["event_id"])
+    assert event.payload is None
+    assert event.body_size == len(HOSTILE_JSON[name])
+    assert event.body_sha256 == hashlib.sha256(HOSTILE_JSON[name]).hexdigest()
+    # At most 256 bytes of it, escaped: no NUL, no raw control character, no lone surrogate.
+    prefix = event.body_prefix
+    assert len(prefix.encode("utf-8", "surrogatepass")) <= 4 * 256
+    assert not jsonlimits.text_problem(prefix)
+    assert not any(ch < " " and ch not in "\n\t" for ch in prefix)
 
 
 @pytest.mark.django_db
@@ -176,6 +188,82 @@ def test_a_hostile_delivery_id_is_a_json_answer(
 ):
     response = deliver(client, b"{}", **{"X-GitHub-Delivery": value})
     assert_json_answer(response, status)
+
+
+@pytest.fixture
+def standard_source(personas: Personas) -> Any:
+    source = SourceFactory(
+        owner=personas.alice, slug="corpus-sw", secret=STANDARD_SECRET, scheme="standard-webhooks"
+    )
+    RuleFactory(source=source, endpoint=personas.endpoint_a, name="all", queue="q", match={})
+    return source
+
+
+STANDARD_SECRET = "whsec_" + base64.b64encode(b"corpus" * 6).decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("webhook-id", NUL),
+        ("webhook-id", "m" * 300),
+        ("webhook-id", CONTROL),
+        ("webhook-timestamp", "1e10"),
+        ("webhook-timestamp", "-1"),
+        ("webhook-timestamp", "9" * 40),
+        ("webhook-timestamp", "\uff11\uff12\uff13"),  # full-width digits: str.isdigit says yes
+        ("webhook-timestamp", NUL),
+        ("webhook-signature", "v1,"),
+        ("webhook-signature", "v1,===="),
+        ("webhook-signature", "v1," + "A" * 100_000),
+        ("webhook-signature", "v1," + NUL),
+        ("webhook-signature", "," * 1000),
+    ],
+)
+def test_hostile_standard_webhooks_headers_are_a_json_answer(
+    client: Client, standard_source: Any, header: str, value: str
+):
+    now = int(time.time())
+    headers = {
+        "webhook-id": "msg_1",
+        "webhook-timestamp": str(now),
+        "webhook-signature": sign_standard(STANDARD_SECRET, "msg_1", now, b"{}"),
+    }
+    headers[header] = value
+    if header != "webhook-signature":  # sign what is sent, so the value itself is tested
+        try:
+            stamp = int(headers["webhook-timestamp"])
+        except ValueError:
+            stamp = now
+        headers["webhook-signature"] = sign_standard(
+            STANDARD_SECRET, headers["webhook-id"], stamp, b"{}"
+        )
+    response = client.post(
+        "/hooks/corpus-sw", data=b"{}", content_type="application/json", headers=headers
+    )
+    assert_json_answer(response, 202, 400, 401)
+    assert Todo.objects.count() <= 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["/hooks/corpus", "/mcp/nope", "/otlp/nope/v1/traces", "/login/"])
+def test_an_over_cap_declared_length_is_a_json_413_before_any_body(
+    live_daphne: LiveServer, path: str
+):
+    with socket.create_connection(("127.0.0.1", live_daphne.port), timeout=10) as sock:
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {300 * 1_048_576}\r\n\r\n".encode()
+        )
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"Content-Type: application/json" in head
+    # Each surface's own shape: the hooks' and the Board's JSON, MCP's JSON-RPC, OTLP's Status.
+    assert "too large" in body.decode() or "over the" in json.loads(body)["message"]
 
 
 # --- MCP, in process through the server's handlers --------------------------------------------

@@ -23,6 +23,15 @@ class EventDisposition(models.TextChoices):
     DUPLICATE = "duplicate"
 
 
+class SignatureScheme(models.TextChoices):
+    """How a verifying source's deliveries are signed (todos/intake/routing.py)."""
+
+    # X-Hub-Signature-256 / X-Signature-256: sha256=<hex HMAC of the body>.
+    GITHUB = "github"
+    # webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC of id.timestamp.body>.
+    STANDARD_WEBHOOKS = "standard-webhooks"
+
+
 class Source(models.Model):
     """A webhook source at ``POST /hooks/{slug}``, checked with its secret when ``verify``."""
 
@@ -31,6 +40,12 @@ class Source(models.Model):
     name = models.TextField()
     secret = models.TextField(blank=True, editable=False)
     verify = models.BooleanField(db_default=True, default=True)
+    # Fixed at creation, like the slug: the secret's form depends on it.
+    scheme = models.TextField(
+        choices=SignatureScheme.choices,
+        db_default=SignatureScheme.GITHUB,
+        default=SignatureScheme.GITHUB,
+    )
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:
@@ -113,6 +128,11 @@ class Event(models.Model):
     verification = models.JSONField(db_default={}, default=dict)
     disposition = models.TextField(choices=EventDisposition.choices)
     routing_trace = models.JSONField(db_default=[], default=list)
+    # A rejected delivery keeps no payload, only what identifies its body: its size in bytes,
+    # its SHA-256 (hex) and its first bytes, escaped and masked (todos/intake/deliveries.py).
+    body_size = models.IntegerField(null=True, blank=True)
+    body_sha256 = models.TextField(null=True, blank=True)
+    body_prefix = models.TextField(null=True, blank=True)
 
     class Meta:
         db_table = "events"

@@ -3,6 +3,7 @@ verification, rules (with Rule.full_clean's errors inline), the rule tester, rec
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -214,6 +215,32 @@ def test_the_curl_example_signs_the_body_as_intake_verifies_it(alice_client: Cli
     secret = Source.objects.get(slug="github").secret
     assert "sha256=" + signature == sign(secret, example_body.encode())
     assert deliver("github", json.loads(example_body), secret=secret)["disposition"] == "dropped"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_a_standard_webhooks_source_s_curl_example_signs_as_intake_verifies_it(
+    alice_client: Client, personas: Personas
+) -> None:
+    body = create(alice_client, slug="billing", scheme="standard-webhooks").content.decode()
+    source = Source.objects.get(slug="billing")
+    assert source.scheme == "standard-webhooks" and source.secret.startswith("whsec_")
+    assert "Standard Webhooks" in body and "Payload URL" not in body
+    snippet = html.unescape(group(r'<pre id="curl">(.*?)</pre>', body))
+    signing = snippet.split("curl -sS")[0] + 'printf "%s\\n%s\\n%s\\n%s" "$BODY" "$ID" "$TS" "$SIG"'
+
+    out = subprocess.run(["bash", "-c", signing], capture_output=True, text=True, check=True)
+
+    example_body, delivery_id, timestamp, signature = out.stdout.split("\n")
+    headers = {
+        "webhook-id": delivery_id,
+        "webhook-timestamp": timestamp,
+        "webhook-signature": "v1," + signature,
+    }
+    answer = Client().post(
+        "/hooks/billing", data=example_body, content_type="application/json", headers=headers
+    )
+    assert answer.status_code == 202, answer.content
+    assert answer.json()["disposition"] == "dropped"
 
 
 def test_a_source_that_does_not_verify_gets_no_secret(alice_client: Client) -> None:
@@ -521,6 +548,20 @@ def test_the_event_page_shows_the_headers_and_payload_without_secrets(
     assert "x-github-event" in headers and "x-hub-signature-256" not in headers
     assert "test (3.12)" in body and "valid</span>" in body
     assert signature not in body and signature.removeprefix("sha256=") not in body
+
+
+def test_a_rejected_event_s_page_shows_its_body_s_size_and_digest_not_its_payload(
+    alice_client: Client, personas: Personas
+) -> None:
+    github_source(personas)
+    event_id = deliver("github", secret="wrong")["event_id"]
+    sent = json.dumps(CHECK_RUN_FAILED).encode()
+
+    body = alice_client.get(reverse("source_event", args=["github", event_id])).content.decode()
+
+    assert "<h2>Body</h2>" in body and "<h2>Payload</h2>" not in body
+    assert f"{len(sent)} bytes" in body and hashlib.sha256(sent).hexdigest() in body
+    assert "rejected</span>" in body
 
 
 def test_the_source_page_makes_the_same_queries_for_1_and_20_events(

@@ -148,6 +148,24 @@ def test_events_are_read_only_and_show_their_todos(
     assert f">{event.pk}<" in html
 
 
+def test_a_rejected_event_shows_its_body_s_size_digest_and_prefix(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice)
+    event = Event.objects.create(
+        source=source,
+        disposition="rejected",
+        body_size=5_242_880,
+        body_sha256="ab" * 32,
+        body_prefix='{"x": "<script>y</script>"',
+    )
+
+    html = admin_page(admin_client, admin_url("admin:todos_event_change", event.pk))
+
+    assert "5242880" in html and "ab" * 32 in html
+    assert "&lt;script&gt;y&lt;/script&gt;" in html and "<script>y" not in html
+
+
 def _inline_rule(source: Source, endpoint: Endpoint) -> dict[str, Any]:
     return {
         "owner": source.owner_id,

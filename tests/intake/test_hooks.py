@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from typing import Any
 
 import pytest
 from django.test import override_settings
@@ -10,6 +12,8 @@ from django.test import override_settings
 from tests.base import Personas
 from tests.factories import RuleFactory, SourceFactory
 from tests.intake.conftest import CHECK_RUN_FAILED, SECRET, Hook
+from todos.intake import deliveries
+from todos.intake.routing import sign
 from todos.models import Event, Todo
 
 pytestmark = pytest.mark.django_db
@@ -86,9 +90,34 @@ def test_a_bad_signature_answers_401_and_stores_a_rejected_event(hook: Hook):
     assert response.json()["event_id"] == event.id
     assert event.disposition == "rejected"
     assert event.verification["result"] == "mismatch"
-    assert event.payload == CHECK_RUN_FAILED
+    # Not its body: its size, digest and (here, all of) its first 256 bytes.
+    body = json.dumps(CHECK_RUN_FAILED).encode()
+    assert event.payload is None
+    assert event.body_size == len(body)
+    assert event.body_sha256 == hashlib.sha256(body).hexdigest()
+    assert event.body_prefix == body.decode()
+    assert event.headers["x-github-event"] == "check_run"
+    assert "x-hub-signature-256" not in event.headers
     assert event.delivery_id is None
     assert not Todo.objects.exists()
+
+
+def test_a_rejected_delivery_keeps_only_a_short_escaped_masked_prefix_of_its_body(hook: Hook):
+    token = "ghp_" + "A1b2C3d4" * 5
+    head = b'{"a": "x\x00y\xe2\x80\xae", "raw": "\xff\xfe", "token": "' + token.encode() + b'"'
+    body = head + b', "pad": "' + b"p" * (5 * 1_048_576 - len(head) - 20) + b'"}'
+
+    assert hook.post(body=body, secret="wrong").status_code == 401
+
+    event = only_event()
+    assert event.payload is None
+    assert event.body_size == len(body)
+    assert event.body_sha256 == hashlib.sha256(body).hexdigest()
+    prefix = event.body_prefix
+    assert prefix.startswith('{"a": "x\\x00y\\u202e", "raw": "\\xff\\xfe", "token": "[redacted')
+    assert token not in prefix
+    assert "\x00" not in prefix and "\u202e" not in prefix
+    assert len(prefix) < 300  # 256 bytes and their escapes; none of the 5 MiB pad
 
 
 def test_a_rejected_delivery_does_not_hold_its_delivery_id(hook: Hook):
@@ -115,6 +144,31 @@ def test_a_rejected_body_that_is_not_json_is_stored_without_payload(hook: Hook):
 
     assert response.status_code == 401
     assert only_event().payload is None
+    assert only_event().body_prefix == "{nope"
+
+
+def test_a_source_s_rejected_deliveries_past_its_budget_are_429_and_not_stored(hook: Hook):
+    spent = iter([None, 7])
+
+    def budget(source_id: int) -> int | None:
+        assert source_id == hook.source.id
+        return next(spent)
+
+    def deliver() -> Any:
+        return deliveries.receive(
+            "github",
+            b"{}",
+            [("X-Hub-Signature-256", sign("wrong", b"{}"))],
+            rejected_budget=budget,
+        )
+
+    with pytest.raises(deliveries.BadSignature):
+        deliver()
+    with pytest.raises(deliveries.RejectedTooOften) as refused:
+        deliver()
+
+    assert refused.value.status == 429 and refused.value.retry_after == 7
+    assert Event.objects.count() == 1
 
 
 def test_a_body_that_is_not_json_answers_400_and_stores_nothing(hook: Hook):

@@ -20,8 +20,11 @@ from google.rpc.status_pb2 import Status
 from switchboard import runtime_settings
 from switchboard.lib.limits import Limiter
 from tests.base import Personas
+from tests.factories import SourceFactory
 from tests.live import LiveServer, _start, _stop, _wait_ready
 from tests.otlp.helpers import SpanSpec, post, request, trace_id
+from todos.intake.routing import sign
+from todos.models import Event
 
 LIMITS = {
     "otlp_rate_per_address": 5,
@@ -30,6 +33,7 @@ LIMITS = {
     "mcp_rate_per_endpoint": 2,
     "hooks_rate_per_address": 1000,
     "hooks_rate_per_source": 2,
+    "hooks_rejected_per_source": 1,
 }
 
 
@@ -148,6 +152,22 @@ def test_hooks_are_429_with_retry_after_past_the_sources_rate(limited: LiveServe
     assert answers[2].json()["error"] == "rate_limited"
     _retry_after(answers[2])
     assert other.status_code == 404  # another source has a budget of its own
+
+
+def test_a_sources_bad_signatures_past_their_rate_are_429_and_not_stored(
+    limited: LiveServer, personas: Personas
+) -> None:
+    SourceFactory(owner=personas.alice, slug="signed", secret="the-secret")
+    url = limited.url("/hooks/signed")
+    bad = {"X-Hub-Signature-256": sign("not-the-secret", b"{}")}
+    answers = [httpx2.post(url, content=b"{}", headers=bad, timeout=30) for _ in range(2)]
+
+    assert [a.status_code for a in answers] == [401, 429]
+    assert answers[1].json()["error"] == "rate_limited"
+    assert "bad signature" in answers[1].json()["message"]
+    _retry_after(answers[1])
+    (event,) = Event.objects.all()
+    assert event.disposition == "rejected" and event.payload is None
 
 
 @pytest.mark.skipif(not _redis_up(), reason="no Redis on 127.0.0.1:6379")

@@ -20,7 +20,7 @@ from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.models import Verb
 from tests.base import Personas
 from todos import lifecycle
-from todos.models import EventDisposition, PushState, State
+from todos.models import EventDisposition, PushState, SignatureScheme, State
 
 # The apps whose migrations hold hand-written SQL, latest first (reverse dependency order).
 PROJECT_APPS = ("activity", "attempts", "todos", "switchboard")
@@ -66,6 +66,7 @@ def _check_values(table: str, column: str) -> list[str]:
     [
         ("todos", "state", State),
         ("events", "disposition", EventDisposition),
+        ("sources", "scheme", SignatureScheme),
         ("todo_attempts", "outcome", Outcome),
         ("todo_attempts", "disposition", Disposition),
         ("todo_attempts", "claimer_kind", ClaimerKind),

@@ -29,7 +29,7 @@ from switchboard.lib.admin import RefusesUnusableQueries, Shown, adopt, pretty_j
 from todos.intake import routing, sources
 from todos.intake.deliveries import plan_for
 from todos.intake.forms import RuleForm, RuleTestForm
-from todos.models import Event, Rule, Source
+from todos.models import Event, Rule, SignatureScheme, Source
 
 # The request attribute carrying a source's new secret from save_model to response_add or
 # response_change (the hooks of the add and change views that see it), within one request.
@@ -51,7 +51,15 @@ class RuleInlineFormSet(BaseInlineFormSet):
 class SourceForm(forms.ModelForm):
     class Meta:
         model = Source
-        fields = ("owner", "slug", "name", "verify")
+        fields = ("owner", "slug", "name", "verify", "scheme")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "scheme" in self.fields:  # read-only once the source exists
+            self.fields["scheme"].required = False  # GitHub's when not sent
+
+    def clean_scheme(self) -> str:
+        return str(self.cleaned_data.get("scheme") or SignatureScheme.GITHUB)
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -75,9 +83,9 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     form = SourceForm
     change_form_template = "admin/todos/source/change_form.html"
     # ``secret`` is not editable and appears nowhere but the show-once page.
-    fields = ("owner", "slug", "name", "verify", "created_at")
+    fields = ("owner", "slug", "name", "verify", "scheme", "created_at")
     readonly_fields = ("created_at",)
-    list_display = ("slug", "name", "owner", "verify", "rule_count", "created_at")
+    list_display = ("slug", "name", "owner", "verify", "scheme", "rule_count", "created_at")
     list_select_related = ("owner",)
     list_filter = ("verify", "owner")
     search_fields = ("slug", "name", "owner__username")
@@ -114,7 +122,8 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             return self.readonly_fields
         # The slug is the URL its sender posts to; the owner's endpoints are where its rules
         # route. Both are fixed at creation, as on the Board (todos.intake.sources.update_source).
-        return (*self.readonly_fields, "owner", "slug")
+        # The scheme decides the secret's form: fixed at creation too.
+        return (*self.readonly_fields, "owner", "slug", "scheme")
 
     def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
         if change:
@@ -125,7 +134,7 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         else:
             # A secret only when verifying, as on the Board and in create_source.
             source, minted = sources.create_source(
-                obj.owner, obj.slug, name=obj.name, verify=obj.verify
+                obj.owner, obj.slug, name=obj.name, verify=obj.verify, scheme=obj.scheme
             )
             adopt(obj, source)
         if minted is not None:
@@ -288,6 +297,9 @@ class EventAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         "headers_json",
         "verification_json",
         "payload_json",
+        "body_size",
+        "body_sha256",
+        "body_prefix",
         "routing_trace_json",
         "todo_links",
     )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import ValidationError
@@ -45,7 +46,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from switchboard.lib.board import BoardRequest, holds_secret, login_required
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
-from todos.models import Event, Rule, Source, Todo
+from todos.models import Event, Rule, SignatureScheme, Source, Todo
 
 RECENT_EVENTS = 20
 
@@ -195,6 +196,15 @@ class SourceForm(forms.Form):
         help_text="Refuse deliveries without a valid HMAC-SHA256 signature (recommended). "
         "Without it, anyone who knows the URL can create todos.",
     )
+    scheme = forms.ChoiceField(
+        choices=SignatureScheme.choices,
+        initial=SignatureScheme.GITHUB,
+        required=False,  # GitHub's when not sent
+        label="Signatures",
+        help_text="GitHub's X-Hub-Signature-256 over the body, or Standard Webhooks"
+        " (webhook-id, webhook-timestamp, webhook-signature), which also signs the time and"
+        " the delivery id. It cannot be changed later.",
+    )
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -241,8 +251,10 @@ EXAMPLE_BODY = json.dumps(
 )
 
 
-def curl_example(url: str, secret: str | None) -> str:
+def curl_example(url: str, secret: str | None, scheme: str = SignatureScheme.GITHUB) -> str:
     """A shell snippet that delivers a signed check_run failure (unsigned without a secret)."""
+    if secret and scheme == SignatureScheme.STANDARD_WEBHOOKS:
+        return _standard_curl_example(url, secret)
     lines = []
     if secret:
         lines.append(f"SECRET='{secret}'")
@@ -261,6 +273,27 @@ def curl_example(url: str, secret: str | None) -> str:
     return "\n".join(lines)
 
 
+def _standard_curl_example(url: str, secret: str) -> str:
+    """The Standard Webhooks delivery: the HMAC of id.timestamp.body keyed with the secret's
+    base64 key (openssl takes it as hex)."""
+    return "\n".join(
+        [
+            f"SECRET='{secret}'",
+            f"BODY='{EXAMPLE_BODY}'",
+            "ID=try-$(date +%s); TS=$(date +%s)",
+            "KEY=$(printf '%s' \"${SECRET#whsec_}\" | base64 -d | od -An -v -tx1 | tr -d ' \\n')",
+            'SIG=$(printf \'%s.%s.%s\' "$ID" "$TS" "$BODY"'
+            ' | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$KEY" -binary | base64)',
+            f"curl -sS {url} \\",
+            "  -H 'Content-Type: application/json' \\",
+            '  -H "webhook-id: $ID" \\',
+            '  -H "webhook-timestamp: $TS" \\',
+            '  -H "webhook-signature: v1,$SIG" \\',
+            '  --data-binary "$BODY"',
+        ]
+    )
+
+
 def _show_secret(
     request: BoardRequest, source: Source, secret: str | None, title: str
 ) -> HttpResponse:
@@ -274,7 +307,7 @@ def _show_secret(
             "source": source,
             "secret": secret,
             "webhook_url": url,
-            "curl": curl_example(url, secret),
+            "curl": curl_example(url, secret, source.scheme),
         },
     )
     return holds_secret(response)
@@ -322,6 +355,7 @@ def source_new(request: BoardRequest) -> HttpResponse:
                 form.cleaned_data["slug"],
                 name=form.cleaned_data["name"].strip(),
                 verify=form.cleaned_data["verify"],
+                scheme=form.cleaned_data["scheme"] or SignatureScheme.GITHUB,
             )
         except ValidationError as exc:
             form.add_error(None, exc)
@@ -365,6 +399,7 @@ def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "source": source,
         "webhook_url": _webhook_url(request, source),
         "fingerprint": sources.secret_fingerprint(source.secret),
+        "tolerance_seconds": settings.SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS,
         "rules": rules,
         "events": [_event_row(e) for e in _recent_events(source)],
         "tester": RuleTestForm(),

@@ -1,9 +1,11 @@
 """Webhook intake: one delivery becomes one event and a todo per matching rule.
 
 ``receive`` is the only writer of ``events``. The order of checks is the order of the answers:
-unknown source (404), then the signature (a bad one is stored as ``rejected``, 401), then the
-body (not JSON: 400, nothing stored), then idempotency (an accepted delivery id seen before on
-this source: a ``duplicate`` event, 200, nothing created), then routing (202).
+unknown source (404), then the signature (a bad one is stored as ``rejected``, 401, without its
+body: only its size, SHA-256 and first bytes, escaped and masked; past the source's rate of
+rejected deliveries, 429 and nothing stored), then the body (not JSON: 400, nothing stored),
+then idempotency (an accepted delivery id seen before on this source: a ``duplicate`` event,
+200, nothing created), then routing (202).
 
 Concurrency: the event is inserted first, with ``ON CONFLICT DO NOTHING`` on the partial unique
 index ``events_source_delivery_uniq``, inside the transaction that creates the todos. Two copies
@@ -16,23 +18,27 @@ commits, never before.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
-from collections.abc import Iterable, Mapping
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from django.conf import settings
 from django.db import transaction
 from psycopg.types.json import Jsonb
 
-from switchboard.lib import jsonlimits, metrics
+from switchboard.lib import jsonlimits, metrics, redact
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, load
 from todos import lifecycle
 from todos.intake import routing
 from todos.lifecycle import TITLE_MAX_BYTES
-from todos.models import Event, EventDisposition, Source
+from todos.models import Event, EventDisposition, SignatureScheme, Source
 
 SQL_DIR = Path(__file__).parent / "sql"
 INSERT_EVENT = load(SQL_DIR, "intake_event")
@@ -41,10 +47,16 @@ ORIGINAL_EVENT = load(SQL_DIR, "intake_original")
 DELIVERY_ID_MAX_BYTES = 256
 SLUG_MAX_CHARS = 200  # longer than any Source.slug; a longer one is not looked up
 SECRET_PREFIX = "sbw_"  # noqa: S105 (a prefix that marks a secret, not one)
+# What a rejected delivery keeps of its body, besides its size and SHA-256.
+REJECTED_PREFIX_BYTES = 256
 
 
-def new_secret() -> str:
-    """A fresh webhook secret: 32 random bytes, prefixed so scanners and people recognise it."""
+def new_secret(scheme: str = SignatureScheme.GITHUB) -> str:
+    """A fresh webhook secret for ``scheme``: 32 random bytes, prefixed so scanners and people
+    recognise it (``sbw_``; Standard Webhooks' own ``whsec_`` and base64, which its senders
+    expect)."""
+    if scheme == SignatureScheme.STANDARD_WEBHOOKS:
+        return routing.new_standard_secret()
     return SECRET_PREFIX + secrets.token_urlsafe(32)
 
 
@@ -90,6 +102,48 @@ class TooLarge(IntakeError):
     code = "too_large"
 
 
+class RejectedTooOften(IntakeError):
+    """Over the source's rate of rejected deliveries: nothing is stored; ``retry_after`` s."""
+
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            f"too many deliveries with a bad signature; redeliver after {retry_after} s"
+        )
+        self.retry_after = retry_after
+
+
+# Given a source id, count one rejected delivery against its rate: None while it is within it,
+# else the seconds until another would be stored.
+RejectedBudget = Callable[[int], int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class BodyEvidence:
+    """What identifies a body that is not stored: size, SHA-256 (hex), the first bytes."""
+
+    size: int
+    sha256: str
+    prefix: str
+
+
+def body_evidence(body: bytes) -> BodyEvidence:
+    """``body``'s size and SHA-256, and its first ``REJECTED_PREFIX_BYTES`` bytes as text:
+    bytes that are not UTF-8 as ``\\xNN``, control and format characters (NUL, bidi overrides)
+    as ``\\xNN``/``\\uNNNN`` (newline and tab kept), credentials masked (``redact.mask``)."""
+    head = body[:REJECTED_PREFIX_BYTES].decode("utf-8", "backslashreplace")
+    escaped = "".join(
+        ch
+        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf")
+        else ch.encode("unicode_escape").decode("ascii")
+        for ch in head
+    )
+    prefix, _masked = redact.mask(escaped)
+    return BodyEvidence(len(body), hashlib.sha256(body).hexdigest(), prefix)
+
+
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """What a delivery became: the answer's body (status 202, or 200 for a duplicate)."""
@@ -120,9 +174,12 @@ def receive(
     headers: Iterable[tuple[str, str]],
     *,
     content_type: str = "application/json",
+    rejected_budget: RejectedBudget | None = None,
 ) -> Delivery:
     """Take one delivery to ``POST /hooks/{source_slug}``; raise an ``IntakeError`` subclass for
-    every answer but 200/202. ``headers`` are the request's headers as (name, value) pairs."""
+    every answer but 200/202. ``headers`` are the request's headers as (name, value) pairs;
+    ``rejected_budget`` (the hook view's rate limit) is asked before a rejected delivery is
+    stored, and without one every rejected delivery is stored."""
     # A slug PostgreSQL cannot compare (NUL, a lone surrogate) names no source: asking would be
     # a data error, which must not read as an outage.
     unusable = jsonlimits.text_problem(source_slug) or len(source_slug) > SLUG_MAX_CHARS
@@ -134,19 +191,16 @@ def receive(
     kept = routing.stored_headers(pairs)
     if (reason := jsonlimits.problem(kept)) is not None:
         raise BadHeaders(f"a header {reason}")
-    verification = routing.verify_signature(source.secret, body, raw, required=source.verify)
-    try:
-        payload, parse_error = parse_body(body, content_type), None
-    except NotJson as exc:
-        payload, parse_error = None, exc
-
+    verification = _verify(source, body, raw)
     if not verification.ok:
-        event_id = _store_rejected(source, kept, payload, verification.detail)
+        if rejected_budget is not None and (retry_after := rejected_budget(source.id)):
+            metrics.rate_limited("hooks", "rejected")
+            raise RejectedTooOften(retry_after)
+        event_id = _store_rejected(source, kept, body_evidence(body), verification.detail)
         metrics.webhook_delivery(EventDisposition.REJECTED)
         raise BadSignature(_signature_message(verification.detail), event_id=event_id)
-    if parse_error is not None:
-        raise parse_error
-    delivery_id = _delivery_id(raw)
+    payload = parse_body(body, content_type)
+    delivery_id = _delivery_id(raw, source.scheme)
 
     plan = plan_for(source, kept, payload)
     with transaction.atomic():
@@ -212,14 +266,19 @@ def _route(event_id: int, plan: routing.RoutingPlan, payload: Any) -> Delivery:
 
 
 def _store_rejected(
-    source: Source, headers: dict[str, str], payload: Any, verification: dict[str, Any]
+    source: Source, headers: dict[str, str], body: BodyEvidence, verification: dict[str, Any]
 ) -> int:
     # The delivery id is not kept: a rejected delivery must not hold (or look like) an accepted
-    # one, and a sender that fixes its secret retries with the same id.
+    # one, and a sender that fixes its secret retries with the same id. Nor is the body: anyone
+    # can send one, unauthenticated, and it would be kept for the retention period; its size,
+    # digest and first bytes say which body it was.
     event = Event.objects.create(
         source=source,
         headers=headers,
-        payload=payload,
+        payload=None,
+        body_size=body.size,
+        body_sha256=body.sha256,
+        body_prefix=body.prefix,
         verification=verification,
         disposition=EventDisposition.REJECTED,
         routing_trace=[],
@@ -248,8 +307,26 @@ def _store_duplicate(
     return Delivery(event.id, EventDisposition.DUPLICATE, (), duplicate_of=original_id)
 
 
-def _delivery_id(headers: Mapping[str, str]) -> str | None:
-    for name in routing.DELIVERY_HEADERS:
+def _verify(source: Source, body: bytes, headers: Mapping[str, str]) -> routing.Verification:
+    if source.verify and source.scheme == SignatureScheme.STANDARD_WEBHOOKS:
+        return routing.verify_standard(
+            source.secret,
+            body,
+            headers,
+            now=time.time(),
+            tolerance_seconds=settings.SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS,
+        )
+    return routing.verify_signature(source.secret, body, headers, required=source.verify)
+
+
+def _delivery_id(headers: Mapping[str, str], scheme: str) -> str | None:
+    # A Standard Webhooks source's id is the signed webhook-id, whatever else was sent.
+    names = (
+        (routing.STANDARD_ID,)
+        if scheme == SignatureScheme.STANDARD_WEBHOOKS
+        else routing.DELIVERY_HEADERS
+    )
+    for name in names:
         value = headers.get(name, "").strip()
         if value:
             if len(value.encode()) > DELIVERY_ID_MAX_BYTES or "\x00" in value:
@@ -262,6 +339,15 @@ def _delivery_id(headers: Mapping[str, str]) -> str | None:
 
 def _signature_message(detail: Mapping[str, Any]) -> str:
     result = detail.get("result")
+    if detail.get("scheme") == "standard-webhooks":
+        return {
+            "missing": "signature required: send webhook-id, webhook-timestamp and"
+            " webhook-signature (Standard Webhooks)",
+            "malformed": "signature malformed: expected webhook-timestamp in Unix seconds and"
+            " webhook-signature as v1,<base64>",
+            "timestamp_out_of_window": "webhook-timestamp is outside the accepted window"
+            " (too old, or in the future): sign again with the current time",
+        }.get(str(result), "no v1 signature matches the delivery and the source's secret")
     if result == "missing":
         return "signature required: send X-Signature-256 (or X-Hub-Signature-256): sha256=<hex>"
     if result == "malformed":

@@ -29,10 +29,12 @@ are, other values as compact JSON); a missing field renders empty and is reporte
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
 import re
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -368,7 +370,14 @@ def plan(
 # --- headers and signatures ----------------------------------------------------------------
 
 SIGNATURE_HEADERS = ("x-signature-256", "x-hub-signature-256")
-DELIVERY_HEADERS = ("x-github-delivery", "x-delivery-id")
+# Standard Webhooks (https://www.standardwebhooks.com): the delivery id is signed with the body.
+STANDARD_ID, STANDARD_TIMESTAMP, STANDARD_SIGNATURE = (
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+)
+STANDARD_SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix that marks a secret, not one)
+DELIVERY_HEADERS = ("x-github-delivery", "x-delivery-id", STANDARD_ID)
 # Never stored, never matchable: credentials, cookies, signatures, and anything named like one.
 _DROPPED_HEADERS = frozenset(
     {
@@ -379,6 +388,7 @@ _DROPPED_HEADERS = frozenset(
         "x-hub-signature",
         "x-api-key",
         *SIGNATURE_HEADERS,
+        STANDARD_SIGNATURE,
     }
 )
 _SECRET_WORDS = ("token", "secret", "signature", "password", "api-key", "apikey", "credential")
@@ -442,6 +452,67 @@ def verify_signature(
     if not hmac.compare_digest(expected, given.lower()):
         return Verification(False, detail | {"result": "mismatch"})
     return Verification(True, detail | {"result": "valid"})
+
+
+def verify_standard(
+    secret: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    now: float,
+    tolerance_seconds: int,
+) -> Verification:
+    """Check a Standard Webhooks delivery: ``webhook-signature`` holds space-separated
+    ``v1,<base64>`` signatures, one of which must be the HMAC-SHA256 of
+    ``<webhook-id>.<webhook-timestamp>.<body>`` keyed with the base64 key after ``whsec_`` in
+    ``secret``; ``webhook-timestamp`` (Unix seconds) must be within ``tolerance_seconds`` of
+    ``now``, either way, so a captured delivery cannot be replayed later (within the window,
+    its ``webhook-id`` makes it a duplicate).
+
+    ``headers`` maps lower-cased names to values. The detail never holds the secret or a digest.
+    """
+    detail: dict[str, Any] = {"scheme": "standard-webhooks", "header": STANDARD_SIGNATURE}
+    delivery_id = headers.get(STANDARD_ID, "").strip()
+    timestamp = headers.get(STANDARD_TIMESTAMP, "").strip()
+    signatures = headers.get(STANDARD_SIGNATURE, "").strip()
+    if not (delivery_id and timestamp and signatures):
+        return Verification(False, detail | {"result": "missing"})
+    if not re.fullmatch(r"[0-9]{1,12}", timestamp):
+        return Verification(False, detail | {"result": "malformed"})
+    detail["timestamp"] = int(timestamp)
+    if abs(now - int(timestamp)) > tolerance_seconds:
+        return Verification(False, detail | {"result": "timestamp_out_of_window"})
+    try:
+        key = base64.b64decode(secret.removeprefix(STANDARD_SECRET_PREFIX), validate=True)
+    except ValueError:
+        return Verification(False, detail | {"result": "mismatch"})  # no secret it could match
+    signed = f"{delivery_id}.{timestamp}.".encode() + body
+    expected = hmac.new(key, signed, hashlib.sha256).digest()
+    seen_v1 = False
+    for candidate in signatures.split():
+        version, _, encoded = candidate.partition(",")
+        if version != "v1":
+            continue  # another version (v1a: asymmetric) this source cannot check
+        try:
+            given = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            continue
+        seen_v1 = True
+        if hmac.compare_digest(expected, given):
+            return Verification(True, detail | {"result": "valid"})
+    return Verification(False, detail | {"result": "mismatch" if seen_v1 else "malformed"})
+
+
+def new_standard_secret() -> str:
+    """A fresh Standard Webhooks secret: ``whsec_`` and 32 random bytes in base64."""
+    return STANDARD_SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+
+
+def sign_standard(secret: str, delivery_id: str, timestamp: int, body: bytes) -> str:
+    """A ``webhook-signature`` value for a delivery: for tests, docs and the rule tester."""
+    key = base64.b64decode(secret.removeprefix(STANDARD_SECRET_PREFIX))
+    digest = hmac.new(key, f"{delivery_id}.{timestamp}.".encode() + body, hashlib.sha256)
+    return "v1," + base64.b64encode(digest.digest()).decode("ascii")
 
 
 # What the rule tester and the rule form parse is what intake accepts: one check for both.

@@ -28,7 +28,7 @@ from django.utils.crypto import constant_time_compare, salted_hmac
 from switchboard import credentials
 from switchboard.models import Endpoint, Human
 from todos.intake.deliveries import new_secret
-from todos.models import Rule, Source
+from todos.models import Rule, SignatureScheme, Source
 
 # A rule appended without a position goes this far after the last one, leaving room between.
 POSITION_STEP = 10
@@ -44,7 +44,12 @@ def validate_slug(slug: str) -> None:
 
 
 def create_source(
-    owner: Human, slug: str, *, name: str = "", verify: bool = True
+    owner: Human,
+    slug: str,
+    *,
+    name: str = "",
+    verify: bool = True,
+    scheme: str = SignatureScheme.GITHUB,
 ) -> tuple[Source, str | None]:
     """Create a source; return it and its secret (to be shown once), ``None`` if unverified.
 
@@ -54,8 +59,10 @@ def create_source(
         validate_slug(slug)
     except ValidationError as exc:
         raise ValidationError({"slug": exc}) from None
-    secret = new_secret() if verify else ""
-    source = Source(owner=owner, slug=slug, name=name or slug, verify=verify, secret=secret)
+    secret = new_secret(scheme) if verify else ""
+    source = Source(
+        owner=owner, slug=slug, name=name or slug, verify=verify, secret=secret, scheme=scheme
+    )
     source.full_clean()
     try:
         with transaction.atomic():
@@ -84,7 +91,7 @@ def set_verify(source: Source, verify: bool) -> str | None:
     """Turn verification on (minting a secret when there is none) or off; a new secret or None."""
     minted = None
     if verify and not source.secret:
-        minted = source.secret = new_secret()
+        minted = source.secret = new_secret(source.scheme)
     source.verify = verify
     source.save(update_fields=["secret", "verify"])
     return minted
@@ -95,7 +102,7 @@ def rotate_secret(source: Source) -> str:
 
     The old secret stops working at once.
     """
-    source.secret = new_secret()
+    source.secret = new_secret(source.scheme)
     source.verify = True
     source.save(update_fields=["secret", "verify"])
     return source.secret

@@ -1,7 +1,9 @@
 """``POST /hooks/{source_slug}``: the HTTP face of webhook intake (``deliveries`` does the work).
 
 Every answer is JSON, never an HTML page: 202 (routed or dropped), 200 (duplicate delivery),
-400, 401, 404, 405, 413, 429 (with ``Retry-After``) when a sender is over its rate, and 503 when
+400, 401, 404, 405, 413, 429 (with ``Retry-After``) when a sender is over its rate or a source
+over its rate of rejected deliveries (``hooks_rejected_per_source``: beyond it a delivery with a
+bad signature is not stored), and 503 when
 the database is unreachable (with ``Retry-After``, so the sender redelivers). Data the database
 refuses is a 400, never a 503: a sender would redeliver it forever. The body cap is
 enforced twice: by ``guard`` in front of Django on the ASGI server, before the body is buffered,
@@ -15,6 +17,7 @@ import json
 import logging
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import DatabaseError, DataError
 from django.http import HttpRequest, JsonResponse
@@ -60,7 +63,12 @@ def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
             body,
             request.headers.items(),
             content_type=request.content_type or "",
+            rejected_budget=_rejected_budget,
         )
+    except deliveries.RejectedTooOften as exc:
+        response = error(exc.status, exc.code, exc.message)
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     except deliveries.IntakeError as exc:
         extra = {} if exc.event_id is None else {"event_id": exc.event_id}
         return error(exc.status, exc.code, exc.message, **extra)
@@ -75,6 +83,22 @@ def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
         response["Retry-After"] = "30"
         return response
     return JsonResponse(delivery.as_json(), status=delivery.status)
+
+
+def _rejected_budget(source_id: int) -> int | None:
+    """Count a rejected delivery against its source's ``hooks_rejected_per_source``: None while
+    within it, else the seconds until another would be stored.
+
+    The view runs in a worker thread of the server's event loop; ``async_to_sync`` counts on
+    that loop's limiter, the one ``guard`` counts on (the same store, Redis when configured).
+    """
+    rate = runtime_settings.current().hooks_rejected_per_source
+    verdict = async_to_sync(_hit_rejected)(source_id, rate)
+    return None if verdict.allowed else verdict.retry_after
+
+
+async def _hit_rejected(source_id: int, rate: int) -> limits.Verdict:
+    return await limits.limiter(settings.REDIS_URL).hit("hooks", "rejected", str(source_id), rate)
 
 
 # --- the ASGI guard ------------------------------------------------------------------------

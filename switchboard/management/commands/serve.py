@@ -27,9 +27,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from daphne.cli import CommandLineInterface
-
+        # daphne, with the body caps applied before a body is read (switchboard/lib/server.py).
         from switchboard import embedded
+        from switchboard.lib.server import CommandLineInterface
 
         # manage.py started it already; this covers call_command("serve") and costs nothing.
         embedded.ensure_running()

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard.models import Human
 from todos.intake.sources import create_source
+from todos.models import SignatureScheme
 
 
 def problems(exc: ValidationError) -> str:
@@ -35,6 +36,13 @@ class Command(BaseCommand):
             action="store_true",
             help="Accept unsigned deliveries (no secret). Only for senders that cannot sign.",
         )
+        parser.add_argument(
+            "--scheme",
+            choices=SignatureScheme.values,
+            default=SignatureScheme.GITHUB,
+            help="How deliveries are signed: github (X-Hub-Signature-256 over the body, the"
+            " default) or standard-webhooks (webhook-id/-timestamp/-signature, whsec_ secret).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = Human.objects.filter(username=options["owner"]).first()
@@ -42,7 +50,11 @@ class Command(BaseCommand):
             raise CommandError(f"no operator named {options['owner']!r}")
         try:
             source, secret = create_source(
-                owner, options["slug"], name=options["name"], verify=not options["no_verify"]
+                owner,
+                options["slug"],
+                name=options["name"],
+                verify=not options["no_verify"],
+                scheme=options["scheme"],
             )
         except ValidationError as exc:
             raise CommandError(problems(exc)) from None

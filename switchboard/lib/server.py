@@ -1,0 +1,227 @@
+"""daphne, refusing an over-cap request body before any of it is stored.
+
+daphne reads a request with Twisted's HTTP/1.1 parser, which spools the whole body (into a
+temporary file past 100 kB) before the ASGI application runs: the applications' own caps
+(``switchboard/lib/asgi.py``) answer 413 only after a 300 MiB upload has been received and
+written to disk. This module keeps daphne and moves the refusal to where the parser learns the
+body's length (decision 0011):
+
+- a ``Content-Length`` over the path's cap is answered 413 as soon as the headers end, before a
+  byte of the body is read (an ``Expect: 100-continue`` is not answered with 100 then);
+- a chunked body is counted as it is decoded and answered 413 at ``cap + 1`` bytes; a body
+  within its cap is held in memory, never in Twisted's temporary file;
+- after a 413 the connection is half-closed and whatever the client still sends is read and
+  thrown away for at most ``LINGER_SECONDS`` (so the client reads the answer rather than a reset),
+  then dropped.
+
+The cap per path comes from the application (``set_body_cap``, which ``switchboard.asgi`` calls
+with the function that knows which app a path goes to and the setting that app enforces); with
+none set, nothing is refused here. The 413 carries ``Connection: close`` and the body the path's
+own surface answers for a body over its cap (the application's ``answer``: a JSON-RPC error on
+``/mcp``, an OTLP ``Status`` on ``/otlp``, the hook guard's JSON elsewhere). HTTP/2 streams
+(not enabled without Twisted's extras) keep the applications' caps.
+
+``python -m switchboard.lib.server <daphne arguments>`` is daphne's command line with this server;
+``manage.py serve`` runs the same.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from io import BytesIO
+from typing import Any, cast
+from urllib.parse import unquote
+
+from daphne.cli import CommandLineInterface as DaphneCommandLine
+from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.server import Server as DaphneServer
+
+logger = logging.getLogger(__name__)
+
+# How long a refused client may go on sending (read and discarded) before the connection drops.
+LINGER_SECONDS = 5.0
+
+BodyCap = Callable[[str], int | None]
+# (path, the request's Content-Type or None, the cap) -> (Content-Type, body) of the 413.
+TooLargeAnswer = Callable[[str, str | None, int], tuple[str, bytes]]
+_body_cap: BodyCap | None = None
+_answer: TooLargeAnswer | None = None
+
+
+def set_body_cap(body_cap: BodyCap | None, answer: TooLargeAnswer | None = None) -> None:
+    """Refuse request bodies to a path over ``body_cap(path)`` bytes (None: no cap here), with
+    ``answer``'s body (each surface's own error shape), else ``too_large_json``'s."""
+    global _body_cap, _answer
+    _body_cap, _answer = body_cap, answer
+
+
+def request_path(raw_target: bytes) -> str | None:
+    """The path of a request line's target as daphne puts it in the scope (percent-decoded),
+    or None when daphne will refuse it (not ASCII)."""
+    try:
+        return unquote(raw_target.split(b"?", 1)[0].decode("ascii"))
+    except UnicodeDecodeError:
+        return None  # daphne answers 400 to this request before any application runs
+
+
+def cap_for(raw_target: bytes) -> int | None:
+    """The cap for a request line's target (path and query, percent-encoded, as sent)."""
+    path = request_path(raw_target)
+    if _body_cap is None or path is None:
+        return None
+    return _body_cap(path)
+
+
+def too_large_json(limit: int) -> tuple[str, bytes]:
+    body = {
+        "error": "too_large",
+        "message": f"the body is over the {limit}-byte limit",
+        "limit": limit,
+    }
+    return "application/json", json.dumps(body).encode()
+
+
+def too_large_response(path: str, content_type: str | None, limit: int) -> bytes:
+    """The whole 413 answer, status line to body."""
+    kind, body = _answer(path, content_type, limit) if _answer else too_large_json(limit)
+    head = (
+        "HTTP/1.1 413 Content Too Large\r\n"
+        f"Content-Type: {kind}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Cache-Control: no-store\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+class CappedRequest(WebRequest):
+    """daphne's request, refusing a body over its path's cap before it is stored."""
+
+    _cap: int | None = None
+    _target = b""
+    _received = 0
+    _refused = False
+    _linger: Any = None
+
+    def gotLength(self, length: int | None) -> None:
+        # The channel has parsed the request line (``_path`` is its raw target) and the headers.
+        target = getattr(self.channel, "_path", None)
+        self._target = target if isinstance(target, bytes) else b""
+        self._cap = cap_for(target) if isinstance(target, bytes) else None
+        if self._cap is None:
+            super().gotLength(length)
+        elif length is not None and length > self._cap:
+            # Not a byte of the body has been read: no content file at all.
+            self._refuse()
+        else:
+            # At most ``cap`` bytes, kept in memory (as the applications keep them after reading):
+            # never Twisted's temporary file, which a chunked body would otherwise grow first.
+            self.content = BytesIO()
+
+    def handleContentChunk(self, data: bytes) -> None:
+        if self._refused:
+            return
+        self._received += len(data)
+        if self._cap is not None and self._received > self._cap:
+            self._refuse()
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        if self._refused:
+            return  # answered already; no application runs for this request
+        super().requestReceived(command, path, version)
+
+    def connectionLost(self, reason: Any) -> None:
+        if self._linger is not None and self._linger.active():
+            self._linger.cancel()
+        super().connectionLost(reason)
+
+    def _refuse(self) -> None:
+        """Answer 413 now, read nothing more into the request, and close the connection."""
+        self._refused = True
+        if self.content is not None:
+            self.content.close()  # a chunked body's first ``cap`` bytes, now dropped
+        self.content = None  # type: ignore[assignment]  # Twisted's "no body kept"
+        # allHeadersReceived would answer "100 Continue" after this when the client asked.
+        self.requestHeaders.removeHeader(b"Expect")
+        channel = self.channel
+        transport = channel.transport
+        # Whatever else arrives on this connection is thrown away, never parsed or stored.
+        channel.dataReceived = _discard
+        channel.persistent = False
+        # daphne's access log never sees this request: say what was refused (the path escaped,
+        # so a newline in it cannot forge a line).
+        logger.info(
+            "413: a body over the %d-byte cap of %r from %s",
+            self._cap or 0,
+            request_path(self._target),
+            getattr(transport.getPeer(), "host", "?"),
+        )
+        content_type = self.requestHeaders.getRawHeaders(b"content-type", [None])[0]
+        transport.write(
+            too_large_response(
+                request_path(self._target) or "/",
+                content_type.decode("latin-1") if content_type is not None else None,
+                self._cap or 0,
+            )
+        )
+        # Half-close: the answer goes out with a FIN while the client's remaining bytes are
+        # still read (and dropped), so the client sees the 413 rather than a connection reset.
+        lose_write = getattr(transport, "loseWriteConnection", None)
+        if lose_write is not None:
+            from twisted.internet import reactor  # daphne's: daphne.server installs it
+
+            lose_write()
+            self._linger = cast(Any, reactor).callLater(LINGER_SECONDS, transport.abortConnection)
+        else:
+            transport.loseConnection()
+
+
+def _discard(data: bytes) -> None:
+    pass
+
+
+class CappedHTTPFactory(HTTPFactory):
+    def buildProtocol(self, addr: Any) -> Any:
+        protocol = super().buildProtocol(addr)
+        protocol.requestFactory = CappedRequest
+        return protocol
+
+
+class Server(DaphneServer):
+    """daphne's server with ``CappedHTTPFactory`` in place of daphne's own.
+
+    daphne's ``run()`` builds its HTTP factory and listens with it in one method, with no hook
+    between; the property puts this server's factory in the place ``run()`` assigns.
+    """
+
+    _capped_factory: CappedHTTPFactory | None = None
+
+    @property
+    def http_factory(self) -> CappedHTTPFactory | None:
+        return self._capped_factory
+
+    @http_factory.setter
+    def http_factory(self, _daphne_factory: Any) -> None:
+        self._capped_factory = CappedHTTPFactory(self)
+
+
+class CommandLineInterface(DaphneCommandLine):
+    server_class = Server
+
+
+def main(argv: list[str] | None = None) -> None:
+    """daphne's command line (``daphne --help``) with the capped server."""
+    CommandLineInterface().run(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    # Run the module's imported copy: ``switchboard.asgi`` sets the cap on that one, not on
+    # ``__main__``.
+    from switchboard.lib import server
+
+    server.main()
