@@ -20,6 +20,7 @@ urlpatterns = [
     path("endpoints/new", board.endpoint_new, name="endpoint_new"),
     path("endpoints/<slug:slug>", board.endpoint_detail, name="endpoint_detail"),
     path("endpoints/<slug:slug>/keys", board.endpoint_mint_key, name="endpoint_mint_key"),
+    path("endpoints/<slug:slug>/key", board.endpoint_key_shown, name="endpoint_key_shown"),
     path(
         "endpoints/<slug:slug>/keys/<int:key_id>/revoke",
         board.endpoint_revoke_key,
@@ -30,6 +31,9 @@ urlpatterns = [
     path("sources/new", intake_board.source_new, name="source_new"),
     path("sources/<slug:slug>", intake_board.source_detail, name="source_detail"),
     path("sources/<slug:slug>/rotate", intake_board.source_rotate, name="source_rotate"),
+    path(
+        "sources/<slug:slug>/secret", intake_board.source_secret_shown, name="source_secret_shown"
+    ),
     path("sources/<slug:slug>/verify", intake_board.source_verify, name="source_verify"),
     path("sources/<slug:slug>/test", intake_board.source_test, name="source_test"),
     path(

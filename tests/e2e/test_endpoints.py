@@ -61,10 +61,18 @@ def test_a_key_vended_in_the_wizard_claims_a_todo_over_mcp(board: Board, demo: D
     assert KEY_RE.fullmatch(key), key
     mcp_url = board.live.mcp_url("ci-fixer")
     expect(page.locator("#cfg-any")).to_contain_text(f"URL: {mcp_url}")
-    expect(page.locator("#cfg-any")).to_contain_text(f"Authorization: Bearer {key}")
+    expect(page.locator("#cfg-any")).to_contain_text("Authorization: Bearer $SWITCHBOARD_KEY")
+    expect(page.locator("#cfg-export")).to_have_text(f"export SWITCHBOARD_KEY={key}")
+    expect(page.locator("#cfg-json")).to_contain_text('"Bearer ${SWITCHBOARD_KEY}"')
+    expect(page.locator("#cfg-json")).not_to_contain_text(key)
     expect(page.locator("#cfg-claude")).to_contain_text(mcp_url)
     board.tidy_for_the_docs(key, MASKED)
     board.shot("vend-key")
+    # A reload shows the key no more, and mints nothing (the page was a GET after a redirect).
+    page.reload()
+    expect(page.get_by_text("A key is shown only once")).to_be_visible()
+    expect(page.locator("#key")).to_have_count(0)
+    page.go_back()
 
     # An agent given that key and URL drains the endpoint's queue.
     endpoint = Endpoint.objects.get(slug="ci-fixer", owner__username="demo")
