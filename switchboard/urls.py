@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import path, re_path
+from django.views.generic import RedirectView
 
 from activity import views as activity_views
 from switchboard import board, views
@@ -11,6 +13,8 @@ from todos.intake import board as intake_board
 from todos.intake import views as hooks
 
 urlpatterns = [
+    # Browsers ask for /favicon.ico whatever the page links; the Board links the SVG.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     # The Board (operators' web UI).
     path("", todo_views.todo_list, name="todo_list"),
     path("todos/<str:todo_id>", todo_views.todo_detail, name="todo_detail"),
