@@ -266,6 +266,16 @@ def test_the_sources_pages_fit_a_phone(
     board.goto("/sources/")
     expect(page.locator("tbody tr.row")).to_have_count(1)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    # Read as a card: every shown cell, the last event's included, inside the screen, under its
+    # column's name, and nothing to scroll sideways inside the table's box either.
+    cells = page.locator("tbody tr.row td[data-label]:visible")
+    expect(cells).to_have_count(4)
+    for i in range(4):
+        box = cells.nth(i).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    expect(cells.last).to_contain_text("routed")
+    scroller = page.locator(".scroll-x").first
+    assert scroller.evaluate("el => el.scrollWidth <= el.clientWidth")
     # The rail is as tall as its links, not stretched over a short page.
     rail = page.get_by_role("navigation", name="Board").bounding_box()
     assert rail is not None and rail["height"] < PHONE["height"] / 4
@@ -273,6 +283,24 @@ def test_the_sources_pages_fit_a_phone(
     board.goto("/sources/github")
     page.locator("details.event summary time").click()
     expect(page.locator("details.event ol.trace")).to_be_visible()
+    # The trace's conditions may wrap between words, never inside one: the lines each word of
+    # a cell is drawn on, at most one per word.
+    lines_per_word = """el => {
+        const text = el.firstChild, words = [], range = document.createRange();
+        for (const match of text.data.matchAll(/\\S+/g)) {
+            range.setStart(text, match.index);
+            range.setEnd(text, match.index + match[0].length);
+            words.push(new Set([...range.getClientRects()].map(r => Math.round(r.top))).size);
+        }
+        return words;
+    }"""
+    cells = page.locator(
+        "details.event table.checks td:is([data-label=Condition], [data-label=Expected])"
+    )
+    assert cells.count() >= 2
+    for i in range(cells.count()):
+        counted = cells.nth(i).evaluate(lines_per_word)
+        assert counted and set(counted) == {1}, (cells.nth(i).inner_text(), counted)
     page.locator("#tester-headers").fill("X-GitHub-Event: check_run")
     page.locator("#tester-payload").fill(json.dumps(check_run("failure")))
     page.get_by_role("button", name="Route it").click()
