@@ -97,7 +97,8 @@ def holder(context: template.Context, owner: str | None) -> str:
     user: Any = getattr(request, "user", None)
     if user is not None and getattr(user, "id", None) == human_id:
         return f"operator {user.username}"
-    names: dict[int, str | None] = context.render_context.setdefault("board_tags.holders", {})
+    render: Any = context.render_context  # per render: one query per other human at most
+    names: dict[int, str | None] = render.setdefault("board_tags.holders", {})
     if human_id not in names:
         names[human_id] = (
             Human.objects.filter(id=human_id).values_list("username", flat=True).first()
