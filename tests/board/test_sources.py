@@ -600,7 +600,9 @@ def test_the_tester_shows_why_a_delivery_is_dropped(
 
     assert "Dropped:" in body and "no match</span>" in body
     assert "header x-github-event" in body and "missing" in body and "✕ not" in body
-    assert re.search(r'payload action</td>\s*<td class="mono">= "completed"', body)
+    assert re.search(
+        r'payload action</td>\s*<td class="mono" data-label="Expected">= "completed"', body
+    )
     assert '"opened"' in body
     assert Event.objects.count() == 0 and Todo.objects.count() == 0
 
