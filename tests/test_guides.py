@@ -8,6 +8,7 @@ tell a reader to (docs/README.md, "Code blocks"). Then each file's runnable bloc
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -158,6 +159,9 @@ def serving(demo: Demo, label: str) -> Iterator[tuple[str, dict[str, str]]]:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"serve did not start: {log.read_text()[-3000:]}")
                 time.sleep(0.2)
+            # serve noted its database for the commands beside it (manage.py reads the note).
+            note = json.loads((Path(env["SWITCHBOARD_DATA_DIR"]) / "server.json").read_text())
+            assert note["pid"] == server.pid and note["embedded"] is False, note
             yield base, env
         finally:
             server.terminate()
