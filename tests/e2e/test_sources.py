@@ -108,8 +108,15 @@ def test_a_source_made_on_the_board_routes_a_signed_github_delivery_to_a_todo(
     board.tidy_for_the_docs(secret, MASKED)
     board.shot("source-secret")
 
-    # A reload replays the creating POST: the slug is taken now, and no secret is shown.
+    # A reload shows the secret no more and posts nothing (the page was a GET after a redirect).
     page.reload()
+    expect(page.get_by_text("A secret is shown only once")).to_be_visible()
+    assert secret not in page.content()
+    assert Source.objects.get(slug="github", owner=personas.alice).secret == secret
+    # Creating it again: the slug is taken, said beside the field.
+    board.goto("/sources/new")
+    page.get_by_label("Slug").fill("github")
+    page.get_by_role("button", name="Create the source").click()
     expect(page.get_by_role("heading", name="New source")).to_be_visible()
     expect(page.locator("#id_slug_error")).to_contain_text("already exists")
     expect(page.get_by_label("Slug")).to_have_attribute("aria-describedby", "id_slug_error")
