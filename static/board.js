@@ -27,3 +27,31 @@ document.addEventListener("click", (event) => {
   const drawer = document.getElementById("drawer");
   if (drawer) drawer.replaceChildren();
 });
+
+// Relative times: <time datetime="…" title="absolute" data-relative>3 min ago</time>, written by
+// the server (switchboard/templatetags/board_tags.py, `when`) and kept current here while the
+// page stays open, in the same words. The absolute time stays in the tooltip.
+(() => {
+  const relative = (moment, now) => {
+    let seconds = (now - moment) / 1000;
+    const ahead = seconds < 0;
+    seconds = Math.abs(seconds);
+    if (seconds < 5) return "just now";
+    let amount;
+    if (seconds < 60) amount = `${Math.floor(seconds)} s`;
+    else if (seconds < 3600) amount = `${Math.floor(seconds / 60)} min`;
+    else if (seconds < 48 * 3600) amount = `${Math.floor(seconds / 3600)} h`;
+    else amount = `${Math.floor(seconds / 86400)} d`;
+    return ahead ? `in ${amount}` : `${amount} ago`;
+  };
+  const refresh = () => {
+    const now = Date.now();
+    for (const time of document.querySelectorAll("time[data-relative]")) {
+      const moment = Date.parse(time.getAttribute("datetime"));
+      if (!Number.isNaN(moment)) time.textContent = relative(moment, now);
+    }
+  };
+  document.addEventListener("DOMContentLoaded", refresh);
+  document.addEventListener("htmx:afterSettle", refresh);
+  setInterval(refresh, 15000);
+})();

@@ -1,10 +1,15 @@
 """The Board's endpoint pages: the list, the vend wizard, keys, push rings, and revocation.
 
-A key's plaintext exists only in the response that mints it (as in the admin,
-``switchboard.lib.admin``): it is rendered into that page's body, never into a message, a log
-line or a redirect, and the page is never cached. Every read here is scoped to the endpoints the
-logged-in human owns; another human's slug answers 404 exactly like an unknown one. Endpoints
-and keys are written only through ``switchboard.credentials``, as in the admin and the commands.
+A key's plaintext is shown once: the POST that mints it keeps it in the session and redirects
+(``stash_shown_once``), and the page it redirects to takes it out and renders it
+(``pop_shown_once``), so a reload shows it no more and mints nothing. It never goes into a
+message, a log line or a URL, and that page is never cached. The configuration snippets name the
+key as ``$SWITCHBOARD_KEY``, set by the one export line beside the key, so a checked-in
+``.mcp.json`` carries no key. Revoking a key or the endpoint asks to confirm first.
+
+Every read here is scoped to the endpoints the logged-in human owns; another human's slug answers
+404 exactly like an unknown one. Endpoints and keys are written only through
+``switchboard.credentials``, as in the admin and the commands.
 """
 
 from __future__ import annotations
@@ -22,7 +27,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from switchboard import credentials
-from switchboard.lib.board import BoardRequest, holds_secret, login_required
+from switchboard.lib.board import (
+    BoardRequest,
+    confirmed,
+    holds_secret,
+    login_required,
+    pop_shown_once,
+    stash_shown_once,
+)
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
 from switchboard.scope import Scope
 from todos import lifecycle, push
@@ -66,8 +78,12 @@ def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
     return endpoint
 
 
+KEY_ENV = "SWITCHBOARD_KEY"
+
+
 def client_config(request: BoardRequest, endpoint: Endpoint, key: str) -> dict[str, str]:
-    """Ready-to-copy configuration for an MCP client and an OTLP exporter, with ``key`` in it."""
+    """Ready-to-copy configuration for an MCP client and an OTLP exporter. Only ``export`` holds
+    ``key``; the rest read it from ``$SWITCHBOARD_KEY`` (docs/guides/agents.md)."""
     mcp_url = request.build_absolute_uri(f"/mcp/{endpoint.slug}")
     otlp_url = request.build_absolute_uri(f"/otlp/{endpoint.slug}/v1/traces")
     mcp_json = {
@@ -75,43 +91,66 @@ def client_config(request: BoardRequest, endpoint: Endpoint, key: str) -> dict[s
             "switchboard": {
                 "type": "http",
                 "url": mcp_url,
-                "headers": {"Authorization": f"Bearer {key}"},
+                "headers": {"Authorization": f"Bearer ${{{KEY_ENV}}}"},
             }
         }
     }
     return {
+        "export": f"export {KEY_ENV}={key}",
         "mcp_url": mcp_url,
-        "header": f"Authorization: Bearer {key}",
+        "header": f"Authorization: Bearer ${KEY_ENV}",
         "claude": (
             f"claude mcp add --transport http switchboard {mcp_url} \\\n"
-            f'  --header "Authorization: Bearer {key}"'
+            f'  --header "Authorization: Bearer ${KEY_ENV}"'
         ),
         "mcp_json": json.dumps(mcp_json, indent=2),
         "otlp_env": (
-            f"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={otlp_url}\n"
-            f"OTEL_EXPORTER_OTLP_TRACES_HEADERS=Authorization=Bearer%20{key}"
+            f"export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={otlp_url}\n"
+            f'export OTEL_EXPORTER_OTLP_TRACES_HEADERS="Authorization=Bearer%20${KEY_ENV}"'
         ),
     }
 
 
-def _show_key(
+def _key_minted(
     request: BoardRequest,
     endpoint: Endpoint,
     key: str,
     title: str,
     push_secret: str | None = None,
 ) -> HttpResponse:
+    """Keep the new key (and a new endpoint's push secret) for the page that shows it once, and
+    go there (POST-redirect-GET)."""
+    stash_shown_once(
+        request, "key", slug=endpoint.slug, key=key, title=title, push_secret=push_secret
+    )
+    return redirect("endpoint_key_shown", slug=endpoint.slug)
+
+
+@login_required
+@require_GET
+def endpoint_key_shown(request: BoardRequest, slug: str) -> HttpResponse:
+    """The new key, once; a reload (or any later visit) goes to the endpoint's page instead."""
+    endpoint = _own_endpoint(request, slug)
+    shown = pop_shown_once(request, "key", slug=endpoint.slug)
+    if shown is None or not shown.get("key"):
+        messages.info(
+            request,
+            "A key is shown only once. If it was not copied, add a new key and revoke the old.",
+        )
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    key = str(shown["key"])
     response = render(
         request,
         "endpoints/key_shown.html",
         {
             "section": "endpoints",
-            "title": title,
+            "title": shown.get("title") or f"New key for {endpoint.slug}",
             "endpoint": endpoint,
             "key": key,
+            "key_env": KEY_ENV,
             "config": client_config(request, endpoint, key),
             "otlp_enabled": settings.SWITCHBOARD_OTLP,
-            "push_secret": push_secret,
+            "push_secret": shown.get("push_secret"),
         },
     )
     return holds_secret(response)
@@ -147,7 +186,7 @@ def endpoint_new(request: BoardRequest) -> HttpResponse:
         except ValidationError as exc:  # the slug was taken since the form was checked
             form.add_error(None, exc)
         else:
-            return _show_key(
+            return _key_minted(
                 request,
                 endpoint,
                 plaintext,
@@ -190,7 +229,7 @@ def endpoint_mint_key(request: BoardRequest, slug: str) -> HttpResponse:
     except credentials.EndpointRevoked as exc:
         messages.error(request, str(exc))
         return redirect("endpoint_detail", slug=endpoint.slug)
-    return _show_key(request, endpoint, plaintext, f"New key for {endpoint.slug}")
+    return _key_minted(request, endpoint, plaintext, f"New key for {endpoint.slug}")
 
 
 @login_required
@@ -229,13 +268,21 @@ def endpoint_rotate_push_secret(request: BoardRequest, slug: str) -> HttpRespons
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def endpoint_revoke_key(request: BoardRequest, slug: str, key_id: int) -> HttpResponse:
-    """Revoke one key of the endpoint; agents using it get 401 from their next request."""
+    """Ask first; then revoke one key of the endpoint: agents using it get 401 from their next
+    request. A POST without ``confirm=yes`` (the key table's button) shows the question."""
     endpoint = _own_endpoint(request, slug)
     key = EndpointKey.objects.filter(endpoint=endpoint, id=key_id).first()
     if key is None:
         raise Http404("no such key")
+    if not confirmed(request):
+        live = EndpointKey.objects.filter(endpoint=endpoint, revoked_at__isnull=True).count()
+        return render(
+            request,
+            "endpoints/key_revoke.html",
+            {"section": "endpoints", "endpoint": endpoint, "key": key, "live_keys": live},
+        )
     if credentials.revoke_key(key):
         messages.success(request, f"Revoked key {key.prefix}….")
     else:
@@ -248,7 +295,7 @@ def endpoint_revoke_key(request: BoardRequest, slug: str, key_id: int) -> HttpRe
 def endpoint_revoke(request: BoardRequest, slug: str) -> HttpResponse:
     """Ask, saying how many todos it dead-letters; on POST revoke through the lifecycle."""
     endpoint = _own_endpoint(request, slug)
-    if request.method == "POST":
+    if request.method == "POST" and confirmed(request):
         result = lifecycle.revoke_endpoint(request.user.id, endpoint.id)
         if result.endpoint_revoked:
             n = len(result.dead_lettered)

@@ -41,8 +41,10 @@ DISPLAY_PREFIX_CHARS = len(KEY_PREFIX) + 8
 RESERVED_SLUGS = frozenset(
     {
         "new",
+        "key",
         "keys",
         "revoke",
+        "secret",
         "rotate",
         "verify",
         "test",

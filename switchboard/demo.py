@@ -19,11 +19,12 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from switchboard.credentials import create_endpoint
-from switchboard.models import DRAIN_VERBS, Human
+from switchboard.credentials import create_endpoint, mint_key, revoke_keys
+from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human
 from switchboard.scope import Scope
 from todos import lifecycle
-from todos.intake.sources import create_rule, create_source
+from todos.intake.sources import create_rule, create_source, rotate_secret
+from todos.models import Source
 
 USERNAME = "demo"
 ENDPOINT_SLUG = "demo-agent"
@@ -54,6 +55,21 @@ class AlreadySeeded(Exception):
     """The demo operator exists already; seeding again would collide with it."""
 
 
+class NotSeeded(Exception):
+    """There is no demo to re-issue credentials for (or a part of it was deleted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reissued:
+    """The demo's new credentials, shown once; the old key and secret no longer work."""
+
+    username: str
+    password: str
+    key: str
+    webhook_secret: str
+    keys_revoked: int
+
+
 @dataclass(frozen=True, slots=True)
 class Seeded:
     """What seeding created, including the credentials shown once to whoever ran it."""
@@ -79,6 +95,39 @@ def seed(password: str | None = None, *, if_empty: bool = False) -> Seeded | Non
         if Human.objects.filter(username=USERNAME).exists():
             raise AlreadySeeded(f"an operator named {USERNAME!r} exists already")
         return _seed(password or secrets.token_urlsafe(12))
+
+
+def reissue(password: str | None = None) -> Reissued:
+    """Give the demo new credentials, for whoever lost the ones printed when it was seeded.
+
+    The operator gets ``password`` (None generates one), the demo endpoint a new key while every
+    other key of it is revoked, and the demo source a new secret; all in one transaction, so a
+    failure changes nothing. Raise ``NotSeeded`` when the operator, endpoint or source is gone.
+    """
+    with transaction.atomic():
+        human = Human.objects.select_for_update().filter(username=USERNAME).first()
+        endpoint = Endpoint.objects.filter(
+            owner=human, slug=ENDPOINT_SLUG, revoked_at__isnull=True
+        ).first()
+        source = Source.objects.filter(owner=human, slug=SOURCE_SLUG).first()
+        if human is None or endpoint is None or source is None:
+            missing = [
+                what
+                for what, row in (
+                    (f"operator {USERNAME!r}", human),
+                    (f"live endpoint {ENDPOINT_SLUG!r}", endpoint),
+                    (f"source {SOURCE_SLUG!r}", source),
+                )
+                if row is None
+            ]
+            raise NotSeeded("no demo to re-issue: missing " + ", ".join(missing))
+        password = password or secrets.token_urlsafe(12)
+        human.set_password(password)
+        human.save(update_fields=["password"])
+        revoked = revoke_keys(EndpointKey.objects.filter(endpoint=endpoint))
+        _, key = mint_key(endpoint)
+        webhook_secret = rotate_secret(source)
+    return Reissued(USERNAME, password, key, webhook_secret, revoked)
 
 
 def _seed(password: str) -> Seeded:

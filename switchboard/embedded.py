@@ -13,6 +13,11 @@ process exits. So the web server and a ``manage.py`` command run beside it share
 Ctrl-C on the last of them stops it. Pids of processes that died without cleaning up
 (``kill -9``) are pruned before we register, so a crash never leaves a server that can no longer
 stop itself.
+
+``manage.py serve`` also leaves a note of which database it serves (:func:`record_server`,
+``.data/server.json``), so a command run in the same checkout without the server's
+``DATABASE_URL`` says what to set instead of starting a second, empty embedded database
+(``manage.py``).
 """
 
 from __future__ import annotations
@@ -51,6 +56,50 @@ def url(host: Path | str, database: str = DATABASE, port: int | None = None) -> 
     if str(host).startswith("/"):
         return f"postgresql://{USER}@{port_part}/{database}?host={quote(str(host))}"
     return f"postgresql://{USER}@{host}{port_part}/{database}"
+
+
+SERVER_RECORD = "server.json"
+
+
+def safe_url(database_url: str) -> str:
+    """``database_url`` without its password, to show and to write down."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(database_url)
+    if parts.password is None:
+        return database_url
+    netloc = parts.netloc.rsplit("@", 1)
+    userinfo = (parts.username or "") + ":***"
+    return urlunsplit(parts._replace(netloc=f"{userinfo}@{netloc[-1]}"))
+
+
+def record_server(data_dir: Path, database_url: str, *, is_embedded: bool) -> None:
+    """Note in ``data_dir`` that this process serves ``database_url`` (its password left out);
+    the note goes when the process exits, and a note whose process is gone is ignored."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / SERVER_RECORD
+    record = {"pid": os.getpid(), "database": safe_url(database_url), "embedded": is_embedded}
+    path.write_text(json.dumps(record))
+
+    def forget() -> None:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            if json.loads(path.read_text()).get("pid") == os.getpid():
+                path.unlink()
+
+    atexit.register(forget)
+
+
+def running_server(data_dir: Path) -> dict[str, object] | None:
+    """The note of the server running in this checkout (:func:`record_server`), or None when
+    there is none or its process is gone."""
+    try:
+        record = json.loads((data_dir / SERVER_RECORD).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    pid = record.get("pid") if isinstance(record, dict) else None
+    if not isinstance(pid, int) or not psutil.pid_exists(pid):
+        return None
+    return dict(record)
 
 
 def _prune_dead_handles(pgdata: Path) -> None:

@@ -242,6 +242,8 @@ AXES_FAILURE_LIMIT = env_int("SWITCHBOARD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("SWITCHBOARD_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# No "AXES: BEGIN …" banner on every command's standard error.
+AXES_VERBOSE = False
 # The login form's field; the admin's is the same.
 AXES_USERNAME_FORM_FIELD = "username"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"

@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import path, re_path
+from django.views.generic import RedirectView
 
 from activity import views as activity_views
 from switchboard import board, views
@@ -11,6 +13,8 @@ from todos.intake import board as intake_board
 from todos.intake import views as hooks
 
 urlpatterns = [
+    # Browsers ask for /favicon.ico whatever the page links; the Board links the SVG.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     # The Board (operators' web UI).
     path("", todo_views.todo_list, name="todo_list"),
     path("todos/<str:todo_id>", todo_views.todo_detail, name="todo_detail"),
@@ -20,6 +24,7 @@ urlpatterns = [
     path("endpoints/new", board.endpoint_new, name="endpoint_new"),
     path("endpoints/<slug:slug>", board.endpoint_detail, name="endpoint_detail"),
     path("endpoints/<slug:slug>/keys", board.endpoint_mint_key, name="endpoint_mint_key"),
+    path("endpoints/<slug:slug>/key", board.endpoint_key_shown, name="endpoint_key_shown"),
     path(
         "endpoints/<slug:slug>/keys/<int:key_id>/revoke",
         board.endpoint_revoke_key,
@@ -36,6 +41,9 @@ urlpatterns = [
     path("sources/new", intake_board.source_new, name="source_new"),
     path("sources/<slug:slug>", intake_board.source_detail, name="source_detail"),
     path("sources/<slug:slug>/rotate", intake_board.source_rotate, name="source_rotate"),
+    path(
+        "sources/<slug:slug>/secret", intake_board.source_secret_shown, name="source_secret_shown"
+    ),
     path("sources/<slug:slug>/verify", intake_board.source_verify, name="source_verify"),
     path("sources/<slug:slug>/test", intake_board.source_test, name="source_test"),
     path(

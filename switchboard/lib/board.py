@@ -51,3 +51,31 @@ def holds_secret[R: HttpResponseBase](response: R) -> R:
     add_never_cache_headers(response)
     response["Referrer-Policy"] = "no-referrer"
     return response
+
+
+# The plaintext shown once after a POST that minted it (a key, a webhook secret): the POST stashes
+# it in the session and redirects; the GET pops it and renders it. A reload finds nothing (the
+# form is not posted again, nothing is minted twice) and the secret leaves the session store at
+# the first view.
+SHOWN_ONCE = "switchboard.shown_once"
+
+
+def stash_shown_once(request: HttpRequest, kind: str, **values: str | None) -> None:
+    """Keep ``values`` for the next :func:`pop_shown_once` of ``kind`` in this session."""
+    request.session[SHOWN_ONCE] = {"kind": kind, **values}
+
+
+def pop_shown_once(request: HttpRequest, kind: str, **match: str) -> dict[str, str | None] | None:
+    """Take what :func:`stash_shown_once` kept for ``kind`` (and ``match``), or None."""
+    stashed = request.session.get(SHOWN_ONCE)
+    if not isinstance(stashed, dict) or stashed.get("kind") != kind:
+        return None
+    if any(stashed.get(name) != value for name, value in match.items()):
+        return None
+    del request.session[SHOWN_ONCE]
+    return stashed
+
+
+def confirmed(request: HttpRequest) -> bool:
+    """A destructive POST goes ahead only from its confirmation step (``confirm=yes``)."""
+    return request.POST.get("confirm") == "yes"

@@ -26,7 +26,7 @@ KEY_RE = re.compile(r"sbk_[A-Za-z0-9_-]{43}")
 def vend(client: Client, slug: str = "ci-fixer", **extra: object) -> Any:
     data: dict[str, object] = {"name": "CI fixer", "slug": slug, "verbs": list(DRAIN_VERBS)}
     data.update(extra)
-    return client.post(reverse("endpoint_new"), data)
+    return client.post(reverse("endpoint_new"), data, follow=True)
 
 
 def test_the_list_shows_the_humans_endpoints_with_last_key_use(
@@ -80,10 +80,14 @@ def test_vending_shows_the_key_once_with_client_configuration(
     assert found.endpoint.owner_id == personas.alice.id
     assert list(found.endpoint.verbs) == list(DRAIN_VERBS)
     assert "http://testserver/mcp/ci-fixer" in body
-    assert f"Authorization: Bearer {key}" in body
-    assert f"&quot;Authorization&quot;: &quot;Bearer {key}&quot;" in body  # .mcp.json
+    # The key is in the card and its export line only; the snippets read $SWITCHBOARD_KEY.
+    assert body.count(key) == 2 and f"export SWITCHBOARD_KEY={key}" in body
+    assert "Authorization: Bearer $SWITCHBOARD_KEY" in body
+    assert "&quot;Authorization&quot;: &quot;Bearer ${SWITCHBOARD_KEY}&quot;" in body  # .mcp.json
     assert "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://testserver/otlp/ci-fixer/v1/traces" in body
-    assert f"OTEL_EXPORTER_OTLP_TRACES_HEADERS=Authorization=Bearer%20{key}" in body
+    assert "OTEL_EXPORTER_OTLP_TRACES_HEADERS=&quot;Authorization=Bearer%20$SWITCHBOARD_KEY" in body
+    # Post-redirect-get: the POST answered a redirect, and the key left the session.
+    assert response.redirect_chain == [(reverse("endpoint_key_shown", args=["ci-fixer"]), 302)]
     assert "no-store" in response["Cache-Control"]
     assert response["Referrer-Policy"] == "no-referrer"
 
@@ -91,7 +95,12 @@ def test_vending_shows_the_key_once_with_client_configuration(
 def test_the_endpoint_page_never_shows_the_key_again(alice_client: Client) -> None:
     key = KEY_RE.findall(vend(alice_client).content.decode())[0]
 
+    reload = alice_client.get(reverse("endpoint_key_shown", args=["ci-fixer"]), follow=True)
+    assert "shown only once" in reload.content.decode()
+    assert Endpoint.objects.filter(slug="ci-fixer").count() == 1  # the reload minted nothing
+    assert EndpointKey.objects.filter(endpoint__slug="ci-fixer").count() == 1
     pages = [
+        reload,
         alice_client.get(reverse("endpoint_detail", args=["ci-fixer"])),
         alice_client.get(reverse("endpoint_list")),
         alice_client.get(reverse("endpoint_revoke", args=["ci-fixer"])),
@@ -125,7 +134,7 @@ def test_a_taken_or_malformed_slug_is_refused_on_the_form(
 def test_adding_a_key_shows_it_once_and_keeps_the_old_one(
     alice_client: Client, personas: Personas
 ) -> None:
-    response = alice_client.post(reverse("endpoint_mint_key", args=["agent-a"]))
+    response = alice_client.post(reverse("endpoint_mint_key", args=["agent-a"]), follow=True)
 
     key = KEY_RE.findall(response.content.decode())[0]
     assert key != personas.key_a
@@ -136,7 +145,13 @@ def test_adding_a_key_shows_it_once_and_keeps_the_old_one(
 def test_revoking_a_key_stops_it(alice_client: Client, personas: Personas) -> None:
     key = EndpointKey.objects.get(endpoint=personas.endpoint_a)
 
-    response = alice_client.post(reverse("endpoint_revoke_key", args=["agent-a", key.pk]))
+    url = reverse("endpoint_revoke_key", args=["agent-a", key.pk])
+    asked = alice_client.post(url)  # the key table's button asks first
+    assert asked.status_code == 200 and "Yes, revoke key" in asked.content.decode()
+    assert "last live key" in asked.content.decode()
+    assert key_for_plaintext(personas.key_a) is not None  # asking changes nothing
+
+    response = alice_client.post(url, {"confirm": "yes"})
 
     assert response.status_code == 302
     assert key_for_plaintext(personas.key_a) is None
@@ -160,7 +175,13 @@ def test_revoking_the_endpoint_says_how_many_todos_it_dead_letters(
     assert "3 unfinished todos" in confirm
     assert Endpoint.objects.get(id=ep).revoked_at is None  # asking changes nothing
 
-    done = alice_client.post(reverse("endpoint_revoke", args=["agent-a"]), follow=True)
+    unconfirmed = alice_client.post(reverse("endpoint_revoke", args=["agent-a"]))
+    assert unconfirmed.status_code == 200 and "Yes, revoke agent-a" in unconfirmed.content.decode()
+    assert Endpoint.objects.get(id=ep).revoked_at is None  # a POST without the answer asks again
+
+    done = alice_client.post(
+        reverse("endpoint_revoke", args=["agent-a"]), {"confirm": "yes"}, follow=True
+    )
 
     assert "dead-lettered 3 unfinished todos" in done.content.decode()
     assert Endpoint.objects.get(id=ep).revoked_at is not None

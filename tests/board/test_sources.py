@@ -153,7 +153,9 @@ def test_the_list_makes_the_same_queries_for_1_and_10_sources(
 
 def create(client: Client, slug: str = "github", **extra: Any) -> Any:
     data = {"slug": slug, "name": "GitHub", "verify": "on", **extra}
-    return client.post(reverse("source_new"), {k: v for k, v in data.items() if v is not None})
+    return client.post(
+        reverse("source_new"), {k: v for k, v in data.items() if v is not None}, follow=True
+    )
 
 
 def test_the_form_verifies_signatures_by_default(alice_client: Client) -> None:
@@ -188,9 +190,12 @@ def test_the_secret_is_never_shown_again_and_a_reload_does_not_show_it(
 ) -> None:
     (secret,) = secrets_in(create(alice_client).content.decode())
 
-    reload = create(alice_client)  # the browser replays the POST
+    reload = create(alice_client)  # the POST again (the page itself was a GET: see below)
+    shown_again = alice_client.get(reverse("source_secret_shown", args=["github"]), follow=True)
+    assert "shown only once" in shown_again.content.decode()
     pages = [
         reload,
+        shown_again,
         alice_client.get(reverse("source_detail", args=["github"])),
         alice_client.get(reverse("sources")),
         alice_client.get(reverse("source_test", args=["github"])),
@@ -275,7 +280,7 @@ def test_a_reserved_taken_or_malformed_slug_is_refused_on_the_form(
 
 def rotate_form(client: Client, slug: str = "github") -> dict[str, str]:
     page = client.get(reverse("source_detail", args=[slug])).content.decode()
-    return {"current": group(r'name="current" value="([0-9a-f]+)"', page)}
+    return {"current": group(r'name="current" value="([0-9a-f]+)"', page), "confirm": "yes"}
 
 
 def test_rotating_shows_the_new_secret_once_and_the_old_one_stops_working(
@@ -284,7 +289,13 @@ def test_rotating_shows_the_new_secret_once_and_the_old_one_stops_working(
     github_source(personas)
     form = rotate_form(alice_client)
 
-    response = alice_client.post(reverse("source_rotate", args=["github"]), form)
+    asked = alice_client.post(
+        reverse("source_rotate", args=["github"]), {"current": form["current"]}
+    )
+    assert asked.status_code == 200 and "Yes, rotate the secret" in asked.content.decode()
+    assert Source.objects.get(slug="github").secret == SECRET  # asking changes nothing
+
+    response = alice_client.post(reverse("source_rotate", args=["github"]), form, follow=True)
 
     (secret,) = secrets_in(response.content.decode())
     assert Source.objects.get(slug="github").secret == secret
@@ -305,7 +316,9 @@ def test_a_replayed_rotation_rotates_nothing_and_shows_no_secret(
     github_source(personas)
     form = rotate_form(alice_client)
     (secret,) = secrets_in(
-        alice_client.post(reverse("source_rotate", args=["github"]), form).content.decode()
+        alice_client.post(
+            reverse("source_rotate", args=["github"]), form, follow=True
+        ).content.decode()
     )
 
     replay = alice_client.post(reverse("source_rotate", args=["github"]), form, follow=True)
@@ -339,7 +352,9 @@ def test_verifying_a_source_without_a_secret_mints_one_shown_once(
 ) -> None:
     SourceFactory(owner=personas.alice, slug="plain", verify=False, secret="")
 
-    response = alice_client.post(reverse("source_verify", args=["plain"]), {"verify": "on"})
+    response = alice_client.post(
+        reverse("source_verify", args=["plain"]), {"verify": "on"}, follow=True
+    )
     replay = alice_client.post(reverse("source_verify", args=["plain"]), {"verify": "on"})
 
     (secret,) = secrets_in(response.content.decode())
@@ -626,7 +641,9 @@ def test_the_tester_shows_why_a_delivery_is_dropped(
 
     assert "Dropped:" in body and "no match</span>" in body
     assert "header x-github-event" in body and "missing" in body and "✕ not" in body
-    assert re.search(r'payload action</td>\s*<td class="mono">= "completed"', body)
+    assert re.search(
+        r'payload action</td>\s*<td class="mono" data-label="Expected">= "completed"', body
+    )
     assert '"opened"' in body
     assert Event.objects.count() == 0 and Todo.objects.count() == 0
 

@@ -108,8 +108,15 @@ def test_a_source_made_on_the_board_routes_a_signed_github_delivery_to_a_todo(
     board.tidy_for_the_docs(secret, MASKED)
     board.shot("source-secret")
 
-    # A reload replays the creating POST: the slug is taken now, and no secret is shown.
+    # A reload shows the secret no more and posts nothing (the page was a GET after a redirect).
     page.reload()
+    expect(page.get_by_text("A secret is shown only once")).to_be_visible()
+    assert secret not in page.content()
+    assert Source.objects.get(slug="github", owner=personas.alice).secret == secret
+    # Creating it again: the slug is taken, said beside the field.
+    board.goto("/sources/new")
+    page.get_by_label("Slug").fill("github")
+    page.get_by_role("button", name="Create the source").click()
     expect(page.get_by_role("heading", name="New source")).to_be_visible()
     expect(page.locator("#id_slug_error")).to_contain_text("already exists")
     expect(page.get_by_label("Slug")).to_have_attribute("aria-describedby", "id_slug_error")
@@ -266,6 +273,16 @@ def test_the_sources_pages_fit_a_phone(
     board.goto("/sources/")
     expect(page.locator("tbody tr.row")).to_have_count(1)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    # Read as a card: every shown cell, the last event's included, inside the screen, under its
+    # column's name, and nothing to scroll sideways inside the table's box either.
+    cells = page.locator("tbody tr.row td[data-label]:visible")
+    expect(cells).to_have_count(4)
+    for i in range(4):
+        box = cells.nth(i).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
+    expect(cells.last).to_contain_text("routed")
+    scroller = page.locator(".scroll-x").first
+    assert scroller.evaluate("el => el.scrollWidth <= el.clientWidth")
     # The rail is as tall as its links, not stretched over a short page.
     rail = page.get_by_role("navigation", name="Board").bounding_box()
     assert rail is not None and rail["height"] < PHONE["height"] / 4
@@ -273,6 +290,24 @@ def test_the_sources_pages_fit_a_phone(
     board.goto("/sources/github")
     page.locator("details.event summary time").click()
     expect(page.locator("details.event ol.trace")).to_be_visible()
+    # The trace's conditions may wrap between words, never inside one: the lines each word of
+    # a cell is drawn on, at most one per word.
+    lines_per_word = """el => {
+        const text = el.firstChild, words = [], range = document.createRange();
+        for (const match of text.data.matchAll(/\\S+/g)) {
+            range.setStart(text, match.index);
+            range.setEnd(text, match.index + match[0].length);
+            words.push(new Set([...range.getClientRects()].map(r => Math.round(r.top))).size);
+        }
+        return words;
+    }"""
+    cells = page.locator(
+        "details.event table.checks td:is([data-label=Condition], [data-label=Expected])"
+    )
+    assert cells.count() >= 2
+    for i in range(cells.count()):
+        counted = cells.nth(i).evaluate(lines_per_word)
+        assert counted and set(counted) == {1}, (cells.nth(i).inner_text(), counted)
     page.locator("#tester-headers").fill("X-GitHub-Event: check_run")
     page.locator("#tester-payload").fill(json.dumps(check_run("failure")))
     page.get_by_role("button", name="Route it").click()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -162,3 +163,34 @@ def test_the_list_and_drawer_fit_a_phone(open_board: Callable[..., Board], demo:
     assert drawer_top >= table_bottom
     expect(drawer.get_by_role("heading", name="Deploy to staging times out")).to_be_in_viewport()
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_times_are_relative_with_the_absolute_time_on_hover(board: Board, demo: Demo) -> None:
+    page = board.page
+    board.login("demo")
+    completed = demo.todo_ids["completed"]
+    row = page.locator(f"#row-{completed}")
+
+    created = row.locator("time[data-relative]").first
+    expect(created).to_have_text(re.compile(r"^(just now|\d+ s ago|\d+ min ago)$"))
+    expect(created).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$"))
+    # Finished, and how long it took, in the list.
+    expect(row.locator("td.finished time[data-relative]")).to_have_count(1)
+    expect(row.locator("td.finished")).to_contain_text(re.compile(r"· \d+(\.\d)? s"))
+
+    # board.js keeps the words current from the datetime, in the server's words.
+    ten_minutes_ago = "new Date(Date.now() - 10 * 60 * 1000 - 5000).toISOString()"
+    created.evaluate(f"el => el.setAttribute('datetime', {ten_minutes_ago})")
+    page.evaluate("document.dispatchEvent(new Event('htmx:afterSettle'))")
+    expect(created).to_have_text("10 min ago")
+
+
+def test_an_operators_lease_shows_their_name(board: Board, demo: Demo) -> None:
+    page = board.page
+    board.login("demo")
+    row = page.locator("tbody tr.row").filter(has=page.locator(".badge.state-pending")).first
+    row.locator("td.title a").click()
+    page.locator("#drawer").get_by_role("button", name="Claim").click()
+    expect(page.locator("#drawer")).to_contain_text("Held by")
+    expect(page.locator("#drawer dl")).to_contain_text("operator demo")
+    expect(page.locator("#drawer dl")).not_to_contain_text("human:")

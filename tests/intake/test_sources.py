@@ -262,7 +262,7 @@ def _admin(personas: Personas) -> Client:
 
 def _create_on_the_board(personas: Personas, slug: str, verify: bool) -> str:
     data = {"slug": slug, "name": "Same", **({"verify": "on"} if verify else {})}
-    response = _board(personas).post(reverse("source_new"), data)
+    response = _board(personas).post(reverse("source_new"), data, follow=True)
     assert response.status_code == 200
     return response.content.decode()
 
@@ -359,7 +359,8 @@ def _rotate_on_the_board(personas: Personas, source: Source) -> str:
     # carries the fingerprint of the secret it replaces, as the page's form would.
     current = sources.secret_fingerprint(Source.objects.get(pk=source.pk).secret)
     url = reverse("source_rotate", args=[source.slug])
-    return _board(personas).post(url, {"current": current}).content.decode()
+    data = {"current": current, "confirm": "yes"}  # as the confirmation step posts it
+    return _board(personas).post(url, data, follow=True).content.decode()
 
 
 def _rotate_in_the_admin(personas: Personas, source: Source) -> str:

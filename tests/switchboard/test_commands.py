@@ -270,3 +270,58 @@ def test_seed_demo_takes_the_password_from_the_environment_and_does_not_echo_it(
 def test_create_endpoint_grants_the_a2a_verbs(personas: Personas) -> None:
     run("create_endpoint", "--owner=alice", "--slug=front", "--verbs=a2a,complete,request_input")
     assert Endpoint.objects.get(slug="front").verbs == ["complete", "request_input", "a2a"]
+
+
+def _printed(out: str, label: str) -> str:
+    line = next(line for line in out.splitlines() if line.strip().startswith(label))
+    return line.split()[len(label.split())]
+
+
+def test_seed_demo_reissue_prints_new_credentials_and_the_old_ones_stop_working(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
+    first, _ = run("seed_demo")
+    old_password, old_key = _printed(first, "Password"), _printed(first, "Agent key")
+    old_secret = Source.objects.get(slug=demo.SOURCE_SLUG).secret
+
+    out, _ = run("seed_demo", "--reissue")
+
+    password, key = _printed(out, "Password"), _printed(out, "Agent key")
+    secret = _printed(out, "Webhook secret")
+    human = Human.objects.get(username=demo.USERNAME)
+    assert human.check_password(password) and not human.check_password(old_password)
+    assert key_for_plaintext(old_key) is None
+    assert key_for_plaintext(key) is not None
+    assert key_for_plaintext(key).endpoint.slug == demo.ENDPOINT_SLUG  # type: ignore[union-attr]
+    source = Source.objects.get(slug=demo.SOURCE_SLUG)
+    assert source.secret == secret != old_secret and source.verify
+    assert (
+        EndpointKey.objects.filter(
+            endpoint__slug=demo.ENDPOINT_SLUG, revoked_at__isnull=True
+        ).count()
+        == 1
+    )
+    assert "1 key(s) revoked" in out
+    # The todos are left as they were.
+    assert Todo.objects.count() == 12
+
+
+def test_seed_demo_reissue_takes_the_password_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
+    run("seed_demo")
+    monkeypatch.setenv("SWITCHBOARD_DEMO_PASSWORD", "a-password-from-the-env-9")
+
+    out, _ = run("seed_demo", "--reissue")
+
+    assert Human.objects.get(username="demo").check_password("a-password-from-the-env-9")
+    assert "a-password-from-the-env-9" not in out
+
+
+def test_seed_demo_reissue_without_a_demo_says_so_and_changes_nothing(personas: Personas) -> None:
+    with pytest.raises(CommandError, match="no demo to re-issue: missing operator 'demo'"):
+        run("seed_demo", "--reissue")
+    with pytest.raises(CommandError, match="do not go together"):
+        run("seed_demo", "--reissue", "--if-empty")

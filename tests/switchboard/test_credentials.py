@@ -398,7 +398,7 @@ def _vend_on_the_board(personas: Personas, slug: str) -> str:
     client = Client()
     client.force_login(personas.alice)
     response = client.post(
-        reverse("endpoint_new"), {"name": "Same", "slug": slug, "verbs": VERBS_GIVEN}
+        reverse("endpoint_new"), {"name": "Same", "slug": slug, "verbs": VERBS_GIVEN}, follow=True
     )
     assert response.status_code == 200, response.content.decode()[:2000]
     return response.content.decode()

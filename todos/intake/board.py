@@ -6,12 +6,13 @@ are written only through ``todos.intake.sources`` (rules through ``todos.intake.
 which saves through it), so the Board holds them to the same checks and meanings as the admin and
 commands.
 
-A secret's plaintext exists only in the response that mints it (creation, rotation, turning
-verification on without a secret): it is rendered into that page, never into a message, a log
-line or a redirect, and the page is never cached. A reload of that page replays its POST, which
-must not show a secret again: creating answers "slug taken", turning verification on finds the
-secret already there, and rotation carries a fingerprint of the secret it replaces, so a replay
-(whose secret has since changed) rotates nothing.
+A secret's plaintext is shown once (creation, rotation, turning verification on without a
+secret): the POST that mints it keeps it in the session and redirects, and the page it redirects
+to takes it out and renders it (``switchboard.lib.board.stash_shown_once``), so a reload shows it
+no more and posts nothing again. It never goes into a message, a log line or a URL, and that page
+is never cached. Rotation asks to confirm first, and carries a fingerprint of the secret it
+replaces, so a second rotation from the same page (whose secret has since changed) rotates
+nothing.
 
 Payloads, headers and routing traces are what a webhook sender chose: they reach the templates
 as plain strings and are escaped there, never marked safe.
@@ -43,7 +44,14 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from switchboard.lib.board import BoardRequest, holds_secret, login_required
+from switchboard.lib.board import (
+    BoardRequest,
+    confirmed,
+    holds_secret,
+    login_required,
+    pop_shown_once,
+    stash_shown_once,
+)
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
 from todos.models import Event, Rule, SignatureScheme, Source, Todo
@@ -297,13 +305,33 @@ def _standard_curl_example(url: str, secret: str) -> str:
 def _show_secret(
     request: BoardRequest, source: Source, secret: str | None, title: str
 ) -> HttpResponse:
+    """Keep the new secret for the page that shows it once and go there (POST-redirect-GET)."""
+    stash_shown_once(request, "secret", slug=source.slug, secret=secret, title=title)
+    return redirect("source_secret_shown", slug=source.slug)
+
+
+@login_required
+@require_GET
+def source_secret_shown(request: BoardRequest, slug: str) -> HttpResponse:
+    """The secret just minted (and the URL, the GitHub settings, a curl line), once; a reload
+    goes to the source's page instead."""
+    source = _own_source(request, slug)
+    shown = pop_shown_once(request, "secret", slug=source.slug)
+    if shown is None:
+        messages.info(
+            request,
+            "A secret is shown only once. If it was not copied, rotate it and give the sender"
+            " the new one.",
+        )
+        return redirect("source_detail", slug=source.slug)
+    secret = shown.get("secret")
     url = _webhook_url(request, source)
     response = render(
         request,
         "sources/secret_shown.html",
         {
             "section": "sources",
-            "title": title,
+            "title": shown.get("title") or f"New secret for {source.slug}",
             "source": source,
             "secret": secret,
             "webhook_url": url,
@@ -410,8 +438,15 @@ def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def source_rotate(request: BoardRequest, slug: str) -> HttpResponse:
-    """Mint a new secret (verification on); the old one stops working at once."""
+    """Ask first; then mint a new secret (verification on): the old one stops working at once.
+    A POST without ``confirm=yes`` (the source page's button) shows the question."""
     source = _own_source(request, slug)
+    if not confirmed(request):
+        return render(
+            request,
+            "sources/secret_rotate.html",
+            {"section": "sources", "source": source, "current": request.POST.get("current", "")},
+        )
     source, secret = sources.rotate_secret_if_current(source.pk, request.POST.get("current", ""))
     if secret is None:
         messages.info(

@@ -1,7 +1,8 @@
 """Seed demo data (switchboard.demo) and print how to get in: URL, login, key, webhook secret.
 
 ``serve`` runs ``seed_demo --if-empty`` on every start, so a fresh database has something to
-look at and an existing one is left alone. The credentials are printed this once.
+look at and an existing one is left alone. The credentials are printed this once; ``--reissue``
+prints new ones for a demo seeded before (the old agent key and webhook secret stop working).
 """
 
 from __future__ import annotations
@@ -25,12 +26,21 @@ class Command(BaseCommand):
             action="store_true",
             help="Do nothing when any operator exists (what serve runs on start).",
         )
+        parser.add_argument(
+            "--reissue",
+            action="store_true",
+            help="Give the existing demo a new password, agent key and webhook secret, and print"
+            " them (the old key is revoked, the old secret stops working).",
+        )
         # Only for the printed URLs; a caller that knows where it listens may say so.
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", default=os.environ.get("PORT", "8000"))
 
     def handle(self, *args: Any, **options: Any) -> None:
         chosen = os.environ.get(PASSWORD_ENV) or None
+        if options["reissue"]:
+            self._reissue(chosen, options)
+            return
         try:
             seeded = demo.seed(chosen, if_empty=options["if_empty"])
         except demo.AlreadySeeded as exc:
@@ -52,5 +62,25 @@ class Command(BaseCommand):
             " a GitHub check_run failure becomes a todo: docs/guides/webhooks.md)",
             f"  Todos           {len(seeded.todo_ids)} on queues {demo.CI_QUEUE}, "
             f"{demo.TRIAGE_QUEUE}",
+        ]
+        self.stdout.write("\n".join(lines))
+
+    def _reissue(self, chosen: str | None, options: dict[str, Any]) -> None:
+        if options["if_empty"]:
+            raise CommandError("--reissue and --if-empty do not go together")
+        try:
+            new = demo.reissue(chosen)
+        except demo.NotSeeded as exc:
+            raise CommandError(f"{exc} (seed it first: manage.py seed_demo)") from None
+        base = f"http://{options['host']}:{options['port']}"
+        password = f"(as set in {PASSWORD_ENV})" if chosen else new.password
+        lines = [
+            "Switchboard demo credentials re-issued. The secrets below are shown once;"
+            f" the old ones no longer work ({new.keys_revoked} key(s) revoked).",
+            f"  Board login     {base}/login/  user {new.username}",
+            f"  Password        {password}",
+            f"  Agent key       {new.key}  (endpoint {demo.ENDPOINT_SLUG}: {base}/mcp/"
+            f"{demo.ENDPOINT_SLUG})",
+            f"  Webhook secret  {new.webhook_secret}  (POST {base}/hooks/{demo.SOURCE_SLUG})",
         ]
         self.stdout.write("\n".join(lines))

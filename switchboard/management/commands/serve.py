@@ -28,11 +28,19 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         # daphne, with the body caps applied before a body is read (switchboard/lib/server.py).
+        from django.conf import settings
+
         from switchboard import embedded
         from switchboard.lib.server import CommandLineInterface
 
         # manage.py started it already; this covers call_command("serve") and costs nothing.
         embedded.ensure_running()
+        # For the commands run beside this server in the checkout (manage.py reads it).
+        embedded.record_server(
+            settings.DATA_DIR,
+            settings.DATABASE_URL,
+            is_embedded=settings.EMBEDDED_PGDATA is not None,
+        )
         call_command("migrate", interactive=False, verbosity=0)
         if not options["no_seed"]:
             call_command("seed_demo", if_empty=True, host=options["host"], port=options["port"])

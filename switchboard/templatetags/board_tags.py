@@ -1,0 +1,107 @@
+"""The Board's template tags: times as people read them, and lease holders by name.
+
+``{% when t %}`` renders ``<time>`` with the relative time as its text ("3 min ago", "in 2 h")
+and the absolute time, in UTC, as its tooltip (``title``); static/board.js keeps the text current
+while the page stays open, from the ``datetime`` attribute, in the same words (:func:`relative`).
+``{% took start end %}`` is a duration ("4 min 12 s"). ``{% holder todo.owner %}`` shows an
+operator's lease as ``operator <username>`` instead of the stored ``human:<id>``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from switchboard.models import Human
+
+register = template.Library()
+
+ABSOLUTE = "%Y-%m-%d %H:%M:%S UTC"
+
+
+def relative(moment: dt.datetime, now: dt.datetime) -> str:
+    """``moment`` from ``now`` in words: "just now", "42 s ago", "3 min ago", "5 h ago",
+    "2 d ago", or "in …" for the future. static/board.js says the same in the browser."""
+    seconds = (now - moment).total_seconds()
+    ahead = seconds < 0
+    seconds = abs(seconds)
+    if seconds < 5:
+        return "just now"
+    if seconds < 60:
+        amount = f"{int(seconds)} s"
+    elif seconds < 3600:
+        amount = f"{int(seconds // 60)} min"
+    elif seconds < 48 * 3600:
+        amount = f"{int(seconds // 3600)} h"
+    else:
+        amount = f"{int(seconds // 86400)} d"
+    return f"in {amount}" if ahead else f"{amount} ago"
+
+
+def duration(seconds: float) -> str:
+    """A duration in at most two units: "0.4 s", "12 s", "4 min 12 s", "3 h 5 min", "2 d 4 h"."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    return f"{secs} s"
+
+
+@register.simple_tag
+def when(moment: dt.datetime | None) -> SafeString | str:
+    """``<time>`` with the relative time as text and the absolute time on hover."""
+    if moment is None:
+        return ""
+    utc = moment.astimezone(dt.UTC)
+    return format_html(
+        '<time datetime="{}" title="{}" data-relative>{}</time>',
+        utc.isoformat(),
+        utc.strftime(ABSOLUTE),
+        relative(utc, timezone.now()),
+    )
+
+
+@register.simple_tag
+def took(start: dt.datetime | None, end: dt.datetime | None) -> str:
+    """How long from ``start`` to ``end`` (empty when either is missing)."""
+    if start is None or end is None:
+        return ""
+    return duration(max(0.0, (end - start).total_seconds()))
+
+
+@register.simple_tag(takes_context=True)
+def holder(context: template.Context, owner: str | None) -> str:
+    """A lease holder as people know it: ``operator <username>`` for ``human:<id>`` (the
+    logged-in human's name without a query; another's with one, once per render), anything
+    else (``endpoint:<slug>``, an agent's own label) as stored."""
+    if not owner or not owner.startswith("human:"):
+        return owner or ""
+    try:
+        human_id = int(owner.removeprefix("human:"))
+    except ValueError:
+        return owner
+    request = context.get("request")
+    user: Any = getattr(request, "user", None)
+    if user is not None and getattr(user, "id", None) == human_id:
+        return f"operator {user.username}"
+    render: Any = context.render_context  # per render: one query per other human at most
+    names: dict[int, str | None] = render.setdefault("board_tags.holders", {})
+    if human_id not in names:
+        names[human_id] = (
+            Human.objects.filter(id=human_id).values_list("username", flat=True).first()
+        )
+    name = names[human_id]
+    return f"operator {name}" if name else owner
