@@ -3,7 +3,7 @@ runtime that keeps its Streamable HTTP session manager running.
 
 Why the low-level server and not ``MCPServer``: tools/list must differ per endpoint (its verbs),
 a call outside them must be a ``forbidden`` tool error, and domain errors must be tool results
-with a fixed ``{"error": {code, message}}`` shape. ``MCPServer`` derives schemas from Python
+with a fixed ``{"error": {code, message}}`` text. ``MCPServer`` derives schemas from Python
 signatures and owns error reporting; the low-level server lets each handler decide exactly.
 
 Who is calling: ``mcp_server.transport`` authenticates the request before the SDK sees it and
@@ -127,11 +127,15 @@ def tool_result(out: dict[str, Any]) -> types.CallToolResult:
 
 
 def tool_error(code: str, message: str) -> types.CallToolResult:
-    """A tool error the model can read and act on (docs/guides/agents.md lists the codes)."""
+    """A tool error the model can read and act on (docs/guides/agents.md lists the codes).
+
+    One text block, ``{"error": {"code": …, "message": …}}``, and no ``structuredContent``: a
+    tool's ``outputSchema`` describes its successes, and a client that validates structured
+    content (the TypeScript SDK does, error or not) would refuse an error shaped otherwise. An
+    error without structured content is the spec's own example, and every client accepts it.
+    """
     out = {"error": {"code": code, "message": message}}
-    return types.CallToolResult(
-        content=[types.TextContent(text=_json(out))], structured_content=out, is_error=True
-    )
+    return types.CallToolResult(content=[types.TextContent(text=_json(out))], is_error=True)
 
 
 def _argument_error(name: str, arguments: Mapping[str, Any]) -> str | None:
@@ -139,8 +143,15 @@ def _argument_error(name: str, arguments: Mapping[str, Any]) -> str | None:
     error = best_match(_VALIDATORS[name].iter_errors(arguments))
     if error is None:
         return None
+    message = error.message
+    if error.validator == "anyOf":
+        # A nullable field (schemas._nullable) or "any JSON" refused the value's type: name the
+        # types, not "not valid under any of the given schemas".
+        kinds = [branch.get("type") for branch in error.validator_value]
+        if all(isinstance(kind, str) for kind in kinds):
+            message = f"{error.instance!r} is not of type {', '.join(map(repr, kinds))}"
     where = ".".join(str(p) for p in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
+    return f"{where}: {message}" if where else message
 
 
 def _unstorable_argument(arguments: Mapping[str, Any]) -> str | None:
