@@ -177,6 +177,10 @@ def _run_tool(name: str, caller: tools.Caller, arguments: Mapping[str, Any]) -> 
     return tools.TOOLS[name](caller, arguments)
 
 
+# Made once: a wrapper costs more to build than the call it wraps.
+_run_tool_in_thread = _in_thread(_run_tool)
+
+
 async def call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
@@ -199,7 +203,7 @@ async def call_tool(
     if (problem := _unstorable_argument(arguments)) is not None:
         return tool_error("invalid", problem)
     try:
-        out = await _in_thread(_run_tool)(name, caller, arguments)
+        out = await _run_tool_in_thread(name, caller, arguments)
     except LifecycleError as exc:
         if exc.code == "internal":
             logger.error("tool %s failed: %s", name, exc)
