@@ -449,6 +449,22 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 
+def _declares_headers(schema: Any) -> bool:
+    """Whether any node of ``schema`` carries ``x-mcp-header`` (a 2026-07-28 Mcp-Param header)."""
+    if isinstance(schema, dict):
+        return "x-mcp-header" in schema or any(_declares_headers(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_declares_headers(v) for v in schema)
+    return False
+
+
+# The input schemas that declare Mcp-Param headers: none so far.
+_WITH_HEADERS: dict[str, Schema] = {n: s for n, s in INPUT.items() if _declares_headers(s)}
+
+
 def input_schema(name: str) -> Schema | None:
-    """A tool's input schema by name (the SDK's Mcp-Param header check asks for it)."""
-    return INPUT.get(name)
+    """A tool's input schema for the SDK's Mcp-Param header check, or None when the tool
+    declares no header: the check then has nothing to compare, and skipping it saves walking
+    the schema twice on every tools/call (a client's undeclared Mcp-Param-* headers are
+    ignored either way)."""
+    return _WITH_HEADERS.get(name)

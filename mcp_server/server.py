@@ -11,15 +11,16 @@ stores the endpoint (and a legacy session id) in the ASGI scope; handlers read t
 ``ctx.request.scope``. The scope travels with the request object the SDK hands every handler,
 in both eras, so nothing depends on which task the SDK runs a handler in.
 
-Database work runs in worker threads through ``database_sync_to_async(thread_sensitive=False)``:
-the ORM is sync-only, connections are per thread, and stale ones are closed around each call as
-Django's request cycle would (these requests never pass through Django's handler).
+Database work runs in worker threads through ``switchboard.lib.dbthread.run``, one hop per
+request: the ORM is sync-only, connections are per thread, and stale ones are closed around
+each call as Django's request cycle would (these requests never pass through Django's handler).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,7 +28,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import mcp_types as types
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 from jsonschema import Draft202012Validator
@@ -40,7 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from mcp_server import doorbell, resources, schemas, tools, verbs
-from switchboard.lib import jsonlimits
+from switchboard.lib import dbthread, jsonlimits
 from switchboard.lib.errors import LifecycleError
 from switchboard.models import Endpoint
 
@@ -69,7 +69,7 @@ _VALIDATORS = {name: Draft202012Validator(schema) for name, schema in schemas.IN
 
 
 def _in_thread(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    return database_sync_to_async(func, thread_sensitive=False)
+    return functools.partial(dbthread.run, func)
 
 
 # --- the caller --------------------------------------------------------------------------------
@@ -177,10 +177,6 @@ def _run_tool(name: str, caller: tools.Caller, arguments: Mapping[str, Any]) -> 
     return tools.TOOLS[name](caller, arguments)
 
 
-# Made once: a wrapper costs more to build than the call it wraps.
-_run_tool_in_thread = _in_thread(_run_tool)
-
-
 async def call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
@@ -203,7 +199,7 @@ async def call_tool(
     if (problem := _unstorable_argument(arguments)) is not None:
         return tool_error("invalid", problem)
     try:
-        out = await _run_tool_in_thread(name, caller, arguments)
+        out = await dbthread.run(_run_tool, name, caller, arguments)
     except LifecycleError as exc:
         if exc.code == "internal":
             logger.error("tool %s failed: %s", name, exc)
@@ -412,7 +408,7 @@ def build_server() -> Server[Any]:
         title="Switchboard",
         instructions=INSTRUCTIONS,
         # Static schemas: the SDK's Mcp-Param header check reads them here instead of running
-        # tools/list on every tools/call.
+        # tools/list on every tools/call (and skips tools that declare no header).
         get_tool_input_schema=schemas.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -31,11 +31,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.http import HttpRequest
 from django.utils import timezone
 
 from switchboard.credentials import hash_key, key_for_plaintext, touch_key
+from switchboard.lib import dbthread
 from switchboard.models import Endpoint
 
 REALM = "switchboard"
@@ -169,13 +169,6 @@ def _remember(digest: bytes, endpoint: Endpoint, expires: float) -> None:
     _resolved[digest] = _Resolved(endpoint, expires)
 
 
-# The lookup for ASGI surfaces runs in a worker thread (Django's ORM is sync-only) and cleans up
-# stale connections around it the way Django's request cycle would, since these requests never
-# pass through Django's handler. thread_sensitive=False: under daphne every such call would
-# otherwise queue on one thread.
-_resolve_in_thread = database_sync_to_async(resolve_endpoint_bearer, thread_sensitive=False)
-
-
 async def aresolve_endpoint_bearer(scope: Mapping[str, Any], slug: str) -> Endpoint:
     """``resolve_endpoint_bearer`` for an ASGI scope, through the per-process key cache.
 
@@ -193,7 +186,9 @@ async def aresolve_endpoint_bearer(scope: Mapping[str, Any], slug: str) -> Endpo
         if entry.endpoint.slug != slug:
             raise BearerRejected
         return entry.endpoint
-    # The clock starts before the query: its snapshot is no older than this.
-    endpoint: Endpoint = await _resolve_in_thread(scope, slug)
+    # The lookup runs in a worker thread (the ORM is sync-only) inside a request boundary, as
+    # Django's request cycle would (switchboard.lib.dbthread). The clock started before the
+    # query: its snapshot is no older than that.
+    endpoint = await dbthread.run(resolve_endpoint_bearer, scope, slug)
     _remember(digest, endpoint, now + KEY_CACHE_SECONDS)
     return endpoint
