@@ -3,7 +3,7 @@ runtime that keeps its Streamable HTTP session manager running.
 
 Why the low-level server and not ``MCPServer``: tools/list must differ per endpoint (its verbs),
 a call outside them must be a ``forbidden`` tool error, and domain errors must be tool results
-with a fixed ``{"error": {code, message}}`` shape. ``MCPServer`` derives schemas from Python
+with a fixed ``{"error": {code, message}}`` text. ``MCPServer`` derives schemas from Python
 signatures and owns error reporting; the low-level server lets each handler decide exactly.
 
 Who is calling: ``mcp_server.transport`` authenticates the request before the SDK sees it and
@@ -11,15 +11,16 @@ stores the endpoint (and a legacy session id) in the ASGI scope; handlers read t
 ``ctx.request.scope``. The scope travels with the request object the SDK hands every handler,
 in both eras, so nothing depends on which task the SDK runs a handler in.
 
-Database work runs in worker threads through ``database_sync_to_async(thread_sensitive=False)``:
-the ORM is sync-only, connections are per thread, and stale ones are closed around each call as
-Django's request cycle would (these requests never pass through Django's handler).
+Database work runs in worker threads through ``switchboard.lib.dbthread.run``, one hop per
+request: the ORM is sync-only, connections are per thread, and stale ones are closed around
+each call as Django's request cycle would (these requests never pass through Django's handler).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,7 +28,6 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import mcp_types as types
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 from jsonschema import Draft202012Validator
@@ -40,7 +40,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from mcp_server import doorbell, resources, schemas, tools, verbs
-from switchboard.lib import jsonlimits
+from switchboard.lib import dbthread, jsonlimits
 from switchboard.lib.errors import LifecycleError
 from switchboard.models import Endpoint
 
@@ -69,7 +69,7 @@ _VALIDATORS = {name: Draft202012Validator(schema) for name, schema in schemas.IN
 
 
 def _in_thread(func: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    return database_sync_to_async(func, thread_sensitive=False)
+    return functools.partial(dbthread.run, func)
 
 
 # --- the caller --------------------------------------------------------------------------------
@@ -127,11 +127,15 @@ def tool_result(out: dict[str, Any]) -> types.CallToolResult:
 
 
 def tool_error(code: str, message: str) -> types.CallToolResult:
-    """A tool error the model can read and act on (docs/guides/agents.md lists the codes)."""
+    """A tool error the model can read and act on (docs/guides/agents.md lists the codes).
+
+    One text block, ``{"error": {"code": …, "message": …}}``, and no ``structuredContent``: a
+    tool's ``outputSchema`` describes its successes, and a client that validates structured
+    content (the TypeScript SDK does, error or not) would refuse an error shaped otherwise. An
+    error without structured content is the spec's own example, and every client accepts it.
+    """
     out = {"error": {"code": code, "message": message}}
-    return types.CallToolResult(
-        content=[types.TextContent(text=_json(out))], structured_content=out, is_error=True
-    )
+    return types.CallToolResult(content=[types.TextContent(text=_json(out))], is_error=True)
 
 
 def _argument_error(name: str, arguments: Mapping[str, Any]) -> str | None:
@@ -139,8 +143,15 @@ def _argument_error(name: str, arguments: Mapping[str, Any]) -> str | None:
     error = best_match(_VALIDATORS[name].iter_errors(arguments))
     if error is None:
         return None
+    message = error.message
+    if error.validator == "anyOf":
+        # A nullable field (schemas._nullable) or "any JSON" refused the value's type: name the
+        # types, not "not valid under any of the given schemas".
+        kinds = [branch.get("type") for branch in error.validator_value]
+        if all(isinstance(kind, str) for kind in kinds):
+            message = f"{error.instance!r} is not of type {', '.join(map(repr, kinds))}"
     where = ".".join(str(p) for p in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
+    return f"{where}: {message}" if where else message
 
 
 def _unstorable_argument(arguments: Mapping[str, Any]) -> str | None:
@@ -188,7 +199,7 @@ async def call_tool(
     if (problem := _unstorable_argument(arguments)) is not None:
         return tool_error("invalid", problem)
     try:
-        out = await _in_thread(_run_tool)(name, caller, arguments)
+        out = await dbthread.run(_run_tool, name, caller, arguments)
     except LifecycleError as exc:
         if exc.code == "internal":
             logger.error("tool %s failed: %s", name, exc)
@@ -397,7 +408,7 @@ def build_server() -> Server[Any]:
         title="Switchboard",
         instructions=INSTRUCTIONS,
         # Static schemas: the SDK's Mcp-Param header check reads them here instead of running
-        # tools/list on every tools/call.
+        # tools/list on every tools/call (and skips tools that declare no header).
         get_tool_input_schema=schemas.input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

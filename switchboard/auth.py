@@ -11,6 +11,14 @@ endpoint, a key for another endpoint) raises the same ``BearerRejected``, so a r
 tells a prober which of them it hit. Each surface renders the rejection in its own body format
 but sends the same status and ``WWW-Authenticate`` challenge (RFC 6750 §3).
 
+The async form, ``aresolve_endpoint_bearer``, keeps what it resolved for
+``KEY_CACHE_SECONDS`` (one second) in the process, keyed by the key's SHA-256: a busy agent's
+requests then cost no query and no thread hop for their authentication, and a revocation (of
+the key or of its endpoint), or a change of the endpoint's verbs, reaches every process within
+that second, measured from the start of the lookup that filled the entry. Only successes are
+kept, so a key minted a moment ago works at once. The sync form always asks the database
+(docs/decisions/0014-bearer-cache.md).
+
 OAuth access tokens are not issued yet; when they are, they
 resolve here too, and nothing that calls this module changes.
 """
@@ -18,14 +26,16 @@ resolve here too, and nothing that calls this module changes.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.http import HttpRequest
 from django.utils import timezone
 
-from switchboard.credentials import key_for_plaintext, touch_key
+from switchboard.credentials import hash_key, key_for_plaintext, touch_key
+from switchboard.lib import dbthread
 from switchboard.models import Endpoint
 
 REALM = "switchboard"
@@ -36,6 +46,11 @@ TOUCH_INTERVAL = dt.timedelta(minutes=1)
 # Longer than any key (4 + 43 characters) or plausible OAuth token; anything longer is garbage
 # and is refused before it is hashed.
 MAX_AUTHORIZATION_BYTES = 4096
+# How long aresolve_endpoint_bearer trusts a key it resolved without asking the database again:
+# the longest a revocation can take to reach a request (docs/decisions/0014-bearer-cache.md).
+KEY_CACHE_SECONDS = 1.0
+# Entries kept at most; past it, expired entries go, and if none had, all of them.
+KEY_CACHE_SIZE = 4096
 
 
 class BearerRejected(Exception):
@@ -125,8 +140,55 @@ def resolve_endpoint_bearer(
     return key.endpoint
 
 
-# The async form for ASGI surfaces (MCP, and OTLP/A2A when they are ASGI): the lookup runs in a
-# worker thread (Django's ORM is sync-only) and cleans up stale connections around it the way
-# Django's request cycle would, since these requests never pass through Django's handler.
-# thread_sensitive=False: under daphne every such call would otherwise queue on one thread.
-aresolve_endpoint_bearer = database_sync_to_async(resolve_endpoint_bearer, thread_sensitive=False)
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    endpoint: Endpoint
+    expires: float  # time.monotonic()
+
+
+# SHA-256 of the key → the live endpoint it resolved to. Read and written on the event loop
+# only (aresolve_endpoint_bearer), so it needs no lock. The cached ``Endpoint`` is shared by the
+# requests that hit it: callers read it, never change it.
+_resolved: dict[bytes, _Resolved] = {}
+# The cache's clock (tests move it).
+_clock = time.monotonic
+
+
+def forget_keys() -> None:
+    """Drop every cached key resolution (tests; the next request of each key asks again)."""
+    _resolved.clear()
+
+
+def _remember(digest: bytes, endpoint: Endpoint, expires: float) -> None:
+    if len(_resolved) >= KEY_CACHE_SIZE:
+        now = _clock()
+        for stale in [d for d, entry in _resolved.items() if entry.expires <= now]:
+            del _resolved[stale]
+        if len(_resolved) >= KEY_CACHE_SIZE:
+            _resolved.clear()
+    _resolved[digest] = _Resolved(endpoint, expires)
+
+
+async def aresolve_endpoint_bearer(scope: Mapping[str, Any], slug: str) -> Endpoint:
+    """``resolve_endpoint_bearer`` for an ASGI scope, through the per-process key cache.
+
+    A key resolved less than ``KEY_CACHE_SECONDS`` ago answers from memory: no query, no
+    thread. Otherwise the lookup runs in a worker thread and a success is kept. A revocation
+    therefore takes effect within ``KEY_CACHE_SECONDS`` of its commit, in every process.
+    """
+    token = bearer_token(scope)
+    if token is None:
+        raise BearerRejected
+    digest = hash_key(token)
+    now = _clock()
+    entry = _resolved.get(digest)
+    if entry is not None and entry.expires > now:
+        if entry.endpoint.slug != slug:
+            raise BearerRejected
+        return entry.endpoint
+    # The lookup runs in a worker thread (the ORM is sync-only) inside a request boundary, as
+    # Django's request cycle would (switchboard.lib.dbthread). The clock started before the
+    # query: its snapshot is no older than that.
+    endpoint = await dbthread.run(resolve_endpoint_bearer, scope, slug)
+    _remember(digest, endpoint, now + KEY_CACHE_SECONDS)
+    return endpoint

@@ -278,10 +278,15 @@ def _ctx(endpoint: Any) -> Any:
 def call_tool(endpoint: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     params = types.CallToolRequestParams(name=name, arguments=arguments)
     result = asyncio.run(server.call_tool(_ctx(endpoint), params))
-    assert isinstance(result.structured_content, dict)
+    if result.is_error:  # a tool error is its text block alone (docs/guides/agents.md)
+        assert result.structured_content is None
+        out = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    else:
+        out = result.structured_content
+    assert isinstance(out, dict)
     # The answer must be encodable: what cannot be sent is an -32603 after the fact.
-    json.dumps(result.structured_content, allow_nan=False)
-    return result.structured_content
+    json.dumps(out, allow_nan=False)
+    return out
 
 
 def tool_error_code(out: dict[str, Any]) -> str | None:

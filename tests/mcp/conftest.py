@@ -8,11 +8,15 @@ commit their rows for the servers to see them: ``pytest.mark.django_db(transacti
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
+from mcp_types import CallToolResult, TextContent
 
 from tests.live import LiveServer, mcp_client, run
 
-__all__ = ["MODES", "LiveServer", "mcp_client", "run"]
+__all__ = ["MODES", "LiveServer", "error_of", "mcp_client", "run"]
 
 MODES = ("2026-07-28", "legacy")
 
@@ -20,3 +24,15 @@ MODES = ("2026-07-28", "legacy")
 @pytest.fixture
 def live(live_daphne: LiveServer) -> LiveServer:
     return live_daphne
+
+
+def error_of(result: CallToolResult) -> dict[str, Any]:
+    """The ``{code, message}`` of a tool error, asserting its shape (docs/guides/agents.md):
+    ``isError``, one text block holding ``{"error": {code, message}}``, no structured content."""
+    assert result.is_error, result
+    assert result.structured_content is None, result.structured_content
+    [block] = result.content
+    assert isinstance(block, TextContent), block
+    body = json.loads(block.text)
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    return dict(body["error"])

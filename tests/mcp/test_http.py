@@ -7,6 +7,7 @@ JSON (a JSON-RPC error for a refusal), never a 500 and never an HTML page.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from django.utils import timezone
 from mcp.shared.exceptions import MCPError
 
+from switchboard.auth import KEY_CACHE_SECONDS
 from switchboard.models import EndpointKey
 from tests.base import Personas
 from tests.mcp.conftest import MODES, LiveServer, mcp_client, run
@@ -116,22 +118,56 @@ def test_missing_and_unknown_credentials_get_the_same_401(
     assert response.headers["www-authenticate"] == wrong_slug.headers["www-authenticate"]
 
 
-def test_a_revoked_key_is_401_and_a_revoked_endpoint_too(
+def _refused_within(server: LiveServer, key: str, slug: str, revoked_at: float) -> float:
+    """Poll tools/list with ``key`` until it is refused; return how long after ``revoked_at``
+    (``time.monotonic()`` just after the revocation committed) the refused request was sent.
+
+    The server keeps a resolved key for ``KEY_CACHE_SECONDS`` from the start of the lookup
+    that read it, and that lookup started before the commit: so no request sent that long
+    after ``revoked_at`` may pass (both processes read the same monotonic clock)."""
+    deadline = revoked_at + KEY_CACHE_SECONDS
+    while True:
+        sent = time.monotonic()
+        response = post(server, modern_headers(key, "tools/list"), TOOLS_LIST, slug)
+        if response.status_code == 401:
+            assert_jsonrpc_error(response, 401, -32600)
+            return sent - revoked_at
+        assert response.status_code == 200, response.text
+        assert sent < deadline, f"still accepted {sent - revoked_at:.3f} s after revocation"
+        time.sleep(0.02)
+
+
+def test_a_revoked_key_and_a_revoked_endpoint_are_refused_within_a_second(
     live: LiveServer, personas: Personas
 ) -> None:
+    # Resolved (and cached by the server) just before each revocation.
     assert post(live, modern_headers(personas.key_a, "tools/list"), TOOLS_LIST).status_code == 200
     EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(revoked_at=timezone.now())
-    assert_jsonrpc_error(
-        post(live, modern_headers(personas.key_a, "tools/list"), TOOLS_LIST), 401, -32600
-    )
+    key_latency = _refused_within(live, personas.key_a, "agent-a", time.monotonic())
 
     assert (
         post(live, modern_headers(personas.key_b, "tools/list"), TOOLS_LIST, "agent-b").status_code
         == 200
     )
     lifecycle.revoke_endpoint(personas.bob.pk, personas.endpoint_b.pk)
-    response = post(live, modern_headers(personas.key_b, "tools/list"), TOOLS_LIST, "agent-b")
-    assert_jsonrpc_error(response, 401, -32600)
+    endpoint_latency = _refused_within(live, personas.key_b, "agent-b", time.monotonic())
+    assert key_latency <= KEY_CACHE_SECONDS and endpoint_latency <= KEY_CACHE_SECONDS
+
+
+def test_a_revocation_reaches_every_process_within_a_second(
+    live_servers: tuple[LiveServer, LiveServer], personas: Personas
+) -> None:
+    """Each process keeps its own cache: a revocation made anywhere (here, this test process,
+    as the Board of another process would) reaches both without any message between them."""
+    for server in live_servers:
+        assert (
+            post(server, modern_headers(personas.key_a, "tools/list"), TOOLS_LIST).status_code
+            == 200
+        )
+    EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(revoked_at=timezone.now())
+    revoked_at = time.monotonic()
+    for server in live_servers:
+        assert _refused_within(server, personas.key_a, "agent-a", revoked_at) <= KEY_CACHE_SECONDS
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -16,7 +16,7 @@ from switchboard.credentials import mint_key
 from switchboard.models import Verb
 from tests.base import Personas
 from tests.factories import EndpointFactory
-from tests.mcp.conftest import MODES, LiveServer, mcp_client, run
+from tests.mcp.conftest import MODES, LiveServer, error_of, mcp_client, run
 from tests.reach import expire_lease, make_retry_due
 from todos import lifecycle
 
@@ -33,12 +33,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
 
 async def call_error(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     """Call ``tool``; return its {code, message}, asserting it was a tool error."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.structured_content
-    assert isinstance(result.structured_content, dict)
-    error = result.structured_content["error"]
-    assert set(error) == {"code", "message"}
-    return dict(error)
+    return error_of(await client.call_tool(tool, arguments))
 
 
 def _claimer_sessions(todo_id: str) -> list[str | None]:
@@ -357,10 +352,7 @@ def test_arguments_of_the_wrong_type_are_invalid_tool_errors(
                 ("complete", {"id": "td_x", "artifact": "javascript:alert(1)"}, "artifact"),
             ]
             for tool, arguments, mentions in cases:
-                result = await client.call_tool(tool, arguments)
-                assert result.is_error, (tool, arguments)
-                assert isinstance(result.structured_content, dict)
-                error = result.structured_content["error"]
+                error = error_of(await client.call_tool(tool, arguments))
                 assert error["code"] in ("invalid", "not_found"), (tool, arguments, error)
                 if error["code"] == "invalid":
                     assert mentions in error["message"], (tool, arguments, error)
@@ -390,9 +382,7 @@ def test_traceparent_is_validated_and_returned(
             bad_meta = await client.call_tool(
                 "claim_next", {"queue": "q"}, meta={"traceparent": "00-xyz"}
             )
-            assert bad_meta.is_error
-            assert isinstance(bad_meta.structured_content, dict)
-            assert bad_meta.structured_content["error"]["code"] == "invalid"
+            assert error_of(bad_meta)["code"] == "invalid"
             # Nothing was claimed by the refused calls.
             via_argument = await call(client, "claim_next", queue="q", traceparent=good)
             assert via_argument["traceparent"] == good

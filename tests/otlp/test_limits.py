@@ -8,6 +8,7 @@ server keeps the defaults, so no other test ever meets these limits.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import uuid
 from collections.abc import Iterator
@@ -135,9 +136,10 @@ def test_mcp_answers_a_tool_call_over_the_rate_with_rate_limited_and_anything_el
     assert first.json()["result"]["isError"] is False
     assert second.json()["result"]["isError"] is False
     refused = third.json()["result"]
-    assert refused["isError"] is True
-    assert refused["structuredContent"]["error"]["code"] == "rate_limited"
-    assert "retry after" in refused["structuredContent"]["error"]["message"]
+    assert refused["isError"] is True and "structuredContent" not in refused
+    error = json.loads(refused["content"][0]["text"])["error"]
+    assert error["code"] == "rate_limited"
+    assert "retry after" in error["message"]
     assert listing.status_code == 429
     assert listing.json()["error"]["message"].startswith("Too Many Requests")
     _retry_after(listing)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test import RequestFactory
 from django.utils import timezone
 
+from switchboard import auth
 from switchboard.auth import BearerRejected, bearer_token, resolve_endpoint_bearer
 from switchboard.credentials import mint_key
-from switchboard.models import EndpointKey
+from switchboard.models import Endpoint, EndpointKey
 from tests.base import Personas
 from todos import lifecycle
 
@@ -150,3 +154,86 @@ def test_use_is_recorded_at_most_once_a_minute(
     resolve_endpoint_bearer(request, "agent-a")
     # The test's transaction pins now(), so the fresh write reads back as the first one did.
     assert _last_used(personas) == first
+
+
+# --- the async resolver's key cache ------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    clock = Clock()
+    monkeypatch.setattr(auth, "_clock", clock)
+    auth.forget_keys()
+    yield clock
+    auth.forget_keys()
+
+
+def _aresolve(key: str, slug: str) -> Endpoint:
+    """``aresolve_endpoint_bearer`` on a loop whose one worker thread closes its connection
+    after (it would otherwise outlive the test and hold the test database open)."""
+    scope = _scope((b"authorization", f"Bearer {key}".encode()))
+
+    async def resolve() -> Endpoint:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+        try:
+            return await auth.aresolve_endpoint_bearer(scope, slug)
+        finally:
+            await loop.run_in_executor(None, connections.close_all)
+
+    return asyncio.run(resolve())
+
+
+@pytest.mark.django_db(transaction=True)  # the lookup runs on a worker thread's connection
+def test_the_async_resolver_trusts_a_resolved_key_for_key_cache_seconds_only(
+    personas: Personas, clock: Clock
+) -> None:
+    assert _aresolve(personas.key_a, "agent-a").pk == personas.endpoint_a.pk
+    EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(revoked_at=timezone.now())
+    # Inside the window the revocation is not seen yet: the answer came from memory.
+    clock.now += auth.KEY_CACHE_SECONDS - 0.001
+    assert _aresolve(personas.key_a, "agent-a").pk == personas.endpoint_a.pk
+    # A key on another endpoint's URL is refused from memory too.
+    with pytest.raises(BearerRejected):
+        _aresolve(personas.key_a, "agent-b")
+    # Once the window has passed, the database is asked again.
+    clock.now += 0.001
+    with pytest.raises(BearerRejected):
+        _aresolve(personas.key_a, "agent-a")
+    with pytest.raises(BearerRejected):  # and a refusal is not kept as a pass
+        _aresolve(personas.key_a, "agent-a")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_async_resolver_keeps_no_refusal(personas: Personas, clock: Clock) -> None:
+    """An unknown key is asked about every time: a key minted a moment later works at once."""
+    endpoint = personas.endpoint_a
+    EndpointKey.objects.filter(endpoint=endpoint).update(revoked_at=timezone.now())
+    with pytest.raises(BearerRejected):
+        _aresolve(personas.key_a, "agent-a")
+    EndpointKey.objects.filter(endpoint=endpoint).update(revoked_at=None)
+    assert _aresolve(personas.key_a, "agent-a").pk == endpoint.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_key_cache_stays_bounded(
+    personas: Personas, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(auth, "KEY_CACHE_SIZE", 2)
+    _, second = mint_key(personas.endpoint_a)
+    _aresolve(personas.key_a, "agent-a")
+    _aresolve(personas.key_b, "agent-b")
+    clock.now += auth.KEY_CACHE_SECONDS  # both expired: the next entry replaces them
+    _aresolve(second, "agent-a")
+    assert len(auth._resolved) == 1
+    _aresolve(personas.key_a, "agent-a")
+    _aresolve(personas.key_b, "agent-b")  # full of live entries: start over
+    assert len(auth._resolved) == 1
