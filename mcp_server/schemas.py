@@ -291,10 +291,13 @@ TODO: Schema = {
         "created_at": _TIME,
         "updated_at": _TIME,
         "finished_at": _TIME,
-        "input_request": {
-            "description": "While input-required: {question}; once answered, also {response}"
-            " (what the requester or a human sent back).",
-        },
+        "input_request": _nullable(
+            {
+                "type": "object",
+                "description": "While input-required: {question}; once answered, also"
+                " {response} (what the requester or a human sent back).",
+            }
+        ),
     },
     "required": ["id", "queue", "state", "attempt", "max_attempts", "dead_letter"],
 }

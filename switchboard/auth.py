@@ -11,11 +11,11 @@ endpoint, a key for another endpoint) raises the same ``BearerRejected``, so a r
 tells a prober which of them it hit. Each surface renders the rejection in its own body format
 but sends the same status and ``WWW-Authenticate`` challenge (RFC 6750 §3).
 
-The async form, ``aresolve_endpoint_bearer``, keeps what it resolved for
-``KEY_CACHE_SECONDS`` (one second) in the process, keyed by the key's SHA-256: a busy agent's
+The async form, ``aresolve_endpoint_bearer``, keeps what it resolved for ``KEY_CACHE_SECONDS``
+(0.9 s, under the promised second) in the process, keyed by the key's SHA-256: a busy agent's
 requests then cost no query and no thread hop for their authentication, and a revocation (of
 the key or of its endpoint), or a change of the endpoint's verbs, reaches every process within
-that second, measured from the start of the lookup that filled the entry. Only successes are
+that time, measured from the start of the lookup that filled the entry. Only successes are
 kept, so a key minted a moment ago works at once. The sync form always asks the database
 (docs/decisions/0014-bearer-cache.md).
 
@@ -48,7 +48,8 @@ TOUCH_INTERVAL = dt.timedelta(minutes=1)
 MAX_AUTHORIZATION_BYTES = 4096
 # How long aresolve_endpoint_bearer trusts a key it resolved without asking the database again:
 # the longest a revocation can take to reach a request (docs/decisions/0014-bearer-cache.md).
-KEY_CACHE_SECONDS = 1.0
+# Under the promised second, so a request sent just after it is refused too.
+KEY_CACHE_SECONDS = 0.9
 # Entries kept at most; past it, expired entries go, and if none had, all of them.
 KEY_CACHE_SIZE = 4096
 

@@ -40,6 +40,7 @@ from switchboard.models import A2A_VERBS, DRAIN_VERBS
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from tests.live import LiveServer, _start, _stop, _wait_ready, mcp_client, run
+from tests.mcp.conftest import error_of
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -401,8 +402,7 @@ def test_the_holders_tools_follow_the_verbs(live: LiveServer, personas: Personas
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert "request_input" not in names and "reject" not in names
             refused = await client.call_tool("reject", {"id": "td_x"})
-            assert refused.is_error
-            assert refused.structured_content["error"]["code"] == "forbidden"
+            assert error_of(refused)["code"] == "forbidden"
         async with a2a(live, "front", requester, "1.0") as requester_client:
             pending = await send(requester_client, message("wait"))
             with pytest.raises(UnsupportedOperationError):  # not waiting for input

@@ -118,6 +118,11 @@ def test_missing_and_unknown_credentials_get_the_same_401(
     assert response.headers["www-authenticate"] == wrong_slug.headers["www-authenticate"]
 
 
+# What the docs promise: a revocation reaches every request within a second. The cache keeps a
+# key a little less (KEY_CACHE_SECONDS), so the first refused poll lands inside it.
+PROMISED_SECONDS = 1.0
+
+
 def _refused_within(server: LiveServer, key: str, slug: str, revoked_at: float) -> float:
     """Poll tools/list with ``key`` until it is refused; return how long after ``revoked_at``
     (``time.monotonic()`` just after the revocation committed) the refused request was sent.
@@ -151,7 +156,7 @@ def test_a_revoked_key_and_a_revoked_endpoint_are_refused_within_a_second(
     )
     lifecycle.revoke_endpoint(personas.bob.pk, personas.endpoint_b.pk)
     endpoint_latency = _refused_within(live, personas.key_b, "agent-b", time.monotonic())
-    assert key_latency <= KEY_CACHE_SECONDS and endpoint_latency <= KEY_CACHE_SECONDS
+    assert key_latency <= PROMISED_SECONDS and endpoint_latency <= PROMISED_SECONDS
 
 
 def test_a_revocation_reaches_every_process_within_a_second(
@@ -167,7 +172,7 @@ def test_a_revocation_reaches_every_process_within_a_second(
     EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(revoked_at=timezone.now())
     revoked_at = time.monotonic()
     for server in live_servers:
-        assert _refused_within(server, personas.key_a, "agent-a", revoked_at) <= KEY_CACHE_SECONDS
+        assert _refused_within(server, personas.key_a, "agent-a", revoked_at) <= PROMISED_SECONDS
 
 
 @pytest.mark.parametrize("mode", MODES)

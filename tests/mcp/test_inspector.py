@@ -76,7 +76,7 @@ def test_the_inspector_lists_tools_without_warnings_and_accepts_a_result_and_an_
 ) -> None:
     if shutil.which("npx") is None:
         pytest.fail("npx is not on PATH: install Node.js with npm (the Inspector runs on it)")
-    todo = lifecycle.create(personas.endpoint_a.id, queue="ci", payload={"check": "unit"})
+    todo = lifecycle.create(personas.endpoint_a.id, queue="ci-failures", payload={"check": "unit"})
     listing, claiming = guide_lines()
     assert "--method tools/list" in listing and "--tool-name claim_next" in claiming
     url = live.mcp_url("agent-a")
