@@ -23,8 +23,6 @@ import contextvars
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import AgentCard
@@ -41,14 +39,11 @@ from a2a_server import card, handler
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.lib import asgi, limits, metrics
+from switchboard.lib.asgi import Receive, Scope, Send
 from switchboard.models import Endpoint, Verb
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 PREFIX = "/a2a"
 _PATH = re.compile(r"^/a2a/([^/]+)(/.*)?$")

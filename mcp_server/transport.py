@@ -26,7 +26,6 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,14 +42,11 @@ from mcp_server import server as mcp
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.lib import asgi, limits, metrics
+from switchboard.lib.asgi import Message, Receive, Scope, Send
 from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 PREFIX = "/mcp"
 _PATH = re.compile(r"^/mcp/([^/]+)/?$")

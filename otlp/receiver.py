@@ -17,8 +17,6 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -29,13 +27,10 @@ from otlp.ingest import Outcome, ingest
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.lib import asgi, limits, metrics
+from switchboard.lib.asgi import Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 PREFIX = "/otlp"
 _PATH = re.compile(r"^/otlp/([^/]+)/v1/traces/?$")

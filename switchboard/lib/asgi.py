@@ -7,11 +7,14 @@ ASGI handler would otherwise spool the whole body before any view could say no.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+# The ASGI types every raw ASGI app of the project (MCP, A2A, OTLP) spells its signatures with.
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 
 class BodyTooLarge(Exception):
