@@ -174,3 +174,34 @@ def test_transitions_that_leave_nothing_to_claim_do_not_ring(
     sentinel = new_todo(ep)  # rings after whatever the transition rang, if anything
 
     assert listener.until(sentinel.id) == [_ring(ep, sentinel.id)]
+
+
+@pytest.fixture
+def rung_listener() -> Iterator[psycopg.Connection[Any]]:
+    with raw_connection(autocommit=True) as conn:
+        conn.execute("LISTEN todo_rung")
+        yield conn
+
+
+def test_resuming_a_queue_rings_its_claimers_once(
+    personas: Personas, rung_listener: psycopg.Connection[Any]
+) -> None:
+    ep = personas.endpoint_a.id
+    lifecycle.pause_queue(ep, "triage", human_id=personas.alice.id)
+    for _ in range(3):
+        new_todo(ep, "triage")
+
+    lifecycle.resume_queue(ep, "triage", human_id=personas.alice.id)
+
+    notes = [json.loads(n.payload) for n in rung_listener.notifies(timeout=2.0, stop_after=2)]
+    assert [(n["endpoint_id"], n["queue"], n["reason"]) for n in notes] == [
+        (str(ep), "triage", "resumed")
+    ]
+
+
+def test_a_resume_that_changed_nothing_rings_nobody(
+    personas: Personas, rung_listener: psycopg.Connection[Any]
+) -> None:
+    lifecycle.resume_queue(personas.endpoint_a.id, "triage", human_id=personas.alice.id)
+
+    assert list(rung_listener.notifies(timeout=0.5, stop_after=1)) == []
