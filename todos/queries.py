@@ -28,7 +28,7 @@ from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
-from todos.models import Event, Rule, Todo
+from todos.models import Event, QueuePause, Rule, Todo
 from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
 from todos.types import AttemptsPage
 
@@ -51,6 +51,32 @@ class TodoFilters:
     def matches_nothing(self) -> bool:
         """A value PostgreSQL text cannot hold (NUL, a lone surrogate): no todo can match."""
         return any(jsonlimits.text_problem(v) for v in (self.endpoint, self.queue, self.state))
+
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The filters as one SQL predicate on todos ``t`` and its parameters: what a bulk
+        action selects (todos/sql/bulk_*.sql, ``bulk_count``). ``TRUE`` when nothing is set.
+
+        The text depends only on which filters are set, never on their values (always
+        parameters), so each combination makes one statement, built and prepared once. Every
+        field of the filters must be said here (tests/todos/test_bulk.py sets each in turn): a
+        filter the list applies and a bulk action ignored would act on todos nobody saw.
+        """
+        parts: list[str] = []
+        params: dict[str, Any] = {}
+        if self.endpoint:
+            parts.append(
+                "t.endpoint_id IN (SELECT fe.id FROM endpoints fe WHERE fe.slug = %(endpoint)s)"
+            )
+            params["endpoint"] = self.endpoint
+        if self.queue:
+            parts.append("t.queue = %(queue)s")
+            params["queue"] = self.queue
+        if self.state:
+            parts.append("t.state = %(state)s")
+            params["state"] = self.state
+        if self.dead_letter:
+            parts.append(load(_SQL, "_dead_letter"))
+        return (" AND ".join(f"({part})" for part in parts) or "TRUE"), params
 
     def q_scope_only(self) -> Q:
         """Endpoint and queue only: the per-state counts are taken across states."""
@@ -353,6 +379,25 @@ def listed_queues(scope: Scope, limit: int = LISTED_QUEUES_MAX) -> list[str]:
     return sorted({*routed, *live})[:limit]
 
 
+PAUSED_LISTED_MAX = 100
+
+
+def paused_queues(
+    scope: Scope, queues: list[str] | None = None, limit: int = PAUSED_LISTED_MAX
+) -> list[QueuePause]:
+    """The open pauses of ``scope``'s queues (of ``queues`` only, when given), with their
+    endpoints, by endpoint slug and queue, at most ``limit`` (one query).
+
+    Uses index: queue_pauses_open_idx (endpoint_id, queue) WHERE resumed_at IS NULL.
+    """
+    pauses = QueuePause.objects.filter(
+        Q(resumed_at__isnull=True), endpoint__in=Endpoint.objects.filter(scope.endpoints())
+    )
+    if queues is not None:
+        pauses = pauses.filter(queue__in=queues)
+    return list(pauses.select_related("endpoint").order_by("endpoint__slug", "queue")[:limit])
+
+
 # --- the trail page --------------------------------------------------------------------------
 # The owner-scoped reads that activity/trail.py puts together into one todo's story. Each
 # answers for a todo outside ``scope`` exactly as for an unknown one.
@@ -423,3 +468,38 @@ def trail_attempts(
         )
         for row in rows
     )
+
+
+# --- bulk actions ------------------------------------------------------------------------------
+
+BULK_ACTIONS = ("retry", "cancel")
+
+
+@cache
+def bulk_count_statement(action: str, scope_sql: str, selection: str) -> str:
+    """The count of one bulk action's todos, for one scope side and one filter combination
+    (todos/sql/bulk_count.sql with the action's target fragment)."""
+    target = f"@{{bulk_{action}_target}}"
+    return load(_SQL, "bulk_count", scope=scope_sql, selection=selection, target=target)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkCount:
+    """How many todos a bulk action would act on (at most the ``limit`` asked for), and the
+    database's time of the count, which the action is given back (``seen_at``)."""
+
+    n: int
+    seen_at: dt.datetime
+
+
+def bulk_count(scope: Scope, filters: TodoFilters, action: str, limit: int) -> BulkCount:
+    """Count, up to ``limit``, the todos in ``scope`` that ``filters`` select and ``action``
+    (``retry``: dead letters; ``cancel``: unfinished todos) would act on (one query)."""
+    if action not in BULK_ACTIONS:
+        raise InvalidInput("action", f"must be one of {', '.join(BULK_ACTIONS)}")
+    if filters.matches_nothing:  # PostgreSQL could not compare the value: nothing matches
+        return BulkCount(0, dt.datetime.now(dt.UTC))
+    selection, params = filters.where()
+    sql = bulk_count_statement(action, scope.sql, selection)
+    row = fetch_all(sql, {**params, **scope.params, "limit": limit})[0]
+    return BulkCount(int(row["n"]), row["seen_at"])
