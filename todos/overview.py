@@ -36,7 +36,6 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 from switchboard.lib.sql import fetch_all, fetch_one, load
@@ -54,8 +53,6 @@ CHUNK_MINUTES = 60
 # On the first pass (no mark), the minutes of the last day are computed from the attempts.
 BACKFILL_MINUTES = 24 * 60
 KEEP_HOURS = 48
-# The day plots' bins, in minutes.
-DAY_BIN_MINUTES = 15
 
 _SQL = Path(__file__).parent / "sql"
 
@@ -180,6 +177,12 @@ def roll_up() -> RollupResult:
     )
 
 
+def window_minutes(now: dt.datetime) -> tuple[int, int]:
+    """The minutes the last hour and the last day span at ``now``: 60, and 23 hours plus this
+    hour's minutes so far (this one counted whole, as the rows do)."""
+    return 60, 23 * 60 + now.minute + 1
+
+
 # --- the page's reads --------------------------------------------------------------------------
 
 
@@ -211,26 +214,12 @@ class QueueRow:
     # (window, kind) → percentiles; window "hour" | "day", kind "wait" | "run".
     latency: dict[tuple[str, str], Percentiles] = field(default_factory=dict)
 
-    @property
-    def completed_per_minute_hour(self) -> float:
-        return self.completed_hour / 60
-
-    @property
-    def failed_per_minute_hour(self) -> float:
-        return self.failed_hour / 60
-
-    @property
-    def completed_per_minute_day(self) -> float:
-        return self.completed_day / 1440
-
-    @property
-    def failed_per_minute_day(self) -> float:
-        return self.failed_day / 1440
-
 
 @dataclass(frozen=True, slots=True)
 class Point:
-    """One bin of a plot: from ``at`` for ``minutes``; depth None when no sample saw it."""
+    """One bar of a plot: from ``at`` for ``minutes`` (a minute of the last hour, an hour of the
+    last day); depth (an hour's: its highest sample per queue, summed) None when no sample saw
+    it."""
 
     at: dt.datetime
     minutes: int
@@ -261,29 +250,12 @@ def _statement(name: str, scope: Scope) -> str:
     return _READS[(name, scope.endpoints_sql)]
 
 
-def _bins(rows: list[dict[str, Any]], size: int) -> list[Point]:
-    """Minute rows (oldest first) in bins of ``size`` minutes: counts summed, depth the bin's
-    highest sample."""
-    points = []
-    for i in range(0, len(rows), size):
-        chunk = rows[i : i + size]
-        sampled = [r for r in chunk if r["sampled"]]
-        points.append(
-            Point(
-                at=chunk[0]["minute"],
-                minutes=len(chunk),
-                completed=sum(r["completed"] for r in chunk),
-                failed=sum(r["failed"] for r in chunk),
-                pending=max((r["pending"] for r in sampled), default=None),
-                in_flight=max((r["in_flight"] for r in sampled), default=None),
-            )
-        )
-    return points
-
-
 def overview(scope: Scope, endpoint: str = "", queue: str = "") -> Overview:
     """The Overview of the queues in ``scope`` (three reads of the rollups, none of todos); the
     plots for one endpoint's queue when ``endpoint`` and ``queue`` name one, else for all.
+
+    The last hour is this minute and the 59 before it, from the minute rows; the last day is
+    this hour and the 23 before it, from the hour rows (so 23 to 24 hours).
 
     Preconditions: ``endpoint`` and ``queue`` are text PostgreSQL can hold (the view checks).
     """
@@ -298,6 +270,18 @@ def overview(scope: Scope, endpoint: str = "", queue: str = "") -> Overview:
     series = fetch_all(
         _statement("overview_series", scope), {**params, "endpoint": endpoint, "queue": queue}
     )
+    points: dict[str, list[Point]] = {"minute": [], "hour": []}
+    for r in series:
+        points[r["grain"]].append(
+            Point(
+                at=r["at"],
+                minutes=1 if r["grain"] == "minute" else 60,
+                completed=r["completed"],
+                failed=r["failed"],
+                pending=r["pending"],
+                in_flight=r["in_flight"],
+            )
+        )
     queues = [
         QueueRow(**row, latency=latency.get((str(row["endpoint_id"]), row["queue"]), {}))
         for row in rows
@@ -305,7 +289,7 @@ def overview(scope: Scope, endpoint: str = "", queue: str = "") -> Overview:
     sampled = [q.sampled_at for q in queues if q.sampled_at is not None]
     return Overview(
         queues=queues,
-        hour=_bins(series[-60:], 1),
-        day=_bins(series, DAY_BIN_MINUTES),
+        hour=points["minute"],
+        day=points["hour"],
         sampled_at=max(sampled, default=None),
     )

@@ -9,7 +9,6 @@ partial only: the rollups change when the sweeper samples, so a poll is as live 
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from switchboard.lib import jsonlimits, svgplot
@@ -82,16 +83,17 @@ def rate_text(count: int, minutes: int) -> str:
 
 
 def _row(q: QueueRow, now: dt.datetime, endpoint: str, queue: str) -> Row:
+    hour_minutes, day_minutes = overview.window_minutes(now)
     age = ""
     if q.pending and q.oldest_pending_at is not None:
         age = duration(max(0.0, (now - q.oldest_pending_at).total_seconds()))
     return Row(
         queue=q,
         oldest_age=age,
-        completed_hour=rate_text(q.completed_hour, 60),
-        failed_hour=rate_text(q.failed_hour, 60),
-        completed_day=rate_text(q.completed_day, 1440),
-        failed_day=rate_text(q.failed_day, 1440),
+        completed_hour=rate_text(q.completed_hour, hour_minutes),
+        failed_hour=rate_text(q.failed_hour, hour_minutes),
+        completed_day=rate_text(q.completed_day, day_minutes),
+        failed_day=rate_text(q.failed_day, day_minutes),
         wait_hour=_latency(q.latency.get(("hour", "wait"))),
         run_hour=_latency(q.latency.get(("hour", "run"))),
         wait_day=_latency(q.latency.get(("day", "wait"))),
@@ -110,6 +112,10 @@ class Chart:
     description: str
     plot: svgplot.Plot
     legend: list[tuple[str, str]]
+
+    @property
+    def svg(self) -> SafeString:
+        return svgplot.svg(self.plot, self.key, self.title, self.description)
 
 
 def _labels(points: Sequence[Point]) -> list[str]:
@@ -147,7 +153,8 @@ def _charts(key: str, span: str, points: list[Point], label_every: int) -> list[
             key=f"depth-{key}",
             title=f"Queue depth, {span}",
             description=(
-                f"Todos pending and in flight {bin_words} (the highest sample), {span} (UTC):"
+                f"Todos pending and in flight {bin_words} (an hour: its highest sample),"
+                f" {span} (UTC):"
                 + (
                     f" pending from {min(known):,} to {max(known):,}, now {known[-1]:,}."
                     if known
@@ -162,6 +169,25 @@ def _charts(key: str, span: str, points: list[Point], label_every: int) -> list[
             legend=[("line-pending", "pending"), ("line-in-flight", "in flight")],
         ),
     ]
+
+
+def plotted_rows(points: Sequence[Point]) -> SafeString:
+    """The table rows of the numbers a window's plots draw (built here, like the SVG: a day of
+    rows through a template loop cost more than the reads)."""
+    return format_html_join(
+        "",
+        '<tr><td class="nowrap">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+        (
+            (
+                p.at.astimezone(dt.UTC).strftime("%H:%M"),
+                p.completed,
+                p.failed,
+                "—" if p.pending is None else p.pending,
+                "—" if p.in_flight is None else p.in_flight,
+            )
+            for p in points
+        ),
+    )
 
 
 def _filter(request: BoardRequest, name: str) -> str | None:
@@ -199,9 +225,8 @@ def context(request: BoardRequest) -> tuple[dict[str, Any], int]:
         "refresh_url": reverse("overview")
         + (f"?{urlencode({'endpoint': endpoint, 'queue': queue})}" if endpoint else ""),
         "hour": _charts("hour", "last hour", data.hour, label_every=10),
-        "day": _charts("day", "last day", data.day, label_every=math.ceil(len(data.day) / 6)),
-        "day_points": data.day,
-        "plotted": [("Last hour", data.hour), ("Last day", data.day)],
+        "day": _charts("day", "last day", data.day, label_every=4),
+        "plotted": [("Last hour", plotted_rows(data.hour)), ("Last day", plotted_rows(data.day))],
     }, status
 
 

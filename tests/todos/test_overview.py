@@ -68,9 +68,10 @@ def move(todo_id: str, seq: int, *, wait: float, run: float, ended_ago: float) -
         )
 
 
-def direct(endpoint_id: UUID, queue: str, minutes: int) -> dict[str, Any]:
+def direct(endpoint_id: UUID, queue: str, window: str) -> dict[str, Any]:
     """What the rollup should say, from todo_attempts directly: attempts that ended completed
-    and failed (or died) in this minute and the ``minutes`` - 1 before, and their durations."""
+    and failed (or died) in the window (``hour``: this minute and the 59 before; ``day``: this
+    hour and the 23 before), and their durations."""
     rows = fetch_all(
         """SELECT a.outcome, a.seq,
                   EXTRACT(EPOCH FROM a.ended_at - a.claimed_at)::float8 AS run,
@@ -78,8 +79,10 @@ def direct(endpoint_id: UUID, queue: str, minutes: int) -> dict[str, Any]:
              FROM todo_attempts a JOIN todos t ON t.id = a.todo_id
             WHERE t.endpoint_id = %(ep)s AND t.queue = %(q)s
               AND a.outcome IN ('completed', 'failed', 'lease_expired', 'reaped')
-              AND a.ended_at >= date_trunc('minute', now()) - (%(m)s - 1) * interval '1 minute'""",
-        {"ep": endpoint_id, "q": queue, "m": minutes},
+              AND a.ended_at >= CASE WHEN %(hour)s
+                                THEN date_trunc('minute', now()) - interval '59 minutes'
+                                ELSE date_trunc('hour', now()) - interval '23 hours' END""",
+        {"ep": endpoint_id, "q": queue, "hour": window == "hour"},
     )
     return {
         "completed": sum(r["outcome"] == "completed" for r in rows),
@@ -127,10 +130,9 @@ def test_the_rollup_counts_the_attempts_that_ended_per_hour_and_day(personas: Pe
     overview.roll_up()
 
     row = row_of(Scope.of_human(personas.alice.id), "agent-a", "build")
-    hour, day = direct(ep, "build", 60), direct(ep, "build", 1440)
+    hour, day = direct(ep, "build", "hour"), direct(ep, "build", "day")
     assert (row.completed_hour, row.failed_hour) == (hour["completed"], hour["failed"]) == (5, 0)
     assert (row.completed_day, row.failed_day) == (day["completed"], day["failed"]) == (6, 3)
-    assert row.completed_per_minute_hour == 5 / 60
     deploy = row_of(Scope.of_human(personas.alice.id), "agent-a", "deploy")
     assert (deploy.completed_hour, deploy.completed_day) == (1, 1)
 
@@ -162,8 +164,8 @@ def test_percentiles_are_the_exact_ones_within_a_bucket(personas: Personas) -> N
 
     row = row_of(Scope.of_human(personas.alice.id), "agent-a", "build")
     precision = 2 ** (1 / (2 * overview.PER_OCTAVE))
-    for window, minutes in (("hour", 60), ("day", 1440)):
-        exact = direct(ep, "build", minutes)
+    for window in ("hour", "day"):
+        exact = direct(ep, "build", window)
         for kind, values in (("run", exact["runs"]), ("wait", exact["waits"])):
             got = row.latency[(window, kind)]
             assert got.n == len(values)

@@ -4,8 +4,8 @@
 - ``overview_minutes``: per endpoint, queue and minute, the attempts that ended completed and
   failed (reported, or died with their lease), histograms of their claim wait and run time, and
   the queue-depth sample the sweeper took last in that minute;
-- ``overview_hours``: the same counts and histograms summed per hour, so a day's percentiles
-  read 24 rows per queue, not 1,440;
+- ``overview_hours``: the same counts and histograms summed per hour, and the hour's highest
+  depth samples, so the page's day reads 24 rows per queue, not 1,440;
 - ``overview_marks``: one row, how far the minutes are computed (the high-water mark).
 
 No models (only the SQL in ``todos/sql/overview_*.sql`` touches them), so ``endpoint_id`` is not
@@ -44,6 +44,9 @@ CREATE TABLE overview_hours (
     completed    int NOT NULL DEFAULT 0 CHECK (completed >= 0),
     failed       int NOT NULL DEFAULT 0 CHECK (failed >= 0),
     busy         boolean NOT NULL DEFAULT false,
+    -- The highest depth samples of the hour (NULL when no sample was taken in it).
+    pending_max    int,
+    in_flight_max  int,
     wait_hist    int[],
     run_hist     int[],
     -- Serves: the page's day percentiles per endpoint, the upserts.
