@@ -83,8 +83,8 @@ SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1,
   FROM generate_series(1, %(n)s) AS i
  CROSS JOIN LATERAL (
         SELECT now() - interval '1 day' * (%(n)s - i) / %(n)s AS created,
-               ((i * 7919) %% 1000) / 10.0 * interval '1 second' AS wait,
-               ((i * 104729) %% 3000) / 10.0 * interval '1 second' AS run) c
+               ((i::bigint * 7919) %% 1000) / 10.0 * interval '1 second' AS wait,
+               ((i::bigint * 104729) %% 3000) / 10.0 * interval '1 second' AS run) c
  CROSS JOIN LATERAL (
         SELECT CASE WHEN i > %(n)s * 0.97 THEN 'pending'
                     WHEN i > %(n)s * 0.95 THEN 'claimed'
@@ -108,7 +108,7 @@ SELECT t.id, 1, 1, 'endpoint', t.endpoint_id, 'bench-agent', 'bench/run',
             WHEN t.next_retry_at IS NOT NULL THEN 'retry_scheduled' ELSE 'dead_lettered' END
   FROM todos t
  CROSS JOIN LATERAL (
-        SELECT ((substr(t.title, 7)::int * 104729) %% 3000) / 10.0 * interval '1 second'
+        SELECT ((substr(t.title, 7)::bigint * 104729) %% 3000) / 10.0 * interval '1 second'
                AS run) r
  WHERE t.state <> 'pending'
 """

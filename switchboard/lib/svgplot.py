@@ -142,19 +142,20 @@ def lines(
     drawn = []
     for css, name, values in series:
         parts: list[str] = []
-        run = 0  # points in the current run; a run of one is drawn as a dot (round caps)
-        for i, value in enumerate(values):
+        run = 0  # points in the current run; a run of one is drawn as a short dash
+        last = (0.0, 0.0)
+        for i, value in enumerate([*values, None]):
             if value is None:
                 if run == 1:
-                    parts.append("h0.01")
+                    x, y = last
+                    parts[-1] = f"M{x - 3:.1f} {y:.1f} h6"
                 run = 0
                 continue
             x = LEFT + step * (i + 0.5)
             y = TOP + plot_h * (1 - value / ymax)
             parts.append(f"{'L' if run else 'M'}{x:.1f} {y:.1f}")
+            last = (x, y)
             run += 1
-        if run == 1:
-            parts.append("h0.01")
         drawn.append(Line(css=css, label=name, d=" ".join(parts)))
     return Plot(
         WIDTH, HEIGHT, LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM, ymax, [], drawn, yticks, xticks
@@ -164,7 +165,7 @@ def lines(
 def svg(plot: Plot, key: str, title: str, description: str) -> SafeString:
     """``plot`` as an accessible ``<svg role="img">``: named by ``title`` and described by
     ``description`` (ids ``<key>-title``, ``<key>-desc``), each bar and line titled."""
-    parts = [
+    parts: list[str] = [
         format_html(
             '<svg class="plot" viewBox="0 0 {} {}" role="img"'
             ' aria-labelledby="{}-title {}-desc" data-chart="{}" data-ymax="{}">'
