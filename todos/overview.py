@@ -44,8 +44,10 @@ from switchboard.scope import ENDPOINT_ENDPOINTS_SQL, HUMAN_ENDPOINTS_SQL, Scope
 BUCKETS = 100
 FLOOR_SECONDS = 0.1
 PER_OCTAVE = 4
-# The sweeper samples and recomputes at most this often (per process): the page's "now".
-EVERY_SECONDS = 10.0
+# The sweeper samples and recomputes at most this often (per process): the page's "now". The
+# sample scans the unfinished todos and dead letters (0.3-0.5 s at a million todos, cold),
+# so not every pass (docs/decisions/0017-overview-rollups.md).
+EVERY_SECONDS = 30.0
 # Minutes recomputed again on every pass, behind the mark: a statement's ended_at is its
 # transaction's start, so a transition committing later than this after it began is missed.
 SETTLE_MINUTES = 3

@@ -6,9 +6,11 @@
 --   Not owner-scoped: the page scopes its reads.
 -- params: none
 -- returns: one row per sample written.
--- Uses index: a scan of the unfinished todos and dead letters, O(those rows): todos_board_state_idx
---   (endpoint_id, state, …) when they are few among many, else a sequential scan; run at most
---   once per todos.overview.EVERY_SECONDS, never by a page.
+-- Uses index: none that helps much: the planner reads the unfinished todos and dead letters
+--   through todos_board_state_idx (endpoint_id, state, …) when they are few among many, and
+--   scans todos when they are not (a parallel sequential scan, 0.3-0.5 s at a million todos with
+--   one in nine of them matching, cold). Run at most once per todos.overview.EVERY_SECONDS,
+--   never by a page (docs/decisions/0017-overview-rollups.md).
 WITH counts AS (
     SELECT t.endpoint_id, t.queue,
            count(*) FILTER (WHERE t.state = 'pending') AS pending,
