@@ -62,7 +62,7 @@ def test_the_overview_shows_the_databases_numbers_and_plots_them(board: Board, d
             expect(row.locator(f'td[data-k="{key}"]')).to_have_text(str(value))
         for key, ok in (("completed_hour", True), ("failed_hour", False)):
             n = ended_last_hour(queue, ok)
-            expect(row.locator(f'td[data-k="{key}"]')).to_have_attribute(
+            expect(row.locator(f'[data-k="{key}"]')).to_have_attribute(
                 "title", f"{n} in the last hour"
             )
     assert sum(counts(q)["pending"] for q in ("ci-failures", "triage")) > 0
