@@ -197,6 +197,8 @@ def _filter(request: BoardRequest, name: str) -> str | None:
 
 
 def context(request: BoardRequest) -> tuple[dict[str, Any], int]:
+    """Parse the filters, read the Overview once, shape it; and the status to answer (400 for
+    a filter that names no queue: the page then shows all queues and says why)."""
     endpoint, queue = _filter(request, "endpoint"), _filter(request, "queue")
     error, status = None, 200
     if endpoint is None or queue is None or bool(endpoint) != bool(queue):
