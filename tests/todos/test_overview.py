@@ -5,12 +5,13 @@ runs the step under its lock, and a human reads only the queues of their own end
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 from uuid import UUID
 
 import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.scope import Scope
@@ -386,3 +387,41 @@ def test_a_pass_skips_the_rollup_another_sweeper_is_running(
 
     assert report.skipped == ["overview"]
     assert report.rollup is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_sweepers_at_once_leave_the_numbers_one_would(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    for i in range(20):
+        ended(ep, f"q{i % 4}", ok=i % 3 != 0, wait=i, run=2 * i + 1, ended_ago=97 * i + 5)
+    new_todo(ep, "q0")
+    barrier = threading.Barrier(4)
+    reports: list[sweeps.PassReport] = []
+    errors: list[BaseException] = []
+
+    def sweeper() -> None:
+        try:
+            barrier.wait()
+            report = sweeps.PassReport()
+            sweeps.roll_up(report, force=True)
+            reports.append(report)
+        except BaseException as exc:  # a deadlock or a constraint would land here
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=sweeper) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+
+    assert errors == []
+    assert sum(r.rollup is not None for r in reports) >= 1
+    assert all(r.rollup is not None or r.skipped == ["overview"] for r in reports)
+    after_race = everything()
+    fetch_all("DELETE FROM overview_marks", {})
+    overview.roll_up()
+    assert everything() == after_race
+    rows = overview.overview(Scope.of_human(personas.alice.id)).queues
+    assert sum(q.completed_day + q.failed_day for q in rows) == 20
