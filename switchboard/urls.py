@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 
 from activity import views as activity_views
 from switchboard import board, views
+from todos import overview_views
 from todos import views as todo_views
 from todos.intake import board as intake_board
 from todos.intake import views as hooks
@@ -21,6 +22,7 @@ urlpatterns = [
     path("queues/<str:action>", todo_views.queue_action, name="queue_action"),
     path("todos/<str:todo_id>", todo_views.todo_detail, name="todo_detail"),
     path("todos/<str:todo_id>/<str:action>", todo_views.todo_action, name="todo_action"),
+    path("overview/", overview_views.overview_page, name="overview"),
     path("activity/", activity_views.activity_feed, name="activity"),
     path("endpoints/", board.endpoint_list, name="endpoint_list"),
     path("endpoints/new", board.endpoint_new, name="endpoint_new"),

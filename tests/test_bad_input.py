@@ -456,6 +456,8 @@ def test_board_pages_answer_hostile_parameters_without_a_server_error(
         f"/activity/?kind={value}",
         f"/activity/?outcome={value}",
         f"/activity/?after={value}",
+        f"/overview/?endpoint={value}&queue={value}",
+        f"/overview/?endpoint=agent-a&queue={value}",
         f"/todos/td_{value}",
         f"/todos/{value}",
         "/sources/",

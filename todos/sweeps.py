@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from todos import lifecycle, push, retention
+from todos import lifecycle, overview, push, retention
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +33,14 @@ LOCK_REAP = 0x5B_0001
 LOCK_REQUEUE = 0x5B_0002
 LOCK_RETENTION = 0x5B_0003
 LOCK_RING = 0x5B_0004
+LOCK_OVERVIEW = 0x5B_0005
 
 RETENTION_EVERY_SECONDS = 600.0
 # The unclaimed re-ring reads every stale pending todo, so it runs once a minute, not every pass
 # (docs/decisions/0015-rings-never-lost.md).
 UNCLAIMED_EVERY_SECONDS = 60.0
 _unclaimed_at: float | None = None  # monotonic time of this process's last unclaimed scan
+_overview_at: float | None = None  # monotonic time of this process's last Overview rollup
 
 
 @dataclass
@@ -49,6 +51,7 @@ class PassReport:
     retention: retention.RetentionResult | None = None
     rung: list[str] = field(default_factory=list)
     pushes: push.PushReport | None = None
+    rollup: overview.RollupResult | None = None
     skipped: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -156,6 +159,22 @@ def rings(report: PassReport, *, unclaimed: bool | None = None) -> None:
     report.pushes = push.send_due()
 
 
+def roll_up(report: PassReport, *, force: bool = False) -> None:
+    """The pass's Overview step (todos/overview.py): at most once per
+    ``overview.EVERY_SECONDS`` in this process (always when ``force``), under its lock."""
+    global _overview_at
+    now = time.monotonic()
+    if not force and _overview_at is not None and now - _overview_at < overview.EVERY_SECONDS:
+        return
+
+    def work() -> None:
+        report.rollup = overview.roll_up()
+
+    if not _locked(LOCK_OVERVIEW, work):
+        report.skipped.append("overview")
+    _overview_at = now
+
+
 def run_pass(*, with_retention: bool = False) -> PassReport:
     report = PassReport()
     if not _locked(LOCK_REAP, lambda: reap_all(report)):
@@ -163,6 +182,7 @@ def run_pass(*, with_retention: bool = False) -> PassReport:
     if not _locked(LOCK_REQUEUE, lambda: requeue_all(report)):
         report.skipped.append("requeue_retries")
     rings(report)
+    roll_up(report)
     if with_retention:
 
         def retain() -> None:

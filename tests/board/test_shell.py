@@ -10,7 +10,7 @@ from tests.base import Personas
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["todo_list", "activity", "endpoint_list", "endpoint_new", "sources"]
+PAGES = ["todo_list", "overview", "activity", "endpoint_list", "endpoint_new", "sources"]
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -1,0 +1,208 @@
+"""Plots as inline SVG, drawn on the server: the geometry (``stacked_bars``, ``lines``) and
+its markup (``svg``).
+
+No JavaScript and no library: a plot is rectangles and paths in a fixed ``viewBox`` that CSS
+scales to its box. The markup is built here rather than in a template loop, which cost more
+than the page's reads for a day of bars; every text in it is escaped (``format_html``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+WIDTH = 640
+HEIGHT = 180
+LEFT = 44  # room for the y axis labels
+RIGHT = 8
+TOP = 8
+BOTTOM = 22  # room for the x axis labels
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    x: float
+    y: float
+    width: float
+    height: float
+    css: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    css: str
+    label: str
+    d: str  # the path; one "M" per run of known values
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    at: float
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plot:
+    width: int
+    height: int
+    left: int
+    right: float
+    top: int
+    bottom: float
+    ymax: int
+    rects: list[Rect]
+    lines: list[Line]
+    yticks: list[Tick]
+    xticks: list[Tick]
+
+    @property
+    def has_data(self) -> bool:
+        return bool(self.rects) or any(line.d for line in self.lines)
+
+
+def nice_ceiling(value: float) -> int:
+    """The smallest 1, 2 or 5 times a power of ten at or above ``value`` (1 for nothing)."""
+    if value <= 1:
+        return 1
+    power = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 5, 10):
+        if step * power >= value:
+            return int(step * power)
+    return int(10 * power)  # not reached
+
+
+def _frame(
+    n: int, ymax: int, labels: Sequence[str], label_every: int
+) -> tuple[float, list[Tick], list[Tick]]:
+    plot_w = WIDTH - LEFT - RIGHT
+    step = plot_w / max(n, 1)
+    plot_h = HEIGHT - TOP - BOTTOM
+    yticks = [Tick(TOP + plot_h * (1 - f), f"{round(ymax * f):,}") for f in (0, 0.5, 1)]
+    xticks = [
+        Tick(LEFT + step * i, labels[i]) for i in range(0, n, max(1, label_every)) if labels[i]
+    ]
+    return step, yticks, xticks
+
+
+def stacked_bars(
+    labels: Sequence[str],
+    series: Sequence[tuple[str, str, Sequence[int]]],
+    *,
+    label_every: int,
+) -> Plot:
+    """One bar per label, the series (css class, name, values) stacked bottom up."""
+    n = len(labels)
+    totals = [sum(values[i] for _, _, values in series) for i in range(n)]
+    ymax = nice_ceiling(max(totals, default=0))
+    step, yticks, xticks = _frame(n, ymax, labels, label_every)
+    plot_h = HEIGHT - TOP - BOTTOM
+    rects = []
+    for i in range(n):
+        base = 0
+        for css, name, values in series:
+            value = values[i]
+            if value <= 0:
+                continue
+            y0 = TOP + plot_h * (1 - base / ymax)
+            y1 = TOP + plot_h * (1 - (base + value) / ymax)
+            rects.append(
+                Rect(
+                    x=round(LEFT + step * i + step * 0.1, 2),
+                    y=round(y1, 2),
+                    width=round(step * 0.8, 2),
+                    height=round(y0 - y1, 2),
+                    css=css,
+                    title=f"{labels[i] or f'#{i + 1}'}: {value:,} {name}",
+                )
+            )
+            base += value
+    return Plot(
+        WIDTH, HEIGHT, LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM, ymax, rects, [], yticks, xticks
+    )
+
+
+def lines(
+    labels: Sequence[str],
+    series: Sequence[tuple[str, str, Sequence[int | None]]],
+    *,
+    label_every: int,
+) -> Plot:
+    """One line per series (css class, name, values), through the middle of each label's slot;
+    a None value breaks the line."""
+    n = len(labels)
+    known = [v for _, _, values in series for v in values if v is not None]
+    ymax = nice_ceiling(max(known, default=0))
+    step, yticks, xticks = _frame(n, ymax, labels, label_every)
+    plot_h = HEIGHT - TOP - BOTTOM
+    drawn = []
+    for css, name, values in series:
+        parts: list[str] = []
+        run = 0  # points in the current run; a run of one is drawn as a short dash
+        last = (0.0, 0.0)
+        for i, value in enumerate([*values, None]):
+            if value is None:
+                if run == 1:
+                    x, y = last
+                    parts[-1] = f"M{x - 3:.1f} {y:.1f} h6"
+                run = 0
+                continue
+            x = LEFT + step * (i + 0.5)
+            y = TOP + plot_h * (1 - value / ymax)
+            parts.append(f"{'L' if run else 'M'}{x:.1f} {y:.1f}")
+            last = (x, y)
+            run += 1
+        drawn.append(Line(css=css, label=name, d=" ".join(parts)))
+    return Plot(
+        WIDTH, HEIGHT, LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM, ymax, [], drawn, yticks, xticks
+    )
+
+
+def svg(plot: Plot, key: str, title: str, description: str) -> SafeString:
+    """``plot`` as an accessible ``<svg role="img">``: named by ``title`` and described by
+    ``description`` (ids ``<key>-title``, ``<key>-desc``), each bar and line titled."""
+    parts: list[str] = [
+        format_html(
+            '<svg class="plot" viewBox="0 0 {} {}" role="img"'
+            ' aria-labelledby="{}-title {}-desc" data-chart="{}" data-ymax="{}">'
+            '<title id="{}-title">{}</title><desc id="{}-desc">{}</desc>',
+            plot.width,
+            plot.height,
+            key,
+            key,
+            key,
+            plot.ymax,
+            key,
+            title,
+            key,
+            description,
+        )
+    ]
+    for tick in plot.yticks:
+        parts.append(
+            f'<line class="grid" x1="{plot.left}" x2="{plot.right}" y1="{tick.at:.1f}"'
+            f' y2="{tick.at:.1f}"/><text class="axis" x="{plot.left - 4}" y="{tick.at:.1f}"'
+            f' text-anchor="end" dominant-baseline="middle">{escape(tick.label)}</text>'
+        )
+    for tick in plot.xticks:
+        parts.append(
+            f'<text class="axis" x="{tick.at:.1f}" y="{plot.height - 6}">'
+            f"{escape(tick.label)}</text>"
+        )
+    for r in plot.rects:
+        parts.append(
+            f'<rect class="{escape(r.css)}" x="{r.x}" y="{r.y}" width="{r.width}"'
+            f' height="{r.height}"><title>{escape(r.title)}</title></rect>'
+        )
+    for line in plot.lines:
+        if line.d:
+            parts.append(
+                f'<path class="{escape(line.css)}" d="{line.d}"><title>{escape(line.label)}'
+                "</title></path>"
+            )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))  # noqa: S308 (every text above is escaped)

@@ -1,0 +1,165 @@
+"""The Board's Overview page (todos/overview_views.py): the numbers of the rollups in a table,
+the plots as inline SVG, the poll's partial, bad filters refused, a fixed number of queries, and
+reads that never touch todos or attempts (their plans)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from switchboard.lib.sql import fetch_all
+from switchboard.scope import Scope
+from tests.base import Personas
+from tests.plans import plan_nodes
+from tests.reach import claimed, new_todo
+from todos import lifecycle, overview
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_rollups() -> None:
+    """The rollup tables have no model: Django's flush leaves other tests' rows in them."""
+    for table in ("overview_minutes", "overview_hours", "overview_marks"):
+        fetch_all(f"DELETE FROM {table}", {})
+
+
+@pytest.fixture
+def busy(personas: Personas) -> Personas:
+    """Alice: two pending todos, one claimed, one completed and one failed for good on queue
+    ``build``; bob: one pending todo on ``secret-queue``. Rolled up."""
+    ep = personas.endpoint_a.id
+    new_todo(ep, "build")
+    new_todo(ep, "build")
+    claimed(ep, "build")
+    c = claimed(ep, "build")
+    lifecycle.complete(ep, c.todo.id, owner="worker-1", summary="done")
+    c = claimed(ep, "build")
+    lifecycle.fail(ep, c.todo.id, owner="worker-1", summary="red", retryable=False)
+    new_todo(personas.endpoint_b.id, "secret-queue")
+    overview.roll_up()
+    return personas
+
+
+def cell(body: str, queue: str, key: str) -> str:
+    row = re.search(rf'<tr class="row[^"]*" data-queue="{re.escape(queue)}">(.*?)</tr>', body, re.S)
+    assert row, f"no row for {queue}"
+    found = re.search(rf'<(td|span) data-k="{key}"[^>]*>(.*?)</\1>', row.group(1), re.S)
+    assert found, f"no {key} cell"
+    return re.sub(r"<[^>]+>", "", found.group(2)).strip()
+
+
+def test_the_rail_has_the_overview_tab_beside_todos(alice_client: Client, busy: Personas) -> None:
+    body = alice_client.get("/overview/").content.decode()
+
+    rail = body[body.index('<nav class="rail"') : body.index("</nav>")]
+    assert rail.index(">Todos<") < rail.index(">Overview<") < rail.index(">Activity")
+    assert re.search(r'href="/overview/" aria-current="page">Overview<', rail)
+
+
+def test_the_table_shows_the_rollups_numbers(alice_client: Client, busy: Personas) -> None:
+    response = alice_client.get("/overview/")
+
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert cell(body, "agent-a/build", "pending") == "2"
+    assert cell(body, "agent-a/build", "in_flight") == "1"
+    assert cell(body, "agent-a/build", "dead") == "1"
+    assert cell(body, "agent-a/build", "retry_due") == "0"
+    # One completion and one failure in the last hour: 1/60 a minute each.
+    assert cell(body, "agent-a/build", "completed_hour") == "0.02"
+    assert cell(body, "agent-a/build", "failed_hour") == "0.02"
+    assert "&lt; 0.1 s" in cell(body, "agent-a/build", "run_hour")
+
+
+def test_bob_sees_none_of_alices_queues(client: Client, busy: Personas) -> None:
+    client.force_login(busy.bob)
+    body = client.get("/overview/").content.decode()
+
+    assert "secret-queue" in body
+    assert "agent-a" not in body and "build" not in body
+    # Naming alice's queue shows bob nothing of it.
+    named = client.get("/overview/?endpoint=agent-a&queue=build").content.decode()
+    assert "<rect" not in named
+
+
+def test_the_plots_are_inline_svg_with_their_data(alice_client: Client, busy: Personas) -> None:
+    body = alice_client.get("/overview/").content.decode()
+
+    for key in ("throughput-hour", "depth-hour", "throughput-day", "depth-day"):
+        svg = re.search(rf'<svg class="plot"[^>]*data-chart="{key}".*?</svg>', body, re.S)
+        assert svg, key
+        assert f'aria-labelledby="{key}-title {key}-desc"' in svg.group(0)
+        assert 'role="img"' in svg.group(0)
+    hour = re.search(r'data-chart="throughput-hour".*?</svg>', body, re.S)
+    assert hour and hour.group(0).count("<rect") == 2  # this minute: completed, failed
+    depth = re.search(r'data-chart="depth-hour".*?</svg>', body, re.S)
+    assert depth and re.search(r'<path class="line-pending" d="M[\d.]+ [\d.]+', depth.group(0))
+    assert "<script" not in body[body.index("<h1>Overview") :]
+
+
+def test_a_queue_named_focuses_the_plots(alice_client: Client, busy: Personas) -> None:
+    new_todo(busy.endpoint_a.id, "other")
+    overview.roll_up()
+
+    body = alice_client.get("/overview/?endpoint=agent-a&queue=other").content.decode()
+
+    assert "Plots: agent-a / other" in body
+    assert 'class="row selected" data-queue="agent-a/other"' in body
+    assert "<rect" not in body  # nothing ended on "other"
+
+
+def test_the_poll_gets_the_body_partial(
+    alice_client: Client, busy: Personas, htmx_headers: dict[str, str]
+) -> None:
+    body = alice_client.get("/overview/", **htmx_headers).content.decode()  # type: ignore[arg-type]
+
+    assert body.startswith('<div id="overview-body" hx-get="/overview/"')
+    assert 'hx-trigger="every 15s"' in body
+    assert "<nav" not in body
+
+
+@pytest.mark.parametrize(
+    "query", ["?endpoint=agent-a", "?queue=build", "?endpoint=a%00b&queue=x", "?queue=%ED%A0%80"]
+)
+def test_a_bad_filter_is_refused_with_a_message(
+    alice_client: Client, busy: Personas, query: str
+) -> None:
+    response = alice_client.get(f"/overview/{query}")
+
+    assert response.status_code == 400
+    assert "Choose a queue from the table" in response.content.decode()
+
+
+def test_the_page_takes_a_fixed_number_of_queries(
+    alice_client: Client, busy: Personas, django_assert_num_queries: Callable[..., Any]
+) -> None:
+    alice_client.get("/overview/")
+    # Session, user, the rail's unread count, and the three reads of the rollups.
+    with django_assert_num_queries(6):
+        alice_client.get("/overview/")
+    for n in range(10):
+        new_todo(busy.endpoint_a.id, f"queue-{n}")
+    overview.roll_up()
+    with django_assert_num_queries(6):
+        alice_client.get("/overview/")
+
+
+def test_the_reads_never_touch_todos_or_attempts(busy: Personas) -> None:
+    scope = Scope.of_human(busy.alice.id)
+    with CaptureQueriesContext(connection) as captured:
+        overview.overview(scope)
+    assert len(captured.captured_queries) == 3
+    for query in captured.captured_queries:
+        with connection.cursor() as cur:
+            cur.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
+            (plan,) = cur.fetchone()
+        relations = {n.get("Relation Name") for n in plan_nodes(plan[0]["Plan"])}
+        assert relations & {"todos", "todo_attempts"} == set(), query["sql"][:80]
+        assert relations & {"overview_minutes", "overview_hours"}
