@@ -69,6 +69,6 @@ DROP TABLE overview_minutes;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("todos", "0009_source_signature_scheme")]
+    dependencies = [("todos", "0011_queue_pause")]
 
     operations = [migrations.RunSQL(SQL, REVERSE)]
