@@ -16,6 +16,9 @@ each notification out to its own open subscription streams:
 Owner scope: streams are registered per endpoint and a notification only reaches streams of
 the endpoint that owns the todo.
 
+The registry's counts of open streams per endpoint are what the Board's endpoint pages show as
+subscriptions; ``mcp_server.presence`` writes them where every process's can be summed.
+
 The gate: at most one ring per todo per ``ring_gate_seconds`` (a minute by default), shared by
 every process, because it lives in the todo's row: a process that has streams for the endpoint
 rings through ``lifecycle.ring`` (``todos/sql/ring.sql``), which takes the gate, writes the
