@@ -94,7 +94,7 @@ class TodoAttempt(models.Model):
             models.Index(
                 fields=["claimer_endpoint", "ended_at"],
                 condition=models.Q(ended_at__isnull=False),
-                name="idx_todo_attempts_endpoint_ended",
+                name="idx_todo_attempts_by_endpoint",
             ),
         ]
 

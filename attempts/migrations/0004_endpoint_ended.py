@@ -1,6 +1,6 @@
 """The index the Board's fleet view reads an endpoint's recently ended attempts through.
 
-- ``idx_todo_attempts_endpoint_ended``: serves ``todos/sql/fleet.sql``'s failure rates, the
+- ``idx_todo_attempts_by_endpoint``: serves ``todos/sql/fleet.sql``'s failure rates, the
   attempts one endpoint's agents ended in the last day (``claimer_endpoint_id = $1 AND ended_at
   > now() - interval '1 day'``). Without it that read walks every endpoint's day of attempts
   through ``idx_todo_attempts_ended``. Partial: open attempts never count.
@@ -13,9 +13,9 @@ it drops.
 
 from django.db import migrations, models
 
-DROP_INDEX = "DROP INDEX CONCURRENTLY IF EXISTS idx_todo_attempts_endpoint_ended"
+DROP_INDEX = "DROP INDEX CONCURRENTLY IF EXISTS idx_todo_attempts_by_endpoint"
 CREATE_INDEX = """
-CREATE INDEX CONCURRENTLY idx_todo_attempts_endpoint_ended
+CREATE INDEX CONCURRENTLY idx_todo_attempts_by_endpoint
     ON todo_attempts (claimer_endpoint_id, ended_at)
     WHERE ended_at IS NOT NULL
 """
@@ -37,7 +37,7 @@ class Migration(migrations.Migration):
                     index=models.Index(
                         fields=["claimer_endpoint", "ended_at"],
                         condition=models.Q(ended_at__isnull=False),
-                        name="idx_todo_attempts_endpoint_ended",
+                        name="idx_todo_attempts_by_endpoint",
                     ),
                 ),
             ],

@@ -10,7 +10,7 @@
 --   scope give no row.
 -- Uses index: endpoints_pkey; endpoint_keys' foreign-key index on endpoint_id (its few keys);
 --   mcp_streams_open_pkey (endpoint_id, process_id); todos_board_state_idx (endpoint_id, state);
---   idx_todo_attempts_endpoint_ended (claimer_endpoint_id, ended_at), a day of one endpoint's
+--   idx_todo_attempts_by_endpoint (claimer_endpoint_id, ended_at), a day of one endpoint's
 --   attempts.
 SELECT e.id AS endpoint_id,
        (SELECT max(k.last_used_at) FROM endpoint_keys k WHERE k.endpoint_id = e.id)
