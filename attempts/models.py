@@ -94,6 +94,7 @@ class TodoAttempt(models.Model):
             models.Index(
                 fields=["claimer_endpoint", "ended_at"],
                 condition=models.Q(ended_at__isnull=False),
+                include=["outcome"],
                 name="idx_todo_attempts_by_endpoint",
             ),
         ]

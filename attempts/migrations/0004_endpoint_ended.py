@@ -3,7 +3,9 @@
 - ``idx_todo_attempts_by_endpoint``: serves ``todos/sql/fleet.sql``'s failure rates, the
   attempts one endpoint's agents ended in the last day (``claimer_endpoint_id = $1 AND ended_at
   > now() - interval '1 day'``). Without it that read walks every endpoint's day of attempts
-  through ``idx_todo_attempts_ended``. Partial: open attempts never count.
+  through ``idx_todo_attempts_ended``. It carries ``outcome`` (INCLUDE), so a busy endpoint's
+  day of attempts is counted from the index alone, without visiting the table, once vacuum
+  has marked the pages all-visible. Partial: open attempts never count.
 
 Not in one transaction (``atomic = False``), so the index is built CONCURRENTLY: a plain build
 would hold off every claim and ending for as long as it takes. Each step can run again after a
@@ -16,7 +18,7 @@ from django.db import migrations, models
 DROP_INDEX = "DROP INDEX CONCURRENTLY IF EXISTS idx_todo_attempts_by_endpoint"
 CREATE_INDEX = """
 CREATE INDEX CONCURRENTLY idx_todo_attempts_by_endpoint
-    ON todo_attempts (claimer_endpoint_id, ended_at)
+    ON todo_attempts (claimer_endpoint_id, ended_at) INCLUDE (outcome)
     WHERE ended_at IS NOT NULL
 """
 
@@ -37,6 +39,7 @@ class Migration(migrations.Migration):
                     index=models.Index(
                         fields=["claimer_endpoint", "ended_at"],
                         condition=models.Q(ended_at__isnull=False),
+                        include=["outcome"],
                         name="idx_todo_attempts_by_endpoint",
                     ),
                 ),
