@@ -13,7 +13,7 @@ Writes are cheap by construction: nothing per request or per ring; one statement
 opens and closes (a burst that arrives while one is being written is folded into the next) and
 one per heartbeat while streams are open. A process that has never had a stream writes nothing.
 A failed write is logged and retried at the next wake: the count is informational, and the
-streams themselves never wait on it.
+streams themselves never wait on it (docs/decisions/0018-fleet-counts.md).
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ from todos.fleet import STREAMS_HEARTBEAT_SECONDS, STREAMS_STALE_SECONDS
 
 logger = logging.getLogger(__name__)
 
-# Names this process's rows; a new one per process start, so a restarted server never inherits
-# (or refreshes) the rows of the one it replaced.
-PROCESS_ID = uuid.uuid4()
 # Rows not refreshed for this long are a dead process's, and any report deletes them.
 PRUNE_SECONDS = 2 * STREAMS_STALE_SECONDS
 
@@ -83,6 +80,10 @@ class Reporter:
         self._changed: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._reported: dict[UUID, int] = {}
+        # Names this process's rows. Minted when reporting starts (on the first MCP request),
+        # not at import: workers forked from one parent after import must not share it, and a
+        # restarted server never inherits (or refreshes) the rows of the one it replaced.
+        self.process_id: UUID | None = None
 
     def changed(self) -> None:
         """A stream opened or closed here (called by the doorbell's registry; never blocks)."""
@@ -90,6 +91,8 @@ class Reporter:
             self._changed.set()
 
     def start(self) -> None:
+        if self.process_id is None:
+            self.process_id = uuid.uuid4()
         if self._task is None or self._task.done():
             # Made on the loop that waits on it; set at once, so streams opened before the
             # reporter started are counted.
@@ -107,15 +110,15 @@ class Reporter:
             with suppress(asyncio.CancelledError):
                 await self._task
         self._task = None
-        if self._reported:
+        if self._reported and self.process_id is not None:
             try:
-                await _report(PROCESS_ID, {})
+                await _report(self.process_id, {})
             except DatabaseError:
                 logger.warning("presence: could not delete this process's stream counts")
             self._reported = {}
 
     async def _run(self) -> None:
-        assert self._changed is not None
+        assert self._changed is not None and self.process_id is not None
         while True:
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), STREAMS_HEARTBEAT_SECONDS)
@@ -124,8 +127,8 @@ class Reporter:
             if not counts and not self._reported:
                 continue  # nothing open, nothing written: stay silent
             try:
-                await _report(PROCESS_ID, counts)
-            except DatabaseError:
+                await _report(self.process_id, counts)
+            except Exception:  # DatabaseError, or anything else: the loop must outlive it
                 logger.warning("presence: could not write the stream counts", exc_info=True)
                 continue
             self._reported = counts

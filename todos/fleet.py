@@ -8,7 +8,8 @@ takes a ``Scope`` like ``todos.queries``: a foreign endpoint reads exactly like 
 All of it is one statement for any number of endpoints (``todos/sql/fleet.sql``), so the list
 costs the same for one endpoint as for fifty, plus one for the claims table of a single
 endpoint. Nothing here writes: the keys' ``last_used_at`` is written by the bearer resolver
-(switchboard/auth.py), the stream counts by each server process (mcp_server/presence.py).
+(switchboard/auth.py), the stream counts by each server process (mcp_server/presence.py);
+docs/decisions/0018-fleet-counts.md says why.
 """
 
 from __future__ import annotations
