@@ -78,8 +78,8 @@ class TodoAttempt(models.Model):
     class Meta:
         db_table = "todo_attempts"
         ordering = ["todo_id", "-seq"]
-        # Created CONCURRENTLY by migrations/0002_activity.py and 0003_trace.py, which name the
-        # queries they serve.
+        # Created CONCURRENTLY by migrations/0002_activity.py, 0003_trace.py and
+        # 0004_endpoint_ended.py, which name the queries they serve.
         indexes = [
             models.Index(
                 fields=["-ended_at"],
@@ -90,6 +90,12 @@ class TodoAttempt(models.Model):
                 fields=["trace_id"],
                 condition=models.Q(trace_id__isnull=False),
                 name="idx_todo_attempts_trace",
+            ),
+            models.Index(
+                fields=["claimer_endpoint", "ended_at"],
+                condition=models.Q(ended_at__isnull=False),
+                include=["outcome"],
+                name="idx_todo_attempts_by_endpoint",
             ),
         ]
 

@@ -16,6 +16,9 @@ each notification out to its own open subscription streams:
 Owner scope: streams are registered per endpoint and a notification only reaches streams of
 the endpoint that owns the todo.
 
+The registry's counts of open streams per endpoint are what the Board's endpoint pages show as
+subscriptions; ``mcp_server.presence`` writes them where every process's can be summed.
+
 The gate: at most one ring per todo per ``ring_gate_seconds`` (a minute by default), shared by
 every process, because it lives in the todo's row: a process that has streams for the endpoint
 rings through ``lifecycle.ring`` (``todos/sql/ring.sql``), which takes the gate, writes the
@@ -49,7 +52,7 @@ from channels.db import database_sync_to_async
 from django.db import DatabaseError, transaction
 from django.db import connection as django_connection
 
-from mcp_server import resources
+from mcp_server import presence, resources
 from todos import lifecycle
 
 logger = logging.getLogger(__name__)
@@ -226,6 +229,8 @@ class Doorbell:
         self._ready: asyncio.Event | None = None
         self._pending_rings: set[asyncio.Task[None]] = set()
         self.connections = 0  # LISTEN sessions opened so far (1 + reconnects)
+        # Reports this registry's counts for the Board's fleet view (mcp_server/presence.py).
+        self.presence = presence.Reporter(self.counts)
 
     # registry
 
@@ -239,6 +244,7 @@ class Doorbell:
     ) -> Iterator[Stream]:
         stream = Stream(endpoint_id, uris=uris, session_id=session_id)
         self._streams.setdefault(endpoint_id, set()).add(stream)
+        self.presence.changed()
         try:
             yield stream
         finally:
@@ -248,11 +254,17 @@ class Doorbell:
                 streams.discard(stream)
                 if not streams:
                     del self._streams[endpoint_id]
+            self.presence.changed()
+
+    def counts(self) -> dict[UUID, int]:
+        """Open streams in this process, per endpoint."""
+        return {endpoint_id: len(streams) for endpoint_id, streams in self._streams.items()}
 
     # lifecycle
 
     async def start(self) -> None:
         """Start the listener if it is not running; wait (bounded) for its first LISTEN."""
+        self.presence.start()
         if self._task is None or self._task.done():
             self._ready = asyncio.Event()
             # An empty context: the task outlives the request that started it.
@@ -266,6 +278,7 @@ class Doorbell:
             logger.warning("doorbell: not listening yet; continuing to try in the background")
 
     async def stop(self) -> None:
+        await self.presence.stop()
         if self._task is not None:
             self._task.cancel()
             with suppress(asyncio.CancelledError):

@@ -1,5 +1,9 @@
 """The Board's endpoint pages: the list, the vend wizard, keys, push rings, and revocation.
 
+Both the list and an endpoint's page show its fleet (``todos.fleet``): when its agents were last
+seen, the subscription streams open now, the todos it holds with their leases counting down
+(static/lease.js), and how many of its agents' attempts failed or died in the last hour and day.
+
 A key's plaintext is shown once: the POST that mints it keeps it in the session and redirects
 (``stash_shown_once``), and the page it redirects to takes it out and renders it
 (``pop_shown_once``), so a reload shows it no more and mints nothing. It never goes into a
@@ -21,7 +25,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -37,7 +41,7 @@ from switchboard.lib.board import (
 )
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
 from switchboard.scope import Scope
-from todos import lifecycle, push
+from todos import fleet, lifecycle, push
 from todos.models import PushAttempt, Todo
 
 PUSHES_SHOWN = 20
@@ -159,14 +163,16 @@ def endpoint_key_shown(request: BoardRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def endpoint_list(request: BoardRequest) -> HttpResponse:
-    """The human's endpoints, with their live keys and the last time any key was used."""
-    endpoints = Endpoint.objects.filter(Scope.of_human(request.user.id).endpoints()).annotate(
-        live_keys=Count("keys", filter=Q(keys__revoked_at__isnull=True)),
-        last_key_use=Max("keys__last_used_at"),
+    """The human's endpoints, with their live keys and their fleets (two queries for any number)."""
+    scope = Scope.of_human(request.user.id)
+    endpoints = list(
+        Endpoint.objects.filter(scope.endpoints()).annotate(
+            live_keys=Count("keys", filter=Q(keys__revoked_at__isnull=True)),
+        )
     )
-    return render(
-        request, "endpoints/endpoint_list.html", {"section": "endpoints", "endpoints": endpoints}
-    )
+    fleets = fleet.fleet(scope, [endpoint.id for endpoint in endpoints])
+    rows = [(endpoint, fleets.get(endpoint.id)) for endpoint in endpoints]
+    return render(request, "endpoints/endpoint_list.html", {"section": "endpoints", "rows": rows})
 
 
 @login_required
@@ -199,8 +205,10 @@ def endpoint_new(request: BoardRequest) -> HttpResponse:
 @login_required
 @require_GET
 def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
-    """One endpoint: its URLs, verbs and keys (prefixes only, never a key), its last pushes."""
+    """One endpoint: its URLs, verbs, fleet and the todos it holds, keys (prefixes only, never
+    a key), its last pushes."""
     endpoint = _own_endpoint(request, slug)
+    scope = Scope.of_human(request.user.id)
     keys = EndpointKey.objects.filter(endpoint=endpoint).only(
         "prefix", "created_at", "last_used_at", "revoked_at", "endpoint_id"
     )
@@ -208,6 +216,9 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "section": "endpoints",
         "endpoint": endpoint,
         "keys": keys,
+        "fleet": fleet.fleet(scope, [endpoint.id]).get(endpoint.id),
+        "claims": fleet.claims(scope, endpoint.id),
+        "claims_shown": fleet.CLAIMS_SHOWN,
         "pushes": PushAttempt.objects.filter(endpoint=endpoint).order_by("-id")[:PUSHES_SHOWN],
         "breaker": push.breaker(endpoint.id) if endpoint.push_url else None,
         "mcp_url": request.build_absolute_uri(f"/mcp/{endpoint.slug}"),

@@ -3,6 +3,9 @@
 ``{% when t %}`` renders ``<time>`` with the relative time as its text ("3 min ago", "in 2 h")
 and the absolute time, in UTC, as its tooltip (``title``); static/board.js keeps the text current
 while the page stays open, from the ``datetime`` attribute, in the same words (:func:`relative`).
+``{% lease t %}`` is a lease's end as a countdown ("4 min 12 s left", then "expired"), the
+absolute time again in the tooltip; static/lease.js ticks it down every second from the seconds
+left when the server rendered it, so the browser's clock never matters.
 ``{% took start end %}`` is a duration ("4 min 12 s"). ``{% holder todo.owner %}`` shows an
 operator's lease as ``operator <username>`` instead of the stored ``human:<id>``.
 """
@@ -71,6 +74,32 @@ def when(moment: dt.datetime | None) -> SafeString | str:
         utc.isoformat(),
         utc.strftime(ABSOLUTE),
         relative(utc, timezone.now()),
+    )
+
+
+def left(seconds: float) -> str:
+    """A countdown in whole seconds: "4 min 12 s left", "12 s left", "expired" once it ran out.
+    static/lease.js says the same in the browser."""
+    whole = int(seconds)
+    if whole <= 0:
+        return "expired"
+    # duration() shows tenths under 10 s; a countdown ticks in whole seconds.
+    return f"{duration(whole) if whole >= 10 else f'{whole} s'} left"
+
+
+@register.simple_tag
+def lease(moment: dt.datetime | None) -> SafeString | str:
+    """``<time>`` counting down to ``moment`` (a lease's end), the absolute time on hover."""
+    if moment is None:
+        return ""
+    utc = moment.astimezone(dt.UTC)
+    seconds = (utc - timezone.now()).total_seconds()
+    return format_html(
+        '<time datetime="{}" title="{}" data-lease-left="{}">{}</time>',
+        utc.isoformat(),
+        utc.strftime(ABSOLUTE),
+        f"{seconds:.1f}",
+        left(seconds),
     )
 
 

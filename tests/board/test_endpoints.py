@@ -47,15 +47,15 @@ def test_the_list_makes_the_same_queries_for_1_and_10_endpoints(
     personas: Personas,
     django_assert_num_queries: Callable[..., Any],
 ) -> None:
-    # session, user, the endpoints with their key counts and last use (one grouped query),
-    # the rail's unread count
-    with django_assert_num_queries(4):
+    # session, user, the endpoints with their key counts (one grouped query), their fleets (one
+    # statement, todos/sql/fleet.sql), the rail's unread count
+    with django_assert_num_queries(5):
         alice_client.get(reverse("endpoint_list"))
     for _ in range(9):
         mint_key(EndpointFactory(owner=personas.alice))
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         body = alice_client.get(reverse("endpoint_list")).content.decode()
-    assert body.count('<tr class="row">') == 10
+    assert body.count('<tr class="row" ') == 10
 
 
 def test_the_wizard_defaults_to_every_drain_verb(alice_client: Client) -> None:

@@ -83,7 +83,7 @@ def test_a_key_vended_in_the_wizard_claims_a_todo_over_mcp(board: Board, demo: D
     expect(page.get_by_text("A key is shown only once")).to_be_visible()
     expect(page.locator("#key")).to_have_count(0)
     expect(page.get_by_role("heading", name="ci-fixer")).to_be_visible()
-    keys = page.locator("table tbody tr")
+    keys = page.locator("#keys tbody tr")
     expect(keys).to_have_count(1)
     expect(keys.first).to_contain_text(f"{key[:DISPLAY_PREFIX_CHARS]}…")  # its first characters
     expect(keys.first).not_to_contain_text(key)
@@ -108,7 +108,7 @@ def test_revoking_a_key_asks_first_and_no_keeps_it(board: Board, demo: Demo) -> 
     page = board.page
     board.login("demo")
     board.goto("/endpoints/demo-agent")
-    row = page.locator("table tbody tr").first
+    row = page.locator("#keys tbody tr").first
     expect(row.locator(".badge")).to_have_text("live")
 
     row.get_by_role("button", name="Revoke…").click()
@@ -122,7 +122,7 @@ def test_revoking_a_key_asks_first_and_no_keeps_it(board: Board, demo: Demo) -> 
     row.get_by_role("button", name="Revoke…").click()
     page.get_by_role("button", name=re.compile(r"^Yes, revoke key")).click()
     expect(page.get_by_text(re.compile(r"^Revoked key sbk_"))).to_be_visible()
-    expect(page.locator("table tbody tr").first.locator(".badge")).to_have_text("revoked")
+    expect(page.locator("#keys tbody tr").first.locator(".badge")).to_have_text("revoked")
     assert key_for_plaintext(demo.seeded.key) is None
 
 

@@ -1,0 +1,38 @@
+-- fleet: what the Board's endpoint pages say about each endpoint's agents, one row per endpoint.
+-- params: ids (uuid[], the endpoints asked about), stale_seconds (a process's stream counts
+--   older than this are a dead process's and do not count), and the scope's parameters.
+-- returns: endpoint_id; last_seen_at (the newest last_used_at of its keys, revoked ones too:
+--   every surface that authenticates with a key writes it, at most once a minute per key,
+--   switchboard/auth.py); open_streams (subscription streams open now, summed over the server
+--   processes' rows in mcp_streams_open, mcp_server/presence.py); claims (todos it holds now:
+--   @{in_flight}); and, of the attempts its agents ended in the last hour and day, how many ended
+--   and how many of those failed or died (failed, lease_expired, reaped). Endpoints outside the
+--   scope give no row.
+-- Uses index: endpoints_pkey; endpoint_keys' foreign-key index on endpoint_id (its few keys);
+--   mcp_streams_open_pkey (endpoint_id, process_id); todos_board_state_idx (endpoint_id, state);
+--   idx_todo_attempts_by_endpoint (claimer_endpoint_id, ended_at) INCLUDE (outcome): a day of
+--   one endpoint's attempts, counted from the index (an index-only scan once vacuumed).
+SELECT e.id AS endpoint_id,
+       (SELECT max(k.last_used_at) FROM endpoint_keys k WHERE k.endpoint_id = e.id)
+           AS last_seen_at,
+       (SELECT coalesce(sum(s.streams), 0) FROM mcp_streams_open s
+         WHERE s.endpoint_id = e.id
+           AND s.seen_at > now() - %(stale_seconds)s * interval '1 second')::int
+           AS open_streams,
+       (SELECT count(*) FROM todos t WHERE t.endpoint_id = e.id AND @{in_flight})::int AS claims,
+       f.ended_hour, f.failed_hour, f.ended_day, f.failed_day
+  FROM endpoints e
+  CROSS JOIN LATERAL (
+      SELECT count(*) FILTER (WHERE a.ended_at > now() - interval '1 hour')::int AS ended_hour,
+             count(*) FILTER (WHERE a.ended_at > now() - interval '1 hour'
+                                AND a.outcome IN ('failed', 'lease_expired', 'reaped'))::int
+                 AS failed_hour,
+             count(*)::int AS ended_day,
+             count(*) FILTER (WHERE a.outcome IN ('failed', 'lease_expired', 'reaped'))::int
+                 AS failed_day
+        FROM todo_attempts a
+       WHERE a.claimer_endpoint_id = e.id
+         AND a.ended_at IS NOT NULL
+         AND a.ended_at > now() - interval '1 day'
+  ) f
+ WHERE e.id = ANY(%(ids)s) AND @{scope}
