@@ -16,13 +16,20 @@ that drift and the neighbours' load fall on all variants alike, each for ``--sec
   ``tools/call complete`` over HTTP, ``--clients`` official SDK clients (``mcp.Client`` on
   ``streamable_http_client`` with an ``httpx2`` client carrying the endpoint's bearer key),
   concurrent on one event loop in this process; ``mode="2026-07-28"`` is the stateless era,
-  ``mode="legacy"`` the initialize handshake and its session.
+  ``mode="legacy"`` the initialize handshake and its session;
+- ``mcp wire``: the same 2026-07-28 requests the SDK client sends (stateless POSTs, the same
+  headers and ``_meta``), from ``--clients`` light clients (``bench/mcpwire.py``: the standard
+  library's ``http.client``, no pydantic, no output-schema validation), each a process of its
+  own. On two cores the SDK clients' CPU (about as much as the server's) comes out of the
+  server's share; with light clients the figure is the server's throughput.
 
-It prints cycles/s (median over rounds), CPU per cycle (this process: the clients, which for
-``direct`` *is* the product; daphne: the server process; PostgreSQL: the database's backends
-when the server is local), the clients' median latency per call, and the MCP throughput as a
-fraction of direct (median of per-round ratios). ``--profile-server FILE`` runs the server under
-cProfile (its event-loop thread only: tools run in worker threads) and writes the profile on exit.
+It prints cycles/s (median over rounds), CPU per cycle (the clients: this process, the wire
+clients' own processes, and for ``direct`` the product itself; daphne: the server process;
+PostgreSQL: the database's backends when the server is local), the clients' median latency per
+call, and each MCP variant's throughput as a fraction of direct (median of per-round ratios):
+the SDK clients' ratio is what an agent on the same small machine would see, the wire clients'
+is the server's. ``--profile-server FILE`` runs the server under cProfile (its event-loop thread
+only: tools run in worker threads) and writes the profile on exit.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import json
 import logging
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -87,6 +96,7 @@ SUMMARY = "fixed the flaky check; reran the suite twice, green both times"
 WARMUP_CYCLES = 10  # per client: connections, prepared statements, the SDK's tool listing
 MODES = ("2026-07-28", "legacy")
 DIRECT = "direct"
+WIRE = "mcp wire"
 
 # Seeding in one statement (as bench/lifecycle.py does): ids are md5 hex with 0/1/8/9 mapped to
 # w/x/y/z, which satisfies todos_id_check ('^td_[a-z2-7]{20}$') and is unique per (nonce, i);
@@ -230,8 +240,16 @@ class Meters:
         self.server0 = _cpu_seconds(self.server_pid)
         self.client0 = time.process_time()
 
-    def sample(self, key: str, round_no: int, tallies: Sequence[Tally], start: float) -> Sample:
-        client = time.process_time() - self.client0
+    def sample(
+        self,
+        key: str,
+        round_no: int,
+        tallies: Sequence[Tally],
+        start: float,
+        client_cpu: float | None = None,
+    ) -> Sample:
+        """The window's figures; ``client_cpu`` for clients outside this process."""
+        client = time.process_time() - self.client0 if client_cpu is None else client_cpu
         server1 = _cpu_seconds(self.server_pid)
         pg = PgCpu.between(self.pg0, self.pg.snapshot())
         server = None if self.server0 is None or server1 is None else server1 - self.server0
@@ -439,6 +457,72 @@ def measure_mcp(
     return asyncio.run(_measure_mcp(url, key, mode, clients, seconds, round_no, meters))
 
 
+def measure_wire(
+    url: str, key: str, clients: int, seconds: float, round_no: int, meters: Meters
+) -> Sample:
+    """``--clients`` light clients (``bench/mcpwire.py``), one process each."""
+    command = [
+        sys.executable,
+        str(HERE / "mcpwire.py"),
+        *("--url", url, "--queue", QUEUE, "--ttl", str(TTL_SECONDS)),
+        *("--result", json.dumps(RESULT), "--summary", SUMMARY),
+        *("--warmup", str(WARMUP_CYCLES)),
+    ]
+    env = {**os.environ, "MCPWIRE_KEY": key}
+    procs = [
+        subprocess.Popen(  # noqa: S603 (our own command line)
+            [*command, "--claimant", f"{CLAIMANT}/wire-{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for i in range(clients)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None
+            line = json.loads(proc.stdout.readline() or "{}")
+            if not line.get("ready"):
+                raise RuntimeError(f"a wire client failed to start: {line.get('error', line)}")
+        meters.start()
+        start = time.monotonic()
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.write(json.dumps({"deadline": start + seconds}) + "\n")
+            proc.stdin.flush()
+        tallies, cpu = [], 0.0
+        for proc in procs:
+            assert proc.stdout is not None
+            got = json.loads(proc.stdout.readline() or "{}")
+            if "cycles" not in got:
+                raise RuntimeError(f"a wire client failed: {got.get('error', got)}")
+            tallies.append(
+                Tally(
+                    cycles=got["cycles"],
+                    end=got["end"],
+                    exhausted=got["exhausted"],
+                    claim_ms=got["claim_ms"],
+                    complete_ms=got["complete_ms"],
+                )
+            )
+            cpu += got["cpu"]
+        return meters.sample(WIRE, round_no, tallies, start, client_cpu=cpu)
+    finally:
+        # A client still waiting for its deadline (another failed) reads end of file and exits.
+        for proc in procs:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
 # --- report -----------------------------------------------------------------------------------
 
 
@@ -504,8 +588,9 @@ def print_table(samples: Sequence[Sample], keys: Sequence[str]) -> None:
             line += "  (ran out of todos: raise --todos)"
         print(line)
     print()
-    print("client µs: this process's CPU (for direct, the product itself; for mcp, the SDK")
-    print("clients); daphne µs: the server process; PG µs: this database's backends.")
+    print("client µs: the clients' CPU (for direct, the product itself; for mcp 2026-07-28 and")
+    print("legacy, the SDK clients in this process; for mcp wire, the light clients' processes);")
+    print("daphne µs: the server process; PG µs: this database's backends.")
     print()
     print("MCP throughput as a fraction of direct (median of per-round ratios):")
     for key in keys:
@@ -513,7 +598,10 @@ def print_table(samples: Sequence[Sample], keys: Sequence[str]) -> None:
             continue
         ratio = paired_ratio(samples, key)
         if ratio is not None:
-            print(f"  {key:<16}{ratio:6.3f}  ({ratio * 100:.1f} %, {1 / ratio:.1f}x slower)")
+            what = "the server's (light clients)" if key == WIRE else "with the SDK clients"
+            print(
+                f"  {key:<16}{ratio:6.3f}  ({ratio * 100:.1f} %, {1 / ratio:.1f}x slower)  {what}"
+            )
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -525,7 +613,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=4, help="MCP clients, direct threads (4)")
     parser.add_argument("--rounds", type=int, default=3, help="repetitions, rotated (3)")
     parser.add_argument("--todos", type=int, default=20_000, help="pending todos seeded (20000)")
-    parser.add_argument("--only", default="", help="comma-separated: direct, 2026-07-28, legacy")
+    parser.add_argument(
+        "--only", default="", help="comma-separated: direct, 2026-07-28, legacy, wire"
+    )
     parser.add_argument(
         "--profile-server", type=Path, default=None, help="cProfile the server into this file"
     )
@@ -543,7 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wanted = {w.strip() for w in args.only.split(",") if w.strip()}
     keys = [
         k
-        for k in (DIRECT, *(f"mcp {m}" for m in MODES))
+        for k in (DIRECT, *(f"mcp {m}" for m in MODES), WIRE)
         if not wanted or k in wanted or k.removeprefix("mcp ") in wanted
     ]
     embedded.ensure_running()  # DATABASE_URL unset: settings only describe the server
@@ -573,6 +663,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         if k == DIRECT:
                             s = measure_direct(
                                 endpoint, args.clients, args.seconds, round_no, meters
+                            )
+                        elif k == WIRE:
+                            s = measure_wire(
+                                mcp_url, key, args.clients, args.seconds, round_no, meters
                             )
                         else:
                             mode = k.removeprefix("mcp ")

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
     [
         "bench/lifecycle.py",
         "bench/mcp.py",
+        "bench/mcpwire.py",
         "bench/otlp.py",
         "bench/ablations/lifecycle_ablations.py",
         "bench/activity.py",

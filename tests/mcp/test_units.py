@@ -1,4 +1,5 @@
-"""MCP pieces that need no server: traceparent, session ids, Host/Origin, lifespan."""
+"""MCP pieces that need no server: traceparent, session ids, Host/Origin, lifespan, the two
+argument validators."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import Any
 
 import pytest
 from django.test import override_settings
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mcp_server import schemas, sessions
 from mcp_server import server as mcp_server
-from mcp_server import sessions
 from mcp_server.transport import Refused, check_message, host_allowed, origin_allowed
 from switchboard.lib import traceparent
 
@@ -150,3 +153,94 @@ def test_the_lifespan_starts_and_stops_the_session_manager() -> None:
         mcp_server.RUNTIME = original
     assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert runtime._task is None
+
+
+# --- the argument validators: jsonschema-rs says "valid" exactly when jsonschema does ---------
+
+# Values around every bound the tools' schemas set (lengths 1, 64, 128, 512, 2048; integers
+# 1..500, 10..86400; booleans), in the types JSON can carry, integral floats and bools included.
+_EDGES = st.sampled_from(
+    [0, 1, 9, 10, 100, 500, 501, 86400, 86401, -1, 2**63, 10.0, 300.0, 1.5, True, False, None]
+)
+_LENGTHS = st.one_of(
+    st.sampled_from([0, 1, 2, 63, 64, 65, 127, 128, 129, 511, 512, 513, 2047, 2048, 2049]),
+    st.integers(0, 2100),
+)
+_TEXT = st.one_of(
+    st.text(max_size=3),
+    _LENGTHS.map(lambda n: "x" * n),
+    _LENGTHS.map(lambda n: "\U0001f600" * n),  # lengths count code points, not UTF-16 units
+    st.sampled_from(["td_aaaaaaaaaaaaaaaaaaaa", "ci", "00-" + "1" * 32 + "-" + "2" * 16 + "-01"]),
+)
+_JSON = st.recursive(
+    st.one_of(_EDGES, st.integers(), st.floats(allow_nan=False), _TEXT),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=8,
+)
+
+
+def _arguments(name: str) -> st.SearchStrategy[dict[str, Any]]:
+    schema = schemas.INPUT[name]
+    keys = st.sampled_from([*schema["properties"], "unknown"])
+    return st.dictionaries(keys, _JSON, max_size=len(schema["properties"]) + 1)
+
+
+def _probes(schema: dict[str, Any]) -> list[Any]:
+    """Values at and beside every bound in ``schema`` (and its anyOf branches and items)."""
+    found: list[Any] = [None, True, 1, 1.0, 1.5, "", "x", "x" * 3000, [], {}, -(2**70), 2**70]
+    for branch in schema.get("anyOf", [schema]):
+        for key in ("minLength", "maxLength"):
+            if key in branch:
+                n = branch[key]
+                found += ["x" * (n - 1), "x" * n, "x" * (n + 1), "\U0001f600" * (n + 1)]
+        for key in ("minimum", "maximum"):
+            if key in branch:
+                n = branch[key]
+                found += [n - 1, n, n + 1, float(n), float(n + 1), n + 0.5]
+        for value in branch.get("enum", ()):
+            found += [value, value.upper()]
+        if "items" in branch:
+            items = _probes(branch["items"])
+            found += [[item] for item in items]
+            for key in ("minItems", "maxItems"):
+                if key in branch:
+                    n = branch[key]
+                    found += [["q"] * (n - 1), ["q"] * n, ["q"] * (n + 1)]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(schemas.INPUT))
+def test_the_fast_validator_agrees_at_every_bound(name: str) -> None:
+    fast, reference = mcp_server._FAST_VALIDATORS[name], mcp_server._VALIDATORS[name]
+    schema = schemas.INPUT[name]
+    base = {field: "td_aaaaaaaaaaaaaaaaaaaa" for field in schema.get("required", ())}
+    checked = 0
+    for field, prop in schema["properties"].items():
+        for value in _probes(prop):
+            arguments = {**base, field: value}
+            assert fast.is_valid(arguments) == reference.is_valid(arguments), arguments
+            checked += 1
+    assert fast.is_valid(base) and checked > 20
+    assert not fast.is_valid({**base, "unknown": 1})
+
+
+@pytest.mark.parametrize("name", sorted(schemas.INPUT))
+def test_the_fast_validator_agrees_with_jsonschema(name: str) -> None:
+    fast, reference = mcp_server._FAST_VALIDATORS[name], mcp_server._VALIDATORS[name]
+
+    @settings(max_examples=300, deadline=None)
+    @given(_arguments(name))
+    def agree(arguments: dict[str, Any]) -> None:
+        assert fast.is_valid(arguments) == reference.is_valid(arguments), arguments
+
+    agree()
+
+
+def test_a_refused_argument_is_still_named_by_jsonschema() -> None:
+    huge = {"queue": "ci", "lease_ttl_seconds": 2**70}
+    assert mcp_server._argument_error("claim_next", huge) == (
+        "lease_ttl_seconds: 1180591620717411303424 is greater than the maximum of 86400"
+    )
+    assert mcp_server._argument_error("claim_next", {**huge, "lease_ttl_seconds": 60}) is None
