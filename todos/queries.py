@@ -148,7 +148,7 @@ class TodoFilters:
             "q": self.q,
             "created_from": self.created_from,
             "created_to": self.created_to,
-            "sort": "" if self.sort == DEFAULT_SORT else self.sort,
+            "sort": "" if self.order == DEFAULT_SORT else self.order,  # an unknown one dropped
         }
         return {k: v for k, v in params.items() if v}
 

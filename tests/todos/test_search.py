@@ -219,10 +219,12 @@ def test_sorted_by_finished_the_unfinished_come_last_either_way(
     second = claimed(ep, owner=BOT).todo.id
     lifecycle.complete(ep, second, owner=BOT)
     Todo.objects.filter(id=first).update(finished_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
-    open_ = new_todo(ep).id
-
-    assert walk(alice, TodoFilters(sort="-finished"), size=1) == [second, first, open_]
-    assert walk(alice, TodoFilters(sort="finished"), size=1) == [first, second, open_]
+    older, newer = new_todo(ep).id, new_todo(ep).id
+    set_created_at(older, 5)
+    # The unfinished among themselves: by created_at, in the sort's direction (the cursor after
+    # one of them carries the sentinel key).
+    assert walk(alice, TodoFilters(sort="-finished"), size=1) == [second, first, newer, older]
+    assert walk(alice, TodoFilters(sort="finished"), size=1) == [first, second, older, newer]
 
 
 def test_a_cursor_of_another_sort_starts_from_the_top(personas: Personas, alice: Scope) -> None:
