@@ -80,7 +80,12 @@ END_TO_END_GOAL = 1 - (1 - GOALS["django"]) * (1 - GOALS["heartbeat"])
 
 # Baselines without attempt history share the product's claim predicate, with the takeover's
 # "its open attempt is visible" check (_current_attempt.sql) true: without attempts there is none.
-_NO_ATTEMPT_FRAGMENTS = {"claimable": load(TODOS_SQL, "_claimable", current_attempt="TRUE")}
+_NO_ATTEMPT_FRAGMENTS = {
+    "claimable": load(TODOS_SQL, "_claimable", current_attempt="TRUE"),
+    # The paused-queue probe on claim_next's own parameters, as the product's (_queue_open.sql).
+    "pause_endpoint": "%(endpoint_id)s",
+    "pause_queue": "%(queue)s",
+}
 # ... and the product's choice of candidate (todos/sql/_claim_next_cand.sql), with that predicate.
 _NO_ATTEMPT_FRAGMENTS["claim_next_cand"] = load(
     TODOS_SQL, "_claim_next_cand", **_NO_ATTEMPT_FRAGMENTS

@@ -361,6 +361,12 @@ CLAIM: Schema = {
     "type": "object",
     "properties": {
         "empty": {"type": "boolean", "description": "true: nothing was claimable."},
+        "paused_queues": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "With empty: the queues asked for that their operator paused;"
+            " nothing on them is claimable until resumed (a resume rings subscribers).",
+        },
         "todo": TODO,
         "attempt_seq": {"type": "integer"},
         "lease_token": {

@@ -251,20 +251,50 @@ def endpoint_push_test(request: BoardRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def endpoint_rotate_push_secret(request: BoardRequest, slug: str) -> HttpResponse:
-    """Mint a new push secret and show it this once; pushes are signed with it from now on."""
+    """Ask first; then mint a new push secret (pushes are signed with it from then on) and show
+    it once. A POST without ``confirm=yes`` (the endpoint page's button) shows the question; the
+    confirmed POST keeps the secret for the GET it redirects to (POST-redirect-GET), which shows
+    it once: a reload shows it no more and rotates nothing."""
     endpoint = _own_endpoint(request, slug)
+    if request.method == "GET":
+        shown = pop_shown_once(request, "push_secret", slug=endpoint.slug)
+        if shown is None or not shown.get("push_secret"):
+            messages.info(
+                request,
+                "A push secret is shown only once. If it was not copied, rotate it again.",
+            )
+            return redirect("endpoint_detail", slug=endpoint.slug)
+        response = render(
+            request,
+            "endpoints/push_secret_shown.html",
+            {"section": "endpoints", "endpoint": endpoint, "push_secret": shown["push_secret"]},
+        )
+        return holds_secret(response)
     if not endpoint.push_url or endpoint.is_revoked:
         messages.error(request, f"{endpoint.slug} has no push URL (or is revoked).")
         return redirect("endpoint_detail", slug=endpoint.slug)
-    secret = credentials.rotate_push_secret(endpoint)
-    response = render(
-        request,
-        "endpoints/push_secret_shown.html",
-        {"section": "endpoints", "endpoint": endpoint, "push_secret": secret},
-    )
-    return holds_secret(response)
+    if not confirmed(request):
+        return render(
+            request,
+            "endpoints/push_secret_rotate.html",
+            {
+                "section": "endpoints",
+                "endpoint": endpoint,
+                "current": credentials.push_secret_fingerprint(endpoint.push_secret),
+            },
+        )
+    secret = credentials.rotate_push_secret_if_current(endpoint.id, request.POST.get("current", ""))
+    if secret is None:
+        messages.info(
+            request,
+            f"The push secret of {endpoint.slug} was already rotated from this page; a secret is"
+            " shown only once. Rotate again if it was lost.",
+        )
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    stash_shown_once(request, "push_secret", slug=endpoint.slug, push_secret=secret)
+    return redirect("endpoint_rotate_push_secret", slug=endpoint.slug)
 
 
 @login_required

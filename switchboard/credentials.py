@@ -19,12 +19,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+import uuid
 from collections.abc import Iterable
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Now
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from switchboard.models import Endpoint, EndpointKey, Human, Verb
 
@@ -175,6 +177,26 @@ def rotate_push_secret(endpoint: Endpoint) -> str:
     endpoint.push_secret = new_push_secret()
     endpoint.save(update_fields=["push_secret"])
     return endpoint.push_secret
+
+
+def push_secret_fingerprint(secret: str) -> str:
+    """A short keyed digest of a push secret, safe to put in a page: it names which secret a
+    confirmation was drawn against, so a replayed rotation (a reload) is told from a fresh one."""
+    return salted_hmac("switchboard.endpoints.push_secret", secret).hexdigest()[:24]
+
+
+def rotate_push_secret_if_current(endpoint_id: uuid.UUID, fingerprint: str) -> str | None:
+    """Rotate the push secret only if it is still the one ``fingerprint`` names and the endpoint
+    still pushes; return the new secret, or ``None`` (rotated meanwhile by a reloaded or
+    concurrent POST, revoked, or no push URL)."""
+    with transaction.atomic():
+        endpoint = Endpoint.objects.select_for_update().get(pk=endpoint_id)
+        current = push_secret_fingerprint(endpoint.push_secret)
+        if not endpoint.push_url or endpoint.is_revoked:
+            return None
+        if not constant_time_compare(current, fingerprint):
+            return None
+        return rotate_push_secret(endpoint)
 
 
 def mint_key(endpoint: Endpoint) -> tuple[EndpointKey, str]:

@@ -17,6 +17,8 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     # The Board (operators' web UI).
     path("", todo_views.todo_list, name="todo_list"),
+    path("bulk/<str:action>", todo_views.bulk_action, name="bulk_action"),
+    path("queues/<str:action>", todo_views.queue_action, name="queue_action"),
     path("todos/<str:todo_id>", todo_views.todo_detail, name="todo_detail"),
     path("todos/<str:todo_id>/<str:action>", todo_views.todo_action, name="todo_action"),
     path("activity/", activity_views.activity_feed, name="activity"),

@@ -461,11 +461,24 @@ def test_board_pages_answer_hostile_parameters_without_a_server_error(
         "/sources/",
         f"/endpoints/?q={value}",
         f"/sources/?q={value}",
+        f"/bulk/retry?queue={value}",
+        f"/bulk/cancel?endpoint={value}&dead=1",
+        f"/bulk/{value}",
+        f"/queues/pause?endpoint=agent-a&queue={value}",
+        f"/queues/resume?endpoint={value}&queue=q",
     ]:
         assert_page(alice_client.get(url))
         assert_page(alice_client.get(url, headers={"HX-Request": "true"}))
     for action in ("claim", "complete", "fail", "release", "retry", "cancel", value):
         assert_page(alice_client.post(f"/todos/td_{value}/{action}", {"summary": "x"}))
+    for action in ("retry", "cancel"):
+        form = {"seen_at": value, "counted": value, "reason": value}
+        assert_page(alice_client.post(f"/bulk/{action}?queue={value}", form))
+        form["seen_at"] = "2026-01-01T00:00:00+00:00"
+        assert_page(alice_client.post(f"/bulk/{action}?queue={value}&state={value}", form))
+    for action in ("pause", "resume"):
+        assert_page(alice_client.post(f"/queues/{action}?endpoint=agent-a&queue={value}"))
+    assert Todo.objects.get(queue="q").state == "pending"  # no bulk action reached it
 
 
 @pytest.mark.django_db

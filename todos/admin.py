@@ -25,7 +25,7 @@ from todos import lifecycle
 
 # Django discovers each app's admin module only; intake's lives in the intake package.
 from todos.intake import admin as intake_admin  # noqa: F401
-from todos.models import PushAttempt, Todo
+from todos.models import PushAttempt, QueuePause, Todo
 from todos.states import dead_letter_q
 
 # Columns the todo list never shows: large, and loading them for a page of rows costs.
@@ -258,6 +258,27 @@ class PushAttemptAdmin(admin.ModelAdmin):
     list_select_related = ("endpoint",)
     search_fields = ("todo__id", "ring_id")
     readonly_fields = tuple(f.name for f in PushAttempt._meta.fields)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(QueuePause)
+class QueuePauseAdmin(admin.ModelAdmin):
+    """Queue pauses, read-only: open while ``resumed_at`` is empty. Paused and resumed through
+    ``todos.lifecycle`` (the Board's list, ``manage.py queue``), never here."""
+
+    list_display = ("endpoint", "queue", "paused_at", "paused_by", "resumed_at", "resumed_by")
+    list_filter = (("resumed_at", admin.EmptyFieldListFilter),)
+    list_select_related = ("endpoint",)
+    search_fields = ("queue", "endpoint__slug")
+    readonly_fields = tuple(f.name for f in QueuePause._meta.fields)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

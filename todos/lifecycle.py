@@ -47,10 +47,12 @@ token is exactly "not the holder".
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -72,12 +74,14 @@ from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.lib.text import cut_utf8, strip_control
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos import events
-from todos.queries import recent_closed_attempts
-from todos.states import PAUSED_STATES
+from todos.queries import TodoFilters, recent_closed_attempts
+from todos.states import IN_FLIGHT_STATES, PAUSED_STATES
 from todos.types import (
     AttemptView,
+    BulkResult,
     ClaimResult,
     FailResult,
+    QueueChange,
     ReportResult,
     RevokeResult,
     RingResult,
@@ -98,6 +102,9 @@ def _statement(name: str, **fragments: str) -> str:
         "guard": "@{holder} AND @{current_attempt}",
         "activity": "",
         "activity_bump": "",
+        # The queue a claim_next takes from, for its paused-queue probe (_queue_open.sql).
+        "pause_endpoint": "%(endpoint_id)s",
+        "pause_queue": "%(queue)s",
     }
     return load(_SQL, name, **{**defaults, **fragments})
 
@@ -124,14 +131,23 @@ def _recorded(name: str, *, attempt: str, from_state: str, **fragments: str) -> 
 CREATE = _statement("create")
 # One queue (the usual call) and several (docs/decisions/0013-claim-per-queue.md).
 CLAIM_NEXT = _statement("claim_next")
-CLAIM_NEXT_QUEUES = _statement("claim_next_queues")
+CLAIM_NEXT_QUEUES = _statement("claim_next_queues", pause_queue="q.queue")
+# A todo's own queue, where a statement reaches the todo first (claim by id, rings).
+_ITS_QUEUE = {"pause_endpoint": "t.endpoint_id", "pause_queue": "t.queue"}
 # Operator variants, A2A transitions and the retry sweep also write one activity row each
 # (``_recorded``): the attempt it names and the state the todo left are expressions over the
 # statement's own CTEs.
 _HELD = {"attempt": "upd.attempts_total", "from_state": "'claimed'"}
-CLAIM = _statement("claim", scope=ENDPOINT_SCOPE_SQL)
+# An agent's claim by id is refused on a paused queue, as claim_next would not take the todo;
+# the owning human's is not: a pause stops the agents
+# (docs/decisions/0020-queue-pause-and-bulk-actions.md).
+CLAIM = _statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE)
 OPERATOR_CLAIM = _recorded(
-    "claim", attempt="upd.attempts_total", from_state="upd.prior_state", scope=HUMAN_SCOPE_SQL
+    "claim",
+    attempt="upd.attempts_total",
+    from_state="upd.prior_state",
+    scope=HUMAN_SCOPE_SQL,
+    queue_open="TRUE",
 )
 # A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
 HEARTBEAT = _statement("heartbeat", guard="@{holder}")
@@ -144,9 +160,11 @@ OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
 RELEASE = _statement("release")
 OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = _statement("reap")
-RING = _statement("ring")
+RING = _statement("ring", **_ITS_QUEUE)
 RING_SCANS = ("gate", "push", "unclaimed")  # ring_due's scans; see ring_due.sql
-RING_DUE = {scan: _statement("ring_due", due=f"@{{due_{scan}}}") for scan in RING_SCANS}
+RING_DUE = {
+    scan: _statement("ring_due", due=f"@{{due_{scan}}}", **_ITS_QUEUE) for scan in RING_SCANS
+}
 CLAIM_PUSHES = _statement("claim_pushes")
 RECORD_PUSH = _statement("record_push")
 UNCLAIM_PUSHES = _statement("unclaim_pushes")
@@ -159,6 +177,15 @@ CANCEL = {
     False: _recorded("cancel", scope=HUMAN_SCOPE_SQL, **_CANCELED),
 }
 REVOKE_ENDPOINT = _statement("revoke_endpoint")
+# A queue's pause and resume: by a human (their own endpoints only) or the system (a command).
+PAUSE_QUEUE = {
+    True: _statement("pause_queue", owner="e.owner_id = %(scope_human_id)s"),
+    False: _statement("pause_queue", owner="TRUE"),
+}
+RESUME_QUEUE = {
+    True: _statement("resume_queue", owner="e.owner_id = %(scope_human_id)s"),
+    False: _statement("resume_queue", owner="TRUE"),
+}
 INTERRUPT = _recorded("interrupt", **_HELD)
 _RESUMED = {"attempt": "upd.attempts_total", "from_state": "upd.from_state"}
 RESUME = _recorded("resume", scope=HUMAN_SCOPE_SQL, **_RESUMED)
@@ -180,6 +207,9 @@ QUEUE_MAX_BYTES = 128
 OWNER_MAX_BYTES = 256
 TITLE_MAX_BYTES = 1024
 SWEEP_BATCH = 500
+# The most todos one bulk action changes: one statement holds their row locks until it commits,
+# so a click must not lock the table for long (docs/decisions/0020-queue-pause-and-bulk-actions.md).
+BULK_MAX = 10_000
 PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries
 TRACE_ID_BYTES = 16  # todo_attempts.trace_id: a W3C trace id
 INTERRUPT_STATES = tuple(str(state) for state in PAUSED_STATES)  # what interrupt may move to
@@ -1024,6 +1054,181 @@ def operator_cancel(
     human_id: int, todo_id: str, *, reason: str | None = None, actor_id: int | None = None
 ) -> ReportResult:
     return cancel(Scope.of_human(human_id), todo_id, reason=reason, actor_id=actor_id)
+
+
+# --- bulk actions and queues (humans) ------------------------------------------------------------
+
+# The attempt a bulk cancel closed: the todo's open one when it was in flight (the target
+# requires that attempt to be visible, so the statement's `closed` arm closed it), else none.
+_BULK_CANCELED_ATTEMPT = (
+    "CASE WHEN upd.from_state IN ("
+    + ", ".join(f"'{state}'" for state in IN_FLIGHT_STATES)
+    + ") THEN upd.attempts_total END"
+)
+
+
+@cache
+def bulk_statement(action: str, selection: str) -> str:
+    """The statement of one bulk action (``retry``, ``cancel``) for one filter combination
+    (``TodoFilters.where``'s text), in the human's scope, built once per combination."""
+    if action == "retry":
+        return _recorded(
+            "bulk_retry",
+            attempt="NULL::int",
+            from_state="upd.from_state",
+            scope=HUMAN_SCOPE_SQL,
+            selection=selection,
+        )
+    if action == "cancel":
+        return _recorded(
+            "bulk_cancel",
+            attempt=_BULK_CANCELED_ATTEMPT,
+            from_state="upd.from_state",
+            scope=HUMAN_SCOPE_SQL,
+            selection=selection,
+            bulk_canceled_attempt=_BULK_CANCELED_ATTEMPT,
+        )
+    raise InvalidInput("action", "must be retry or cancel")
+
+
+def _bulk_params(seen_at: dt.datetime, limit: int) -> dict[str, Any]:
+    if not isinstance(seen_at, dt.datetime) or seen_at.tzinfo is None:
+        raise InvalidInput("seen_at", "must be the time of the count, with its time zone")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= BULK_MAX:
+        raise InvalidInput("limit", f"must be between 1 and {BULK_MAX}")
+    return {"seen_at": seen_at, "limit": limit}
+
+
+def _bulk(
+    action: str,
+    human_id: int,
+    filters: TodoFilters,
+    params: dict[str, Any],
+) -> list[dict[str, Any]]:
+    if filters.matches_nothing:  # PostgreSQL could not compare the value: nothing matches
+        return []
+    selection, selection_params = filters.where()
+    scope = Scope.of_human(human_id)
+    rows = _run(
+        bulk_statement(action, selection), {**params, **selection_params, **scope.params}, None
+    )
+    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
+    return rows
+
+
+def bulk_retry(
+    human_id: int,
+    filters: TodoFilters,
+    *,
+    seen_at: dt.datetime,
+    limit: int = BULK_MAX,
+    actor_id: int | None = None,
+) -> BulkResult:
+    """Retry the dead letters of the human's todos that ``filters`` select, at most ``limit``
+    (oldest first), each as ``retry`` retries one, in one statement (bulk_retry.sql).
+
+    ``seen_at`` is the time of the count the human confirmed (``queries.bulk_count``): a todo
+    dead-lettered after it is left alone. Each retry is a ``human_action`` row of ``actor_id``
+    (default ``human_id``) marked ``bulk``; the doorbell rings once per queue refilled.
+    """
+    params = {
+        **_bulk_params(seen_at, limit),
+        **_activity(
+            "human_action", "human", f"human:{actor_id or human_id}", "retry", detail={"bulk": True}
+        ),
+    }
+    rows = _bulk("retry", human_id, filters, params)
+    if rows:
+        _counted("retry", n=len(rows), activity="human_action")
+    return BulkResult(tuple(r["id"] for r in rows))
+
+
+def bulk_cancel(
+    human_id: int,
+    filters: TodoFilters,
+    *,
+    seen_at: dt.datetime,
+    reason: str | None = None,
+    limit: int = BULK_MAX,
+    actor_id: int | None = None,
+) -> BulkResult:
+    """Cancel the unfinished todos of the human's that ``filters`` select, at most ``limit``
+    (oldest first), each as ``cancel`` cancels one (an open attempt closes canceled/canceled),
+    in one statement (bulk_cancel.sql).
+
+    ``seen_at`` is the time of the count the human confirmed: a todo created or claimed after
+    it is left alone, and so is one locked by a transition at that moment. Each cancel is a
+    ``human_action`` row of ``actor_id`` (default ``human_id``) marked ``bulk``.
+    """
+    text, truncated = rules.summary(reason)
+    params = {
+        **_bulk_params(seen_at, limit),
+        "summary": text,
+        "summary_truncated": truncated,
+        **_activity(
+            "human_action",
+            "human",
+            f"human:{actor_id or human_id}",
+            "cancel",
+            message=reason,
+            message_field="reason",
+            detail={"bulk": True},
+        ),
+    }
+    rows = _bulk("cancel", human_id, filters, params)
+    if rows:
+        _counted("cancel", n=len(rows), activity="human_action")
+        closed = sum(1 for r in rows if r["attempt_seq"] is not None)
+        if closed:
+            transaction.on_commit(lambda: metrics.attempt_closed("canceled", "canceled", closed))
+    return BulkResult(tuple(r["id"] for r in rows))
+
+
+def _queue_params(
+    endpoint_id: UUID, queue: str, human_id: int | None, actor_id: int | None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"endpoint_id": endpoint_id, "queue": check_name("queue", queue)}
+    if human_id is None:
+        # The system: a command run on the server (manage.py queue without --as).
+        return params | {"actor_kind": "system", "actor_ref": "manage.py"}
+    return params | {
+        "actor_kind": "human",
+        "actor_ref": f"human:{actor_id or human_id}",
+        "scope_human_id": human_id,
+    }
+
+
+def pause_queue(
+    endpoint_id: UUID, queue: str, *, human_id: int | None, actor_id: int | None = None
+) -> QueueChange:
+    """Pause an endpoint's queue: no agent's claim takes its todos (claim_next skips it, a claim
+    by id is refused) and no ring goes out for them until it is resumed. Leases already held
+    run on. Pausing a paused queue changes nothing (``changed`` False).
+
+    ``human_id`` is the owning human (their own endpoints only: another's reads as unknown),
+    recorded as the pause's actor (``actor_id`` when staff act for them); None is the system.
+    Raises ``InvalidInput`` for an endpoint unknown in that scope.
+    """
+    params = _queue_params(endpoint_id, queue, human_id, actor_id)
+    row = fetch_one(PAUSE_QUEUE[human_id is not None], params)
+    assert row is not None  # the statement always returns one row
+    if not row["found"]:
+        raise InvalidInput("endpoint", "unknown")
+    return QueueChange(endpoint_id, queue, paused=True, changed=bool(row["paused"]))
+
+
+def resume_queue(
+    endpoint_id: UUID, queue: str, *, human_id: int | None, actor_id: int | None = None
+) -> QueueChange:
+    """Resume a paused queue: its todos are claimable again, and the claimers waiting on it
+    are rung at commit (once for the queue). Resuming a queue not paused changes nothing.
+    ``human_id`` and ``actor_id`` as ``pause_queue``'s."""
+    params = _queue_params(endpoint_id, queue, human_id, actor_id)
+    row = fetch_one(RESUME_QUEUE[human_id is not None], params)
+    assert row is not None  # the statement always returns one row
+    if not row["found"]:
+        raise InvalidInput("endpoint", "unknown")
+    return QueueChange(endpoint_id, queue, paused=False, changed=bool(row["resumed"]))
 
 
 # --- sweeps ------------------------------------------------------------------------------------

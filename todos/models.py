@@ -235,3 +235,43 @@ class PushAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"push {self.ring_id}"
+
+
+class PauseActor(models.TextChoices):
+    """Who paused or resumed a queue: a human (the Board, ``manage.py queue --as``) or the
+    system (``manage.py queue`` without ``--as``)."""
+
+    HUMAN = "human"
+    SYSTEM = "system"
+
+
+class QueuePause(models.Model):
+    """A pause of an endpoint's queue (migrations/0011): open while ``resumed_at`` is NULL.
+
+    While open, no agent's claim takes a todo of the queue (``todos/sql/_queue_open.sql``) and
+    no ring goes out for it; leases already held run on. Written by ``todos.lifecycle``
+    (``pause_queue``, ``resume_queue``); kept after the resume as the record of both.
+    """
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="queue_pauses")
+    queue = models.TextField()
+    paused_at = models.DateTimeField(db_default=Now())
+    paused_by_kind = models.TextField(choices=PauseActor.choices)
+    paused_by = models.TextField()
+    resumed_at = models.DateTimeField(null=True, blank=True)
+    resumed_by_kind = models.TextField(choices=PauseActor.choices, null=True, blank=True)
+    resumed_by = models.TextField(null=True, blank=True)
+
+    class Meta:
+        db_table = "queue_pauses"
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["endpoint", "queue"],
+                condition=models.Q(resumed_at__isnull=True),
+                name="queue_pauses_open_idx",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue} paused {self.paused_at:%Y-%m-%d %H:%M}"

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.models import BooleanField, Count, Min, Q
 from django.db.models.expressions import RawSQL
@@ -31,7 +31,7 @@ from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
-from todos.models import Event, Rule, Todo
+from todos.models import Event, QueuePause, Rule, Todo
 from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
 from todos.types import AttemptsPage
 
@@ -62,7 +62,7 @@ SORT_KEYS: dict[str, tuple[str, str] | None] = {
 TIME_SORTS = frozenset({"updated", "finished"})
 SORTS = tuple(f"{sign}{name}" for name in SORT_KEYS for sign in ("-", ""))
 # Search: a todo id alone finds that todo through todos_pkey; anything else is a
-# case-insensitive substring of todo_search_text (todos/migrations/0010_todo_search.py), read
+# case-insensitive substring of todo_search_text (todos/migrations/0012_todo_search.py), read
 # through todos_search_idx, which needs three letters or digits in a row to narrow anything.
 Q_MAX_CHARS = 200
 TODO_ID = re.compile(r"td_[a-z2-7]{20}")
@@ -116,6 +116,9 @@ class TodoFilters:
     created_from: str = ""  # YYYY-MM-DD, the first UTC day included
     created_to: str = ""  # YYYY-MM-DD, the last UTC day included
     sort: str = DEFAULT_SORT
+
+    # The fields that order the list and select nothing: ``where`` says every other one.
+    ORDER_ONLY: ClassVar[tuple[str, ...]] = ("sort",)
 
     @classmethod
     def parse(cls, params: Mapping[str, str]) -> TodoFilters:
@@ -231,19 +234,21 @@ class TodoFilters:
             parts.append(re.sub(r"\bt\.", f"{t}.", _DEAD_LETTER_SQL))
         if self.created_from:
             parts.append(f"{t}.created_at >= %(created_from)s")
-        if self._created_before() is not None:
+        if self.created_to:
             parts.append(f"{t}.created_at < %(created_before)s")
         if self.is_id_search:
             parts.append(f"{t}.id = %(q)s")  # Uses index: todos_pkey
         elif self.q:
-            # Uses index: todos_search_idx (the same expression, todos/migrations/0010).
+            # Uses index: todos_search_idx (the same expression, todos/migrations/0012).
             parts.append(f"todo_search_text({t}.id, {t}.title, {t}.payload) ILIKE %(q_pattern)s")
         return "".join(f" AND {part}" for part in parts)
 
-    def _created_before(self) -> dt.datetime | None:
+    def _created_before(self) -> dt.datetime | str | None:
         end, _ = _day(self.created_to, "")
-        if end is None or end == dt.date.max:
-            return None
+        if end is None:
+            return None  # matches_nothing: the statement is never run
+        if end == dt.date.max:
+            return "infinity"  # the day after 9999-12-31 is no Python date
         return _day_start(end + dt.timedelta(days=1))
 
     def sql_params(self) -> dict[str, Any]:
@@ -270,6 +275,22 @@ class TodoFilters:
         sql = _NAMED.sub("%s", named).removeprefix(" AND ")
         # Fixed fragments only; every value is a parameter.
         return Q(RawSQL(sql, values, BooleanField()))  # noqa: S611
+
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The filters as one SQL predicate on todos ``t`` and the parameters it names: what a
+        bulk action selects (todos/sql/bulk_*.sql, ``bulk_count``). ``TRUE`` when nothing is
+        set. ``where_sql`` without its leading `` AND ``, so the list and the bulk actions
+        select the same todos.
+
+        The text depends only on which filters are set, never on their values (always
+        parameters), so each combination makes one statement, built and prepared once. Every
+        field of the filters but ``ORDER_ONLY`` must be said here (tests/todos/test_bulk.py sets
+        each in turn): a filter the list applies and a bulk action ignored would act on todos
+        nobody saw. Precondition: not ``matches_nothing``.
+        """
+        named = self.where_sql()
+        params = self.sql_params()
+        return named.removeprefix(" AND ") or "TRUE", {n: params[n] for n in _NAMED.findall(named)}
 
     def q_scope_only(self) -> Q:
         """Endpoint and queue only (kept for callers that count across the other filters)."""
@@ -609,6 +630,25 @@ def listed_queues(scope: Scope, limit: int = LISTED_QUEUES_MAX) -> list[str]:
     return sorted({*routed, *live})[:limit]
 
 
+PAUSED_LISTED_MAX = 100
+
+
+def paused_queues(
+    scope: Scope, queues: list[str] | None = None, limit: int = PAUSED_LISTED_MAX
+) -> list[QueuePause]:
+    """The open pauses of ``scope``'s queues (of ``queues`` only, when given), with their
+    endpoints, by endpoint slug and queue, at most ``limit`` (one query).
+
+    Uses index: queue_pauses_open_idx (endpoint_id, queue) WHERE resumed_at IS NULL.
+    """
+    pauses = QueuePause.objects.filter(
+        Q(resumed_at__isnull=True), endpoint__in=Endpoint.objects.filter(scope.endpoints())
+    )
+    if queues is not None:
+        pauses = pauses.filter(queue__in=queues)
+    return list(pauses.select_related("endpoint").order_by("endpoint__slug", "queue")[:limit])
+
+
 # --- the trail page --------------------------------------------------------------------------
 # The owner-scoped reads that activity/trail.py puts together into one todo's story. Each
 # answers for a todo outside ``scope`` exactly as for an unknown one.
@@ -679,3 +719,38 @@ def trail_attempts(
         )
         for row in rows
     )
+
+
+# --- bulk actions ------------------------------------------------------------------------------
+
+BULK_ACTIONS = ("retry", "cancel")
+
+
+@cache
+def bulk_count_statement(action: str, scope_sql: str, selection: str) -> str:
+    """The count of one bulk action's todos, for one scope side and one filter combination
+    (todos/sql/bulk_count.sql with the action's target fragment)."""
+    target = f"@{{bulk_{action}_target}}"
+    return load(_SQL, "bulk_count", scope=scope_sql, selection=selection, target=target)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkCount:
+    """How many todos a bulk action would act on (at most the ``limit`` asked for), and the
+    database's time of the count, which the action is given back (``seen_at``)."""
+
+    n: int
+    seen_at: dt.datetime
+
+
+def bulk_count(scope: Scope, filters: TodoFilters, action: str, limit: int) -> BulkCount:
+    """Count, up to ``limit``, the todos in ``scope`` that ``filters`` select and ``action``
+    (``retry``: dead letters; ``cancel``: unfinished todos) would act on (one query)."""
+    if action not in BULK_ACTIONS:
+        raise InvalidInput("action", f"must be one of {', '.join(BULK_ACTIONS)}")
+    if filters.matches_nothing:  # PostgreSQL could not compare the value: nothing matches
+        return BulkCount(0, dt.datetime.now(dt.UTC))
+    selection, params = filters.where()
+    sql = bulk_count_statement(action, scope.sql, selection)
+    row = fetch_all(sql, {**params, **scope.params, "limit": limit})[0]
+    return BulkCount(int(row["n"]), row["seen_at"])

@@ -127,3 +127,22 @@ class RingResult:
 class RevokeResult:
     endpoint_revoked: bool
     dead_lettered: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BulkResult:
+    """The todos a bulk action acted on (``acted``), and how many the count it was confirmed
+    against had shown (``counted``): fewer acted means the rest changed in between."""
+
+    acted: tuple[str, ...]
+    counted: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueChange:
+    """A queue's pause or resume: ``changed`` is False when the queue already stood so."""
+
+    endpoint_id: UUID
+    queue: str
+    paused: bool
+    changed: bool

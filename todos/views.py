@@ -166,6 +166,11 @@ SORT_CHOICES = [
 ]
 
 
+def _filters(request: BoardRequest) -> queries.TodoFilters:
+    """The list's filters from the query string: the list's, and the bulk actions' own."""
+    return queries.TodoFilters.parse(request.GET)
+
+
 def _query(filters: queries.TodoFilters, **extra: str) -> str:
     return urlencode(filters.to_params() | {k: v for k, v in extra.items() if v})
 
@@ -189,7 +194,7 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     """The human's todos, filtered, searched and sorted (newest first unless asked), with
     per-state counts; rows open the drawer. Filters it cannot read are said on the page, and
     match nothing (``TodoFilters``)."""
-    filters = queries.TodoFilters.parse(request.GET)
+    filters = _filters(request)
     after = queries.Cursor.decode(request.GET.get("after", ""))  # malformed: from the top
     page = queries.todo_page(_scope(request), filters, after, size=queries.PAGE_SIZE)
     counts = queries.state_counts(_scope(request), filters)
@@ -199,6 +204,7 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     tabs += [(s.value, s.value, counts[s.value], _query(base, state=s.value)) for s in State]
     tabs.append(("dead", "dead letter", counts["dead_letter"], _query(base, dead="1")))
     current_tab = "dead" if filters.dead_letter else (filters.state or "all")
+    paused = queries.paused_queues(_scope(request))
     return render(
         request,
         "todos/todo_list.html",
@@ -218,6 +224,12 @@ def todo_list(request: BoardRequest) -> HttpResponse:
             if page.next_cursor
             else None,
             "first_query": _query(filters) if after else None,
+            "query": _query(filters),
+            # The human's paused queues, and whether the filter names one queue to pause.
+            "paused": paused,
+            "queue_paused": any(
+                p.endpoint.slug == filters.endpoint and p.queue == filters.queue for p in paused
+            ),
         },
     )
 
@@ -435,3 +447,131 @@ def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpRespons
 def _from_the_list(request: BoardRequest) -> bool:
     """Whether the htmx request came from the list page (the only page with rows)."""
     return urlsplit(request.htmx.current_url or "").path == reverse("todo_list")
+
+
+# --- bulk actions and queue pauses ------------------------------------------------------------
+
+BULK_CONFIRM = "todos/bulk_confirm.html"
+QUEUE_CONFIRM = "todos/queue_confirm.html"
+# What each bulk action says: the verb, what it acts on, what it did.
+BULK_WORDS = {
+    "retry": ("Retry", "dead letters", "Retried"),
+    "cancel": ("Cancel", "unfinished todos", "Canceled"),
+}
+
+
+def _seen_at(request: BoardRequest) -> dt.datetime:
+    try:
+        seen_at = dt.datetime.fromisoformat(request.POST.get("seen_at", ""))
+    except ValueError:
+        raise InvalidInput("seen_at", "must be the time of the count the page showed") from None
+    if seen_at.tzinfo is None:
+        raise InvalidInput("seen_at", "must carry its time zone")
+    return seen_at
+
+
+def _counted(request: BoardRequest) -> int | None:
+    text = request.POST.get("counted", "")
+    return int(text) if text.isdigit() and len(text) < 10 else None
+
+
+@login_required
+def bulk_action(request: BoardRequest, action: str) -> HttpResponse:
+    """A bulk action on the list's current filter (its query string, on both requests).
+
+    GET: the confirm page, with how many todos the action would change now (at most
+    ``lifecycle.BULK_MAX``, said when there are more). POST: the action, re-checking every todo
+    against the count's time (``seen_at``), then back to the list with how many it changed.
+    """
+    if action not in BULK_WORDS:
+        return _not_found(request, action)
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
+    filters = _filters(request)
+    verb, things, done = BULK_WORDS[action]
+    context: dict[str, Any] = {
+        "section": "todos",
+        "action": action,
+        "verb": verb,
+        "things": things,
+        "filters": filters,
+        "query": _query(filters),
+        "cap_text": f"{lifecycle.BULK_MAX:,}",
+    }
+    if request.method == "POST":
+        try:
+            seen_at = _seen_at(request)
+            if action == "retry":
+                result = lifecycle.bulk_retry(request.user.id, filters, seen_at=seen_at)
+            else:
+                result = lifecycle.bulk_cancel(
+                    request.user.id, filters, seen_at=seen_at, reason=_text(request, "reason")
+                )
+        except InvalidInput as exc:
+            context["error"] = _error_message(exc)
+            return render(request, BULK_CONFIRM, context, status=400)
+        acted, counted = len(result.acted), _counted(request)
+        notice = f"{done} {acted} {'todo' if acted == 1 else 'todos'}."
+        if counted is not None and acted < min(counted, lifecycle.BULK_MAX):
+            notice += f" {min(counted, lifecycle.BULK_MAX) - acted} of those counted had changed."
+        messages.success(request, notice)
+        return redirect(reverse("todo_list") + (f"?{context['query']}" if context["query"] else ""))
+    count = queries.bulk_count(_scope(request), filters, action, lifecycle.BULK_MAX + 1)
+    context |= {
+        "count": min(count.n, lifecycle.BULK_MAX),
+        "count_text": f"{min(count.n, lifecycle.BULK_MAX):,}",
+        "more": count.n > lifecycle.BULK_MAX,
+        "seen_at": count.seen_at.isoformat(),
+    }
+    return render(request, BULK_CONFIRM, context)
+
+
+@login_required
+def queue_action(request: BoardRequest, action: str) -> HttpResponse:
+    """Pause or resume one queue of one of the human's endpoints (``?endpoint=&queue=``).
+
+    GET: the confirm page, with the queue's summary. POST: the change, then back to the list
+    filtered on that queue.
+    """
+    if action not in ("pause", "resume"):
+        return _not_found(request, action)
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
+    slug = request.GET.get("endpoint", "").strip()
+    queue = request.GET.get("queue", "").strip()
+    context: dict[str, Any] = {
+        "section": "todos",
+        "action": action,
+        "endpoint_slug": slug,
+        "queue": queue,
+        "query": _query(queries.TodoFilters(endpoint=slug, queue=queue)),
+    }
+    endpoint = (
+        Endpoint.objects.filter(owner_id=request.user.id, slug=slug).first()
+        if slug and possible_id(slug)
+        else None
+    )
+    try:
+        if endpoint is None:
+            raise InvalidInput("endpoint", "choose one of your endpoints")
+        lifecycle.check_name("queue", queue)
+        if request.method == "POST":
+            change = (lifecycle.pause_queue if action == "pause" else lifecycle.resume_queue)(
+                endpoint.id, queue, human_id=request.user.id
+            )
+        else:
+            scope = Scope.of_endpoint(endpoint.id)
+            context["summary"] = queries.queue_summary(scope, queue)
+            context["paused"] = bool(queries.paused_queues(scope, [queue]))
+    except InvalidInput as exc:
+        context["error"] = _error_message(exc)
+        return render(request, QUEUE_CONFIRM, context, status=400)
+    if request.method == "GET":
+        return render(request, QUEUE_CONFIRM, context)
+    where = f"{queue} on {slug}"
+    if action == "pause":
+        notice = f"Paused {where}." if change.changed else f"{where} was already paused."
+    else:
+        notice = f"Resumed {where}." if change.changed else f"{where} was not paused."
+    messages.success(request, notice[0].upper() + notice[1:])
+    return redirect(reverse("todo_list") + f"?{context['query']}")

@@ -262,12 +262,29 @@ def test_a_test_ring_without_a_push_url_is_refused_and_bobs_slug_is_unknown(
     assert foreign.status_code == 404
 
 
-def test_rotating_the_push_secret_shows_the_new_one_once(alice_client: Client) -> None:
+def test_rotating_the_push_secret_asks_first_then_shows_the_new_one_once(
+    alice_client: Client,
+) -> None:
     vend(alice_client, push_url="https://agent.example/ring")
     old = Endpoint.objects.get(slug="ci-fixer").push_secret
+    url = reverse("endpoint_rotate_push_secret", args=["ci-fixer"])
 
-    response = alice_client.post(reverse("endpoint_rotate_push_secret", args=["ci-fixer"]))
+    question = alice_client.post(url)  # the endpoint page's button: the question, nothing rotated
+    assert "Yes, rotate the push secret" in question.content.decode()
+    assert Endpoint.objects.get(slug="ci-fixer").push_secret == old
+    (current,) = re.findall(r'name="current" value="([0-9a-f]+)"', question.content.decode())
 
+    confirmed = alice_client.post(url, {"confirm": "yes", "current": current})
+    assert (confirmed.status_code, confirmed["Location"]) == (302, url)  # POST-redirect-GET
+    response = alice_client.get(url)
     (shown,) = set(PUSH_SECRET_RE.findall(response.content.decode()))
     assert shown != old and Endpoint.objects.get(slug="ci-fixer").push_secret == shown
     assert "no-store" in response["Cache-Control"]
+    assert response["Referrer-Policy"] == "no-referrer"
+
+    reload = alice_client.get(url, follow=True)  # shown once: a reload finds nothing
+    assert not PUSH_SECRET_RE.findall(reload.content.decode())
+    assert "shown only once" in reload.content.decode()
+    replay = alice_client.post(url, {"confirm": "yes", "current": current}, follow=True)
+    assert "already rotated" in replay.content.decode()  # a re-posted form rotates nothing
+    assert Endpoint.objects.get(slug="ci-fixer").push_secret == shown

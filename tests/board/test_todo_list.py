@@ -156,11 +156,11 @@ def test_the_list_makes_the_same_queries_for_1_and_20_todos(
     django_assert_num_queries: Callable[..., Any],
 ) -> None:
     new_todo(personas.endpoint_a.id, "work")
-    # session, user, the page (endpoint joined), the counts, the endpoint filter's options,
-    # the rail's unread count
-    with django_assert_num_queries(6):
+    # session, user, the page (endpoint joined), the counts, the paused queues (endpoint
+    # joined), the endpoint filter's options, the rail's unread count
+    with django_assert_num_queries(7):
         assert len(rows(alice_client.get(reverse("todo_list")))) == 1
     for _ in range(19):
         claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1")
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         assert len(rows(alice_client.get(reverse("todo_list")))) == 20

@@ -170,6 +170,7 @@ def test_a_search_makes_the_same_queries_as_the_plain_list(
 ) -> None:
     for n in range(5):
         new_todo(personas.endpoint_a.id, title=f"match {n}")
-    # session, user, the page, the counts, the endpoint filter's options, the rail's unread count
-    with django_assert_num_queries(6):
+    # session, user, the page, the counts, the paused queues, the endpoint filter's options,
+    # the rail's unread count: as the plain list (tests/board/test_todo_list.py)
+    with django_assert_num_queries(7):
         assert len(rows(alice_client.get(reverse("todo_list"), {"q": "match", "sort": "title"})))

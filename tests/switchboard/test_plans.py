@@ -72,6 +72,7 @@ TYPES = {
     "reason": "text",
     "ringer": "text",
     "subscribers": "int",
+    "seen_at": "timestamptz",
 }
 # RESUME and RETRY (states other than claimed, the human's scope), the claim by id, CANCEL and
 # IN_SCOPE have no index competing with the primary key today, so they pass written plainly;
@@ -182,6 +183,7 @@ def _values(personas: Personas) -> dict[str, Any]:
         "retry_max_seconds": 3600,
         "to_state": "input-required",
         "limit": 500,
+        "seen_at": "2026-01-01T00:00:00Z",
     }
 
 
@@ -206,8 +208,13 @@ def _reads_todos_by_primary_key(name: str, plan: dict[str, Any]) -> None:
         assert node["Index Name"] == "todos_pkey", (name, node)
 
 
+BULK = ("retry", "cancel")
+
+
 def _statements_reading_attempts() -> list[tuple[str, str]]:
-    found = []
+    # The bulk statements are built per filter combination; the unfiltered one stands for all.
+    bulk = [(f"bulk_{action}", lifecycle.bulk_statement(action, "TRUE")) for action in BULK]
+    found = [(name, sql) for name, sql in bulk if "todo_attempts" in sql]
     for name, value in vars(lifecycle).items():
         variants = value.items() if isinstance(value, dict) else [("", value)]
         for key, sql in variants:
@@ -355,3 +362,56 @@ def test_claim_next_settles_on_its_generic_plans(personas: Personas) -> None:
     # Each statement ran 20 times: psycopg prepared it after 5, PostgreSQL planned the next 5
     # for their values, then kept the generic plan for the last 10.
     assert plans == {False: (10, 5), True: (10, 5)}, plans
+
+
+# --- the paused-queue probe: one lookup of the open pauses, whatever the history holds ----------
+
+PAUSE_INDEX = "queue_pauses_open_idx"
+
+
+@pytest.fixture
+def a_long_pause_history(few_leases_in_the_statistics: Personas) -> Personas:
+    """Two thousand pauses of the endpoint's queues, every one resumed, and one open pause of
+    another queue, analyzed: a probe that read the history would read them all."""
+    ep = few_leases_in_the_statistics.endpoint_a.id
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO queue_pauses (endpoint_id, queue, paused_by_kind, paused_by,
+                                         resumed_at, resumed_by_kind, resumed_by)
+               SELECT %s, CASE WHEN i %% 2 = 0 THEN 'triage' ELSE 'build' END, 'system', 'x',
+                      now(), 'system', 'x'
+                 FROM generate_series(1, 2000) AS i""",
+            [ep],
+        )
+        cur.execute(
+            "INSERT INTO queue_pauses (endpoint_id, queue, paused_by_kind, paused_by)"
+            " VALUES (%s, 'idle', 'system', 'x')",
+            [ep],
+        )
+        cur.execute("ANALYZE queue_pauses")
+    return few_leases_in_the_statistics
+
+
+@pytest.mark.django_db
+# Several queues: once per queue in `heads`, and once more in `walk`, which runs here: the
+# fixture's todos share one created_at, so the head locked is not strictly older than the rows
+# `heads` left unread (claim_next_queues.sql).
+@pytest.mark.parametrize(("name", "probes"), [("CLAIM_NEXT", 1), ("CLAIM_NEXT_QUEUES", 2 * 2)])
+def test_the_claims_paused_queue_probe_is_one_index_lookup_per_queue(
+    a_long_pause_history: Personas, name: str, probes: int
+) -> None:
+    """Executed on the generic plan: each requested queue's pause is looked up in the partial
+    index of open pauses, once (the plan runs it ahead of the queue's scan), never by reading
+    the queue's resumed pauses; and the claim still takes its todo."""
+    plan = _generic_plan(getattr(lifecycle, name), _values(a_long_pause_history), analyze=True)
+
+    reads = [node for node in plan_nodes(plan) if node.get("Relation Name") == "queue_pauses"]
+    assert reads, plan
+    loops = 0
+    for node in reads:
+        assert node["Node Type"] in ("Index Scan", "Index Only Scan"), node
+        assert node["Index Name"] == PAUSE_INDEX, node
+        assert node.get("Rows Removed by Filter", 0) == 0, node
+        loops += node["Actual Loops"]
+    assert loops <= probes, plan
+    assert plan["Actual Rows"] == 1  # the claim took a todo: triage and build are not paused

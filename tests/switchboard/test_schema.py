@@ -20,7 +20,7 @@ from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.models import Verb
 from tests.base import Personas
 from todos import lifecycle
-from todos.models import EventDisposition, PushState, SignatureScheme, State
+from todos.models import EventDisposition, PauseActor, PushState, SignatureScheme, State
 
 # The apps whose migrations hold hand-written SQL, latest first (reverse dependency order).
 PROJECT_APPS = ("activity", "attempts", "todos", "switchboard")
@@ -74,6 +74,8 @@ def _check_values(table: str, column: str) -> list[str]:
         ("todo_activity", "actor_kind", ActorKind),
         ("endpoints", "verbs", Verb),
         ("push_attempts", "state", PushState),
+        ("queue_pauses", "paused_by_kind", PauseActor),
+        ("queue_pauses", "resumed_by_kind", PauseActor),
     ],
     ids=lambda v: v if isinstance(v, str) else v.__name__,
 )

@@ -13,12 +13,13 @@ from uuid import UUID
 
 import psycopg
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from tests.base import Personas
 from tests.concurrency.harness import raw_connection
 from tests.reach import OWNER, expire_lease, make_retry_due, new_todo
 from todos import lifecycle
+from todos.queries import TodoFilters
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -174,3 +175,56 @@ def test_transitions_that_leave_nothing_to_claim_do_not_ring(
     sentinel = new_todo(ep)  # rings after whatever the transition rang, if anything
 
     assert listener.until(sentinel.id) == [_ring(ep, sentinel.id)]
+
+
+@pytest.fixture
+def rung_listener() -> Iterator[psycopg.Connection[Any]]:
+    with raw_connection(autocommit=True) as conn:
+        conn.execute("LISTEN todo_rung")
+        yield conn
+
+
+def test_resuming_a_queue_rings_its_claimers_once(
+    personas: Personas, rung_listener: psycopg.Connection[Any]
+) -> None:
+    ep = personas.endpoint_a.id
+    lifecycle.pause_queue(ep, "triage", human_id=personas.alice.id)
+    for _ in range(3):
+        new_todo(ep, "triage")
+
+    lifecycle.resume_queue(ep, "triage", human_id=personas.alice.id)
+
+    notes = [json.loads(n.payload) for n in rung_listener.notifies(timeout=2.0, stop_after=2)]
+    assert [(n["endpoint_id"], n["queue"], n["reason"]) for n in notes] == [
+        (str(ep), "triage", "resumed")
+    ]
+
+
+def test_a_resume_that_changed_nothing_rings_nobody(
+    personas: Personas, rung_listener: psycopg.Connection[Any]
+) -> None:
+    lifecycle.resume_queue(personas.endpoint_a.id, "triage", human_id=personas.alice.id)
+
+    assert list(rung_listener.notifies(timeout=0.5, stop_after=1)) == []
+
+
+def test_a_bulk_retry_rings_once_per_queue_it_refilled(
+    personas: Personas, listener: Listener
+) -> None:
+    ep = personas.endpoint_a.id
+    dead = []
+    for queue in ("triage", "triage", "triage", "build"):
+        todo_id = new_todo(ep, queue).id
+        assert listener.received() == [_ring(ep, todo_id, queue)]
+        lifecycle.claim(ep, todo_id, owner=OWNER)
+        lifecycle.fail(ep, todo_id, owner=OWNER, retryable=False)
+        dead.append(todo_id)
+    with connection.cursor() as cur:
+        cur.execute("SELECT now() + interval '1 minute'")
+        seen_at = cur.fetchone()[0]
+
+    result = lifecycle.bulk_retry(personas.alice.id, TodoFilters(), seen_at=seen_at)
+
+    assert sorted(result.acted) == sorted(dead)
+    notes = listener.received(n=4, timeout=1.0)
+    assert sorted(n["queue"] for n in notes) == ["build", "triage"]

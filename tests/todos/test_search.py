@@ -326,3 +326,39 @@ def test_the_where_fragment_and_the_orm_filter_agree(personas: Personas, alice: 
     ):
         by_orm = set(Todo.objects.filter(alice.todos(), filters.q_filter()).values_list("id"))
         assert {i for (i,) in by_orm} == set(walk(alice, filters)), filters
+
+
+def test_a_bulk_action_acts_on_what_the_search_and_the_new_filters_list(
+    personas: Personas, alice: Scope
+) -> None:
+    """The bulk actions take the list's filters whole (``TodoFilters.where``): a search, a
+    queue prefix and a created range select for a cancel exactly what the list shows."""
+    ep = personas.endpoint_a.id
+    shown = [new_todo(ep, f"ci-{n}", title=f"deploy {n}").id for n in range(3)]
+    new_todo(ep, "docs", title="deploy docs")  # another queue
+    new_todo(ep, "ci-9", title="unrelated")  # no match
+    old = new_todo(ep, "ci-1", title="deploy old").id
+    set_created_at(old, 3 * 86400)  # before the range
+    bobs = new_todo(personas.endpoint_b.id, "ci-1", title="deploy bob").id
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    filters = TodoFilters(q="deploy", queue_prefix="ci-", created_from=today)
+
+    count = queries.bulk_count(alice, filters, "cancel", lifecycle.BULK_MAX)
+    result = lifecycle.bulk_cancel(personas.alice.id, filters, seen_at=count.seen_at)
+
+    assert set(walk(alice, filters)) == set(shown) == set(result.acted)
+    assert count.n == 3
+    assert Todo.objects.get(id=old).state == "pending"
+    assert Todo.objects.get(id=bobs).state == "pending"
+
+
+def test_a_bulk_action_on_a_filter_that_cannot_be_read_acts_on_nothing(
+    personas: Personas, alice: Scope
+) -> None:
+    new_todo(personas.endpoint_a.id, "ci", title="abc")
+    filters = TodoFilters.parse({"q": "ab"})
+
+    count = queries.bulk_count(alice, filters, "cancel", lifecycle.BULK_MAX)
+    result = lifecycle.bulk_cancel(personas.alice.id, filters, seen_at=count.seen_at)
+
+    assert count.n == 0 and not result.acted

@@ -2,13 +2,15 @@
 -- claimable rows in claim order through todos_claim_queue_idx, locked as read, SKIP LOCKED; the
 -- first it can lock is the claim. The index has the queue before created_at, so the scan reads
 -- this queue's rows only, whatever the endpoint's other queues hold. Also the benchmark's
--- baseline's (bench/sql/claim_next_no_attempts.sql), so the two cannot drift.
+-- baseline's (bench/sql/claim_next_no_attempts.sql), so the two cannot drift. A paused queue
+-- (_queue_open.sql, one probe before the scan) gives nothing.
 cand AS (
     SELECT t.id AS cand_id, t.state AS prior_state, t.attempts_total AS prior_total
       FROM todos t
      WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = %(queue)s
        AND (t.assignee IS NULL OR t.assignee = %(owner)s)
        AND @{claimable}
+       AND @{queue_open}
      ORDER BY t.created_at, t.id
      LIMIT 1
        FOR UPDATE SKIP LOCKED

@@ -15,6 +15,10 @@
 -- each queue's first lockable row locked as claim_next locks it, the oldest of those claimed,
 -- the others left locked until commit.
 --
+-- A paused queue (_queue_open.sql) is read as an empty one, in `heads` and in `walk`; `taken`
+-- re-checks only the claim predicate: a pause committed meanwhile does not interrupt a claim
+-- already choosing, as it interrupts no lease already held.
+--
 -- Plan rule 4 (todos/sql/README.md): the queue array is read only through sub-selects.
 WITH heads AS (
     SELECT q.queue, h.id, h.created_at
@@ -25,6 +29,8 @@ WITH heads AS (
          WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = q.queue
            AND (t.assignee IS NULL OR t.assignee = %(owner)s)
            AND @{claimable}
+           -- A paused queue gives nothing: one probe per queue asked for (_queue_open.sql).
+           AND @{queue_open}
          ORDER BY t.created_at, t.id
          LIMIT 8
      ) h
@@ -61,6 +67,8 @@ walk AS (
          WHERE t.endpoint_id = %(endpoint_id)s AND t.queue = q.queue
            AND (t.assignee IS NULL OR t.assignee = %(owner)s)
            AND @{claimable}
+           -- A paused queue gives nothing: one probe per queue asked for (_queue_open.sql).
+           AND @{queue_open}
          ORDER BY t.created_at, t.id
          LIMIT 1
            FOR UPDATE SKIP LOCKED

@@ -12,9 +12,7 @@ WITH cur AS (
      WHERE t.id = %(id)s
        AND CASE WHEN t.state IN ('failed', 'canceled', 'rejected') AND @{scope}
                 THEN true ELSE false END
-       -- A revoked endpoint's todos stay where revocation left them: nothing could claim them.
-       AND NOT EXISTS (SELECT 1 FROM endpoints e
-                        WHERE e.id = t.endpoint_id AND e.revoked_at IS NOT NULL)
+       AND @{endpoint_live}
        FOR UPDATE
 ),
 upd AS (

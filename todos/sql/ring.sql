@@ -4,7 +4,8 @@
 --   (SKIP LOCKED) or find the gate closed. A todo locked by a claim in progress is skipped too:
 --   the statement never waits. A ring the gate refuses is not lost: the todo became claimable
 --   after its last ring (updated_at > last_ringed_at), so ring_due.sql rings it when the gate
---   opens.
+--   opens. A todo on a paused queue is not rung (_queue_open.sql): nobody may claim it; the
+--   queue's resume wakes its claimers (resume_queue.sql).
 -- params: id, gate_seconds, ring_id, reason, ringer, subscribers, activity_cap
 -- returns: id, endpoint_id, queue, ring_attempts of the rung todo; no row when not rung.
 -- Uses index: todos_pkey; todo_activity_pkey to trim.
@@ -15,6 +16,7 @@ WITH cur AS (
        AND CASE WHEN t.state = 'pending'
                  AND (t.last_ringed_at IS NULL
                       OR t.last_ringed_at <= now() - make_interval(secs => %(gate_seconds)s))
+                 AND @{queue_open}
            THEN true ELSE false END
        FOR UPDATE SKIP LOCKED
 ),

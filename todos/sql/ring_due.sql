@@ -8,6 +8,7 @@
 --   - `unclaimed` (_due_unclaimed.sql, once a minute: it reads every stale pending todo): it has
 --     waited `unclaimed_seconds` since it became pending, and as long again, doubled per ring it
 --     already had, since its last ring; at most `max_rings` rings in all.
+--   None rings a todo on a paused queue (_queue_open.sql); once resumed, the scans find it.
 -- params: gate_seconds, unclaimed_seconds, max_rings, limit, reason, subscribers, activity_cap
 -- returns: id, endpoint_id, queue, ring_attempts, reason of each rung todo.
 -- Uses index: todos_pending_ring_idx (last_ringed_at) WHERE state = 'pending'.
@@ -18,6 +19,7 @@ WITH due AS (
        AND (t.last_ringed_at IS NULL
             OR t.last_ringed_at <= now() - make_interval(secs => %(gate_seconds)s))
        AND @{due}
+       AND @{queue_open}
      ORDER BY t.updated_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED

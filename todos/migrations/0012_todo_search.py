@@ -38,7 +38,7 @@ RETURN left(
 
 class Migration(migrations.Migration):
     atomic = False
-    dependencies = [("todos", "0009_source_signature_scheme")]
+    dependencies = [("todos", "0011_queue_pause")]
 
     operations = [
         migrations.RunSQL(

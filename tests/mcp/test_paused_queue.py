@@ -1,0 +1,52 @@
+"""claim_next over MCP on a paused queue: nothing claimed, and the result names the paused
+queues it asked for; a claim by id there is a conflict; after the resume the todo is claimed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.base import Personas
+from tests.mcp.conftest import MODES, LiveServer, error_of, mcp_client, run
+from todos import lifecycle
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.parametrize("mode", MODES)]
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.structured_content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+def test_claim_next_on_a_paused_queue_claims_nothing_and_says_why(
+    live: LiveServer, personas: Personas, mode: str
+) -> None:
+    ep = personas.endpoint_a.id
+    todo = lifecycle.create(ep, queue="ci", title="Fix the build")
+    lifecycle.pause_queue(ep, "ci", human_id=personas.alice.id)
+    url = live.mcp_url("agent-a")
+
+    async def while_paused() -> None:
+        async with mcp_client(url, personas.key_a, mode) as client:
+            one = await call(client, "claim_next", queue="ci")
+            assert one == {"empty": True, "paused_queues": ["ci"]}
+            several = await call(client, "claim_next", queues=["other", "ci"])
+            assert several == {"empty": True, "paused_queues": ["ci"]}
+            idle = await call(client, "claim_next", queue="other")
+            assert idle == {"empty": True}
+            refused = error_of(await client.call_tool("claim", {"id": todo.id}))
+            assert refused["code"] == "conflict"
+
+    run(while_paused())
+    lifecycle.resume_queue(ep, "ci", human_id=personas.alice.id)
+
+    async def resumed() -> None:
+        async with mcp_client(url, personas.key_a, mode) as client:
+            claimed = await call(client, "claim_next", queue="ci")
+            assert claimed["empty"] is False and claimed["todo"]["id"] == todo.id
+
+    run(resumed())
