@@ -14,12 +14,15 @@ import base64
 import binascii
 import datetime as dt
 import json
-from dataclasses import dataclass, fields
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from django.db.models import Count, Min, Q
+from django.db.models import BooleanField, Count, Min, Q
+from django.db.models.expressions import RawSQL
 
 from attempts.models import TodoAttempt
 from attempts.types import AttemptView
@@ -38,75 +41,292 @@ LISTED_QUEUES_MAX = 100
 _ATTEMPT_FIELDS = [f.name for f in fields(AttemptView)]
 
 
+# --- the list's filters ------------------------------------------------------------------------
+
+# The sorts the list offers: a column name, newest (or Z) first with a leading "-". Each orders
+# by its key, then by created_at and id, in the one direction, so the keyset (key, created_at,
+# id) is total and a cursor continues exactly where its page ended. A sort by finished puts the
+# unfinished todos last either way (their key is a sentinel beyond every real time).
+DEFAULT_SORT = "-created"
+SORT_KEYS: dict[str, tuple[str, str] | None] = {
+    "created": None,  # the keyset is (created_at, id) alone: todos_board_idx, either way round
+    "updated": ("t.updated_at", "t.updated_at"),
+    "finished": (
+        "coalesce(t.finished_at, '0001-01-01 00:00:00+00'::timestamptz)",
+        "coalesce(t.finished_at, '9999-12-31 23:59:59.999999+00'::timestamptz)",
+    ),
+    "title": ("t.title", "t.title"),
+    "state": ("t.state", "t.state"),
+    "queue": ("t.queue", "t.queue"),
+}
+TIME_SORTS = frozenset({"updated", "finished"})
+SORTS = tuple(f"{sign}{name}" for name in SORT_KEYS for sign in ("-", ""))
+# Search: a todo id alone finds that todo through todos_pkey; anything else is a
+# case-insensitive substring of todo_search_text (todos/migrations/0012_todo_search.py), read
+# through todos_search_idx, which needs three letters or digits in a row to narrow anything.
+Q_MAX_CHARS = 200
+TODO_ID = re.compile(r"td_[a-z2-7]{20}")
+_TRIGRAM = re.compile(r"[^\W_]{3}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE_TEXT_MAX = 40  # longer date text is cut before it is echoed in a message
+SORT_KEY_MAX_CHARS = 4096  # a cursor's key: titles are at most 1,024 bytes
+
+
+def _like_pattern(text: str) -> str:
+    """``%text%`` for ILIKE, with LIKE's own characters (and its escape) taken literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _day(text: str, label: str) -> tuple[dt.date | None, str | None]:
+    """A YYYY-MM-DD date (a UTC day), or the message saying why ``text`` is not one."""
+    if not text:
+        return None, None
+    if _DATE.fullmatch(text):
+        try:
+            return dt.date.fromisoformat(text), None
+        except ValueError:
+            pass
+    return None, f"{label}: {text[:_DATE_TEXT_MAX]!r} is not a date (YYYY-MM-DD)."
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time(), dt.UTC)
+
+
 @dataclass(frozen=True, slots=True)
 class TodoFilters:
-    """The list's filters; empty strings mean "any"."""
+    """The list's filters, the one definition of "the todos the list shows": the Board's list,
+    its counts, MCP's list_todos and A2A's ListTasks build one, and statements that act on "the
+    current filter" take its ``where_sql`` and ``sql_params``. Empty strings mean "any".
+
+    ``parse`` reads them from request parameters. Values are kept as given, so the form can show
+    them again; ``errors`` says what is wrong with them. A filter that cannot be read (a date
+    that is not one, a search too short or too long, text PostgreSQL cannot hold) matches
+    nothing, so nothing acts on a misread filter; an unknown sort only falls back to newest
+    first.
+    """
 
     endpoint: str = ""
     queue: str = ""
     state: str = ""
     dead_letter: bool = False
+    queue_prefix: str = ""  # queues starting with this (``queue=ci-*`` on the Board)
+    q: str = ""  # search: a todo id, or text in its id, title or payload
+    created_from: str = ""  # YYYY-MM-DD, the first UTC day included
+    created_to: str = ""  # YYYY-MM-DD, the last UTC day included
+    sort: str = DEFAULT_SORT
+
+    # The fields that order the list and select nothing: ``where`` says every other one.
+    ORDER_ONLY: ClassVar[tuple[str, ...]] = ("sort",)
+
+    @classmethod
+    def parse(cls, params: Mapping[str, str]) -> TodoFilters:
+        """Filters from request parameters (the Board's query string). A queue ending in ``*``
+        is a prefix; an unknown state means "any", as before."""
+        queue = params.get("queue", "").strip()
+        prefix = ""
+        if queue.endswith("*"):
+            queue, prefix = "", queue.rstrip("*")
+        state = params.get("state", "")
+        return cls(
+            endpoint=params.get("endpoint", "").strip(),
+            queue=queue,
+            state=state if state in State.values else "",
+            dead_letter=params.get("dead") == "1",
+            queue_prefix=prefix,
+            q=params.get("q", "").strip(),
+            created_from=params.get("created_from", "").strip(),
+            created_to=params.get("created_to", "").strip(),
+            sort=params.get("sort", "").strip() or DEFAULT_SORT,
+        )
+
+    def to_params(self) -> dict[str, str]:
+        """The request parameters ``parse`` reads back into these filters (empty ones left out)."""
+        params = {
+            "endpoint": self.endpoint,
+            "queue": f"{self.queue_prefix}*" if self.queue_prefix else self.queue,
+            "state": self.state,
+            "dead": "1" if self.dead_letter else "",
+            "q": self.q,
+            "created_from": self.created_from,
+            "created_to": self.created_to,
+            "sort": "" if self.order == DEFAULT_SORT else self.order,  # an unknown one dropped
+        }
+        return {k: v for k, v in params.items() if v}
+
+    # --- what is wrong ------------------------------------------------------------------
+
+    def _filter_errors(self) -> list[str]:
+        errors = []
+        for label, value in (
+            ("Endpoint", self.endpoint),
+            ("Queue", self.queue or self.queue_prefix),
+            ("State", self.state),
+            ("Search", self.q),
+            ("Created from", self.created_from),
+            ("Created to", self.created_to),
+        ):
+            if (reason := jsonlimits.text_problem(value)) is not None:
+                errors.append(f"{label} {reason}: nothing can match it.")
+        if errors:
+            return errors  # the checks below would only repeat them
+        if len(self.q) > Q_MAX_CHARS:
+            errors.append(f"Search is at most {Q_MAX_CHARS} characters ({len(self.q)} given).")
+        elif self.q and not self.is_id_search and _TRIGRAM.search(self.q) is None:
+            errors.append("Search for three letters or digits in a row, or a whole todo id.")
+        start, start_error = _day(self.created_from, "Created from")
+        end, end_error = _day(self.created_to, "Created to")
+        errors += [e for e in (start_error, end_error) if e]
+        if start and end and start > end:
+            errors.append("Created from is after created to: no day is in that range.")
+        return errors
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        """What the page tells the human about these filters, empty when all is well."""
+        errors = self._filter_errors()
+        if self.sort not in SORTS:
+            names = ", ".join(SORT_KEYS)
+            errors.append(f"Unknown sort: sort by {names} (newest first shown).")
+        return tuple(errors)
 
     @property
     def matches_nothing(self) -> bool:
-        """A value PostgreSQL text cannot hold (NUL, a lone surrogate): no todo can match."""
-        return any(jsonlimits.text_problem(v) for v in (self.endpoint, self.queue, self.state))
+        """A filter that cannot be read: a value PostgreSQL text cannot hold (NUL, a lone
+        surrogate), a date that is not one, a search that is too short or too long."""
+        return bool(self._filter_errors())
+
+    @property
+    def order(self) -> str:
+        """The sort in force: ``sort`` when it is one of ``SORTS``, else newest first."""
+        return self.sort if self.sort in SORTS else DEFAULT_SORT
+
+    @property
+    def is_id_search(self) -> bool:
+        return TODO_ID.fullmatch(self.q) is not None
+
+    def without_state(self) -> TodoFilters:
+        """These filters but the state tabs' (state, dead letter): what the counts count."""
+        return replace(self, state="", dead_letter=False)
+
+    # --- as SQL -------------------------------------------------------------------------
+
+    def where_sql(self, alias: str = "t", *, endpoint: bool = True) -> str:
+        """The filters as a predicate on ``todos`` aliased ``alias``, with ``%(name)s``
+        parameters (``sql_params``): `` AND …`` for each filter set, empty for none. The text
+        depends only on which filters are set, so a statement built from it can be cached per
+        combination. ``endpoint=False`` leaves the endpoint filter to the caller (the list puts
+        it on the endpoints it loops over). Precondition: not ``matches_nothing``."""
+        t = alias
+        parts = []
+        if endpoint and self.endpoint:
+            parts.append(
+                f"{t}.endpoint_id IN (SELECT x.id FROM endpoints x WHERE x.slug = %(endpoint)s)"
+            )
+        if self.queue:
+            parts.append(f"{t}.queue = %(queue)s")
+        if self.queue_prefix:
+            parts.append(f"starts_with({t}.queue, %(queue_prefix)s)")
+        if self.state:
+            parts.append(f"{t}.state = %(state)s")
+        if self.dead_letter:
+            parts.append(re.sub(r"\bt\.", f"{t}.", _DEAD_LETTER_SQL))
+        if self.created_from:
+            parts.append(f"{t}.created_at >= %(created_from)s")
+        if self.created_to:
+            parts.append(f"{t}.created_at < %(created_before)s")
+        if self.is_id_search:
+            parts.append(f"{t}.id = %(q)s")  # Uses index: todos_pkey
+        elif self.q:
+            # Uses index: todos_search_idx (the same expression, todos/migrations/0012).
+            parts.append(f"todo_search_text({t}.id, {t}.title, {t}.payload) ILIKE %(q_pattern)s")
+        return "".join(f" AND {part}" for part in parts)
+
+    def _created_before(self) -> dt.datetime | str | None:
+        end, _ = _day(self.created_to, "")
+        if end is None:
+            return None  # matches_nothing: the statement is never run
+        if end == dt.date.max:
+            return "infinity"  # the day after 9999-12-31 is no Python date
+        return _day_start(end + dt.timedelta(days=1))
+
+    def sql_params(self) -> dict[str, Any]:
+        """The parameters ``where_sql`` names (and a few it may not: harmless)."""
+        start, _ = _day(self.created_from, "")
+        return {
+            "endpoint": self.endpoint,
+            "queue": self.queue,
+            "queue_prefix": self.queue_prefix,
+            "state": self.state,
+            "created_from": _day_start(start) if start else None,
+            "created_before": self._created_before(),
+            "q": self.q,
+            "q_pattern": _like_pattern(self.q),
+        }
+
+    def q_filter(self) -> Q:
+        """``where_sql`` as a ``Q`` on the ``todos`` table, for ORM reads (the counts)."""
+        named = self.where_sql("todos")
+        if not named:
+            return Q()
+        params = self.sql_params()
+        values = [params[name] for name in _NAMED.findall(named)]
+        sql = _NAMED.sub("%s", named).removeprefix(" AND ")
+        # Fixed fragments only; every value is a parameter.
+        return Q(RawSQL(sql, values, BooleanField()))  # noqa: S611
 
     def where(self) -> tuple[str, dict[str, Any]]:
-        """The filters as one SQL predicate on todos ``t`` and its parameters: what a bulk
-        action selects (todos/sql/bulk_*.sql, ``bulk_count``). ``TRUE`` when nothing is set.
+        """The filters as one SQL predicate on todos ``t`` and the parameters it names: what a
+        bulk action selects (todos/sql/bulk_*.sql, ``bulk_count``). ``TRUE`` when nothing is
+        set. ``where_sql`` without its leading `` AND ``, so the list and the bulk actions
+        select the same todos.
 
         The text depends only on which filters are set, never on their values (always
         parameters), so each combination makes one statement, built and prepared once. Every
-        field of the filters must be said here (tests/todos/test_bulk.py sets each in turn): a
-        filter the list applies and a bulk action ignored would act on todos nobody saw.
+        field of the filters but ``ORDER_ONLY`` must be said here (tests/todos/test_bulk.py sets
+        each in turn): a filter the list applies and a bulk action ignored would act on todos
+        nobody saw. Precondition: not ``matches_nothing``.
         """
-        parts: list[str] = []
-        params: dict[str, Any] = {}
-        if self.endpoint:
-            parts.append(
-                "t.endpoint_id IN (SELECT fe.id FROM endpoints fe WHERE fe.slug = %(endpoint)s)"
-            )
-            params["endpoint"] = self.endpoint
-        if self.queue:
-            parts.append("t.queue = %(queue)s")
-            params["queue"] = self.queue
-        if self.state:
-            parts.append("t.state = %(state)s")
-            params["state"] = self.state
-        if self.dead_letter:
-            parts.append(load(_SQL, "_dead_letter"))
-        return (" AND ".join(f"({part})" for part in parts) or "TRUE"), params
+        named = self.where_sql()
+        params = self.sql_params()
+        return named.removeprefix(" AND ") or "TRUE", {n: params[n] for n in _NAMED.findall(named)}
 
     def q_scope_only(self) -> Q:
-        """Endpoint and queue only: the per-state counts are taken across states."""
-        q = Q()
-        if self.endpoint:
-            q &= Q(endpoint__slug=self.endpoint)
-        if self.queue:
-            q &= Q(queue=self.queue)
-        return q
+        """Endpoint and queue only (kept for callers that count across the other filters)."""
+        return TodoFilters(endpoint=self.endpoint, queue=self.queue).q_filter()
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+_DEAD_LETTER_SQL = load(Path(__file__).parent / "sql", "_dead_letter")
 
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
-    """A keyset position: the (created_at, id) of the last row shown, newest first.
+    """A keyset position: the (created_at, id) of the last row shown, and for a sort other than
+    newest first, the sort and the row's sort key (``SORT_KEYS``).
 
     Its text is opaque to clients (base64url of ``["<created_at>", "<id>"]``, the time in UTC
-    with its microseconds, which the keyset needs); the Board carries it in its URLs and MCP
-    returns it as ``next_cursor``.
+    with its microseconds, which the keyset needs; a sorted list's adds the sort and the key);
+    the Board carries it in its URLs and MCP returns it as ``next_cursor``.
     """
 
     created_at: dt.datetime
     id: str
+    sort: str = DEFAULT_SORT
+    key: dt.datetime | str | None = None
 
     @classmethod
-    def after(cls, todo: Todo) -> Cursor:
-        return cls(todo.created_at, todo.id)
+    def after(cls, todo: Todo, sort: str = DEFAULT_SORT) -> Cursor:
+        key = getattr(todo, "sort_key", None) if SORT_KEYS[sort.lstrip("-")] else None
+        return cls(todo.created_at, todo.id, sort, key)
 
     def encode(self) -> str:
-        stamp = self.created_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-        raw = json.dumps([stamp, self.id], separators=(",", ":"))
+        value: list[Any] = [_stamp(self.created_at), self.id]
+        if self.sort != DEFAULT_SORT:
+            key = _stamp(self.key) if isinstance(self.key, dt.datetime) else self.key
+            value += [self.sort, key]
+        raw = json.dumps(value, separators=(",", ":"))
         return base64.urlsafe_b64encode(raw.encode()).rstrip(b"=").decode()
 
     @classmethod
@@ -116,20 +336,40 @@ class Cursor:
             value = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
         except (binascii.Error, ValueError):  # UnicodeDecodeError and JSONDecodeError included
             return None
-        if not (isinstance(value, list) and len(value) == 2):
+        if not (isinstance(value, list) and len(value) in (2, 4)):
             return None
-        stamp, todo_id = value
+        stamp, todo_id = value[:2]
+        sort, key = value[2:] if len(value) == 4 else (DEFAULT_SORT, None)
         if not (isinstance(stamp, str) and isinstance(todo_id, str) and todo_id):
             return None
         if len(todo_id) > 64 or jsonlimits.text_problem(todo_id) is not None:
             return None  # names no todo, and PostgreSQL could not compare it
-        try:
-            created_at = dt.datetime.fromisoformat(stamp)
-        except ValueError:
+        created_at = _parse_stamp(stamp)
+        if created_at is None or sort not in SORTS:
             return None
-        if created_at.tzinfo is None:
+        name = sort.lstrip("-")
+        if SORT_KEYS[name] is None:
+            return cls(created_at, todo_id, sort) if key is None else None
+        if not isinstance(key, str) or len(key) > SORT_KEY_MAX_CHARS:
             return None
-        return cls(created_at, todo_id)
+        if name in TIME_SORTS:
+            moment = _parse_stamp(key)
+            return None if moment is None else cls(created_at, todo_id, sort, moment)
+        if jsonlimits.text_problem(key) is not None:
+            return None
+        return cls(created_at, todo_id, sort, key)
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _parse_stamp(text: str) -> dt.datetime | None:
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,62 +395,73 @@ _ENDPOINT_COLUMNS = tuple(
 _ENDPOINT_SOURCES = tuple("endpoint_id" if c == "id" else f"ep_{c}" for c in _ENDPOINT_COLUMNS)
 
 
+def _order(sort: str) -> tuple[str, str, str]:
+    """The ORDER BY list, the sort key's column (``NULL`` when the keyset is created_at and id
+    alone) and the keyset predicate after a cursor, for ``sort`` (one of ``SORTS``)."""
+    descending = sort.startswith("-")
+    keys = SORT_KEYS[sort.lstrip("-")]
+    key = (keys[0] if descending else keys[1]) if keys else None
+    columns = ([key] if key else []) + ["t.created_at", "t.id"]
+    bound = (["%(after_key)s"] if key else []) + ["%(after_created_at)s", "%(after_id)s"]
+    direction = " DESC" if descending else ""
+    keyset = f"({', '.join(columns)}) {'<' if descending else '>'} ({', '.join(bound)})"
+    return ", ".join(f"{c}{direction}" for c in columns), key or "NULL", keyset
+
+
 @cache
 def page_statement(
-    scope_endpoints: str, endpoint: bool, queue: bool, state: bool, dead_letter: bool, after: bool
+    scope_endpoints: str, endpoint: bool, todo_filter: str, sort: str, after: bool, search: bool
 ) -> str:
-    """The list statement for one scope side (``Scope.endpoints_sql``) and one combination of
-    filters, built once per combination from fixed fragments (a generic ``(%(queue)s = '' OR
-    …)`` would let a prepared plan ignore the state index)."""
-    todo_filter = "".join(
-        fragment
-        for wanted, fragment in (
-            (queue, " AND t.queue = %(queue)s"),
-            (state, " AND t.state = %(state)s"),
-            (dead_letter, " AND @{dead_letter}"),
-            (after, " AND (t.created_at, t.id) < (%(after_created_at)s, %(after_id)s)"),
-        )
-        if wanted
-    )
+    """The list statement for one scope side (``Scope.endpoints_sql``), one combination of
+    filters (``TodoFilters.where_sql``, fixed text per combination: a generic ``(%(queue)s = ''
+    OR …)`` would let a prepared plan ignore the state index) and one sort, built once per
+    combination. A search reads todos_search_idx once for the whole scope
+    (todos/sql/todo_search.sql); a list reads each endpoint's todos in order
+    (todos/sql/todo_page.sql)."""
+    order, sort_key, keyset = _order(sort)
     return load(
         _SQL,
-        "todo_page",
+        "todo_search" if search else "todo_page",
         scope_endpoints=scope_endpoints,
-        todo_filter=todo_filter,
+        todo_filter=todo_filter + (f" AND {keyset}" if after else ""),
         endpoint_filter=" AND e.slug = %(endpoint)s" if endpoint else "",
+        order=order,
+        sort_key=sort_key,
     )
 
 
 def todo_page(
     scope: Scope, filters: TodoFilters, after: Cursor | None = None, size: int = PAGE_SIZE
 ) -> TodoPage:
-    """One page of the todos in ``scope``, newest first, after ``after`` (one query).
+    """One page of the todos in ``scope`` that ``filters`` match, in its sort (newest first by
+    default), after ``after`` (one query). A cursor made for another sort starts from the top.
 
-    One statement for both sides (todos/sql/todo_page.sql): per endpoint in scope it reads
-    about ``size`` rows of todos_board_idx, so a human's page costs about a page per endpoint
-    and an endpoint's page is one bounded index scan (tests/board/test_list_plan.py holds both
-    to that). The todos carry their endpoint (slug, name, owner, revoked_at) and defer their
-    large columns (payload, result, work order, traces, input request), which no list shows.
+    Newest or oldest first (todos/sql/todo_page.sql): per endpoint in scope it reads about
+    ``size`` rows of todos_board_idx, so a human's page costs about a page per endpoint and an
+    endpoint's page is one bounded index scan (tests/board/test_list_plan.py holds both to
+    that). Another sort reads every todo the filters leave of each endpoint and keeps the top
+    ``size`` (no index is ordered by title or state within an endpoint). A search reads
+    todos_search_idx, or todos_pkey for a todo id (todos/sql/todo_search.sql). The todos carry
+    their endpoint (slug, name, owner, revoked_at) and defer their large columns (payload,
+    result, work order, traces, input request), which no list shows.
     """
     if filters.matches_nothing:
         return TodoPage([], None)
+    sort = filters.order
+    if after is not None and after.sort != sort:
+        after = None
     sql = page_statement(
         scope.endpoints_sql,
         bool(filters.endpoint),
-        bool(filters.queue),
-        bool(filters.state),
-        filters.dead_letter,
+        filters.where_sql(endpoint=False),
+        sort,
         after is not None,
+        bool(filters.q),
     )
-    params: dict[str, Any] = {
-        **scope.params,
-        "size": size + 1,
-        "endpoint": filters.endpoint,
-        "queue": filters.queue,
-        "state": filters.state,
-    }
+    params: dict[str, Any] = {**scope.params, **filters.sql_params(), "size": size + 1}
     if after is not None:
-        params |= {"after_created_at": after.created_at, "after_id": after.id}
+        params |= {"after_key": after.key, "after_created_at": after.created_at}
+        params["after_id"] = after.id
     rows = list(Todo.objects.raw(sql, params))
     for todo in rows:
         todo.endpoint = Endpoint.from_db(
@@ -218,14 +469,14 @@ def todo_page(
         )
     more = len(rows) > size
     rows = rows[:size]
-    return TodoPage(rows, Cursor.after(rows[-1]) if more else None)
+    return TodoPage(rows, Cursor.after(rows[-1], sort) if more else None)
 
 
 def state_counts(scope: Scope, filters: TodoFilters) -> dict[str, int]:
     """How many todos of ``scope`` are in each state, plus ``dead_letter`` and ``all``.
 
-    One aggregate query over the endpoint and queue filters (not the state filter: the counts
-    are the state tabs). Uses index: todos_board_state_idx.
+    One aggregate query over every filter but the state tabs' own (state, dead letter: the counts
+    are the state tabs). Uses index: todos_board_state_idx; todos_search_idx with a search.
     """
     aggregates: dict[str, Any] = {
         state.value: Count("id", filter=Q(state=state.value)) for state in State
@@ -234,7 +485,7 @@ def state_counts(scope: Scope, filters: TodoFilters) -> dict[str, int]:
     aggregates["all"] = Count("id")
     if filters.matches_nothing:
         return _scoped(scope).none().aggregate(**aggregates)
-    return _scoped(scope).filter(filters.q_scope_only()).aggregate(**aggregates)
+    return _scoped(scope).filter(filters.without_state().q_filter()).aggregate(**aggregates)
 
 
 # --- one todo ----------------------------------------------------------------------------------

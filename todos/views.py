@@ -147,37 +147,59 @@ def _scope(request: BoardRequest) -> Scope:
     return Scope.of_human(request.user.id)
 
 
+# The list's sortable columns: the column, and the sort a first click asks for.
+SORTABLE_COLUMNS = {"title": "title", "state": "state", "queue": "queue"}
+SORTABLE_COLUMNS |= {"created": "-created", "updated": "-updated", "finished": "-finished"}
+SORT_CHOICES = [
+    ("-created", "newest first"),
+    ("created", "oldest first"),
+    ("-updated", "recently updated"),
+    ("updated", "least recently updated"),
+    ("-finished", "recently finished"),
+    ("finished", "finished longest ago"),
+    ("title", "title A to Z"),
+    ("-title", "title Z to A"),
+    ("state", "state A to Z"),
+    ("-state", "state Z to A"),
+    ("queue", "queue A to Z"),
+    ("-queue", "queue Z to A"),
+]
+
+
 def _filters(request: BoardRequest) -> queries.TodoFilters:
-    state = request.GET.get("state", "")
-    return queries.TodoFilters(
-        endpoint=request.GET.get("endpoint", "").strip(),
-        queue=request.GET.get("queue", "").strip(),
-        state=state if state in State.values else "",
-        dead_letter=request.GET.get("dead") == "1",
-    )
+    """The list's filters from the query string: the list's, and the bulk actions' own."""
+    return queries.TodoFilters.parse(request.GET)
 
 
 def _query(filters: queries.TodoFilters, **extra: str) -> str:
-    params = {
-        "endpoint": filters.endpoint,
-        "queue": filters.queue,
-        "state": filters.state,
-        "dead": "1" if filters.dead_letter else "",
-        **extra,
-    }
-    return urlencode({k: v for k, v in params.items() if v})
+    return urlencode(filters.to_params() | {k: v for k, v in extra.items() if v})
+
+
+def _sort_links(filters: queries.TodoFilters) -> dict[str, tuple[str, str]]:
+    """Per sortable column, the query its header links to and the arrow it shows now: a click
+    on the column in force turns its direction round, on another sorts by it."""
+    links = {}
+    for column, first in SORTABLE_COLUMNS.items():
+        current = filters.order.lstrip("-") == column
+        target = filters.order.removeprefix("-") if filters.order.startswith("-") else ""
+        sort = (target or f"-{column}") if current else first
+        arrow = ("↓" if filters.order.startswith("-") else "↑") if current else ""
+        links[column] = (_query(replace(filters, sort=sort)), arrow)
+    return links
 
 
 @login_required
 @require_GET
 def todo_list(request: BoardRequest) -> HttpResponse:
-    """The human's todos, newest first, filtered, with per-state counts; rows open the drawer."""
+    """The human's todos, filtered, searched and sorted (newest first unless asked), with
+    per-state counts; rows open the drawer. Filters it cannot read are said on the page, and
+    match nothing (``TodoFilters``)."""
     filters = _filters(request)
     after = queries.Cursor.decode(request.GET.get("after", ""))  # malformed: from the top
     page = queries.todo_page(_scope(request), filters, after, size=queries.PAGE_SIZE)
     counts = queries.state_counts(_scope(request), filters)
     endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
-    base = queries.TodoFilters(filters.endpoint, filters.queue)
+    base = filters.without_state()
     tabs = [("all", "all", counts["all"], _query(base))]
     tabs += [(s.value, s.value, counts[s.value], _query(base, state=s.value)) for s in State]
     tabs.append(("dead", "dead letter", counts["dead_letter"], _query(base, dead="1")))
@@ -189,11 +211,15 @@ def todo_list(request: BoardRequest) -> HttpResponse:
         {
             "section": "todos",
             "filters": filters,
+            "filter_errors": filters.errors,
+            "queue_text": filters.to_params().get("queue", ""),
             "page": page,
             "tabs": tabs,
             "current_tab": current_tab,
             "states": State.values,
             "endpoints": endpoints,
+            "sorts": SORT_CHOICES,
+            "sort_links": _sort_links(filters),
             "next_query": _query(filters, after=page.next_cursor.encode())
             if page.next_cursor
             else None,

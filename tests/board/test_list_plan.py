@@ -38,8 +38,9 @@ UNFILTERED = queries.TodoFilters()
 @pytest.fixture
 def shared_table(personas: Personas) -> Iterator[Personas]:
     """TODOS pending todos spread evenly over alice's two endpoints, bob's and 150 others',
-    one second apart, newest last; then fresh statistics. Afterwards: an empty todos table
-    with the statistics of an empty table, as the next test expects to find it."""
+    one second apart, newest last, each with a payload naming its run; then fresh statistics.
+    Afterwards: an empty todos table with the statistics of an empty table, as the next test
+    expects to find it."""
     EndpointFactory(owner=personas.alice, slug="agent-a2")
     owners = Human.objects.bulk_create(
         Human(username=f"owner-{n}", password="!") for n in range(OTHER_OWNERS)
@@ -53,9 +54,10 @@ def shared_table(personas: Personas) -> Iterator[Personas]:
         # One statement for the bulk. Ids: td_ + 20 characters of [a-z2-7] (the CHECK), from md5
         # hex with its digits outside 2-7 mapped to letters outside a-f.
         cur.execute(
-            """INSERT INTO todos (id, endpoint_id, queue, title, created_at, updated_at)
+            """INSERT INTO todos (id, endpoint_id, queue, title, payload, created_at, updated_at)
                SELECT 'td_' || translate(substr(md5(g::text), 1, 20), '0189', 'wxyz'),
                       (%(endpoints)s::uuid[])[1 + g %% %(n_endpoints)s], 'work', 'backlog ' || g,
+                      jsonb_build_object('check', jsonb_build_object('run', 'run-' || g || 'x')),
                       now() - (%(n)s - g) * interval '1 second', now()
                  FROM generate_series(1, %(n)s) AS g""",
             {"endpoints": endpoint_ids, "n_endpoints": len(endpoint_ids), "n": TODOS},
@@ -175,4 +177,69 @@ def test_the_endpoint_scope_list_is_one_bounded_index_scan_on_every_page(
         assert len(page.todos) == queries.PAGE_SIZE
         assert scanned <= queries.PAGE_SIZE + 1, f"read {scanned} index entries for a page"
         assert {todo.endpoint_id for todo in page.todos} == {shared_table.endpoint_a.id}
+        after = page.next_cursor
+
+
+def _alices_nth(personas: Personas, n: int) -> Todo:
+    """One of alice's todos, well inside the table."""
+    return (
+        Todo.objects.filter(endpoint__owner=personas.alice)
+        .order_by("created_at", "id")
+        .defer("payload")[n]
+    )
+
+
+def test_a_search_reads_todos_search_idx_not_the_table(shared_table: Personas) -> None:
+    alice = Scope.of_human(shared_table.alice.id)
+    todo = _alices_nth(shared_table, 100)
+    number = todo.title.removeprefix("backlog ")
+
+    for filters in (
+        queries.TodoFilters(q=f"run-{number}x"),  # a string deep in the payload
+        queries.TodoFilters(q=f"backlog {number}", sort="title"),  # the title, sorted
+        queries.TodoFilters(q=f"run-{number}x", queue_prefix="wo", state="pending"),
+    ):
+        sql, page = _page_sql(alice, filters=filters)
+        plan = _plan(sql, analyze=True)
+
+        assert [t.id for t in page.todos] == [todo.id], filters
+        reads = _todos_reads(plan)
+        assert not [node for node in reads if node["Node Type"] == "Seq Scan"], reads
+        scans = [node for node in reads if "Index Name" in node]
+        assert [node["Index Name"] for node in scans] == ["todos_search_idx"], reads
+        # The index narrows the candidates to a handful; the recheck reads only those rows.
+        heap = [node for node in reads if node["Node Type"] == "Bitmap Heap Scan"]
+        assert (
+            heap and heap[0]["Actual Rows"] + heap[0].get("Rows Removed by Index Recheck", 0) < 20
+        )
+
+
+def test_a_search_for_a_todo_id_reads_the_primary_key(shared_table: Personas) -> None:
+    alice = Scope.of_human(shared_table.alice.id)
+    todo = _alices_nth(shared_table, 7)
+    bobs = Todo.objects.filter(endpoint=shared_table.endpoint_b).defer("payload").first()
+    assert bobs is not None
+
+    sql, page = _page_sql(alice, filters=queries.TodoFilters(q=todo.id))
+    assert [t.id for t in page.todos] == [todo.id]
+    _, foreign = _page_sql(alice, filters=queries.TodoFilters(q=bobs.id))
+    assert foreign.todos == []
+
+    reads = _todos_reads(_plan(sql))
+    assert [node["Index Name"] for node in reads if "Index Name" in node] == ["todos_pkey"], reads
+
+
+def test_the_oldest_first_list_reads_todos_board_idx_backwards(shared_table: Personas) -> None:
+    agent_a = Scope.of_endpoint(shared_table.endpoint_a.id)
+    after = None
+    for _ in range(3):
+        sql, page = _page_sql(agent_a, after, queries.TodoFilters(sort="created"))
+        plan = _plan(sql, analyze=True)
+
+        scans = [node for node in _todos_reads(plan) if "Index Name" in node]
+        assert [node["Index Name"] for node in scans] == ["todos_board_idx"], scans
+        assert scans[0]["Scan Direction"] == "Backward"
+        assert scans[0]["Actual Rows"] <= queries.PAGE_SIZE + 1
+        created = [t.created_at for t in page.todos]
+        assert created == sorted(created)
         after = page.next_cursor

@@ -77,7 +77,7 @@ def test_the_list_shows_finished_time_and_duration_and_relative_times(
     row = body.split(f'id="row-{done}"')[1].split("</tr>")[0]
     assert len(re.findall(r"<time datetime=[^>]+ data-relative>just now</time>", row)) == 2
     assert re.search(r'title="from created to finished">· \d+\.\d s</span>', row)
-    assert "Finished · took" in body
+    assert re.search(r'class="sort">Finished</a> · took</th>', body)
 
 
 def test_an_operators_lease_shows_the_username_not_the_id(

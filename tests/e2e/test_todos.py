@@ -194,3 +194,50 @@ def test_an_operators_lease_shows_their_name(board: Board, demo: Demo) -> None:
     expect(page.locator("#drawer")).to_contain_text("Held by")
     expect(page.locator("#drawer dl")).to_contain_text("operator demo")
     expect(page.locator("#drawer dl")).not_to_contain_text("human:")
+
+
+def test_a_search_typed_in_the_list_finds_todos_by_payload_text_and_by_id(
+    board: Board, demo: Demo
+) -> None:
+    page = board.page
+    board.login("demo")
+    search = page.locator("form.filters input[name=q]")
+
+    # "deploy-staging" is only in the payload of the todo that died, then failed.
+    search.fill("deploy-staging")
+    search.press("Enter")
+    expect(rows(page)).to_have_count(1)
+    expect(rows(page)).to_contain_text("Deploy to staging times out")
+    expect(search).to_have_value("deploy-staging")
+    expect(page.get_by_role("list", name="Counts by state")).to_contain_text("all 1")
+    board.shot("todos-search")
+
+    # A whole id finds that todo; the drawer opens from the row as before.
+    dead_letter = demo.todo_ids["dead_letter"]
+    search.fill(dead_letter)
+    search.press("Enter")
+    expect(rows(page)).to_have_count(1)
+    expect(page.locator(f"#row-{dead_letter}")).to_be_visible()
+    open_drawer(page, "Triage issue #311: login redirects in a loop")
+
+    # Too short a search is said on the page, and lists nothing.
+    search.fill("ab")
+    search.press("Enter")
+    expect(page.get_by_role("alert")).to_contain_text("three letters or digits in a row")
+    expect(rows(page)).to_have_count(0)
+
+
+def test_sorting_by_title_from_the_column_header(board: Board, demo: Demo) -> None:
+    page = board.page
+    board.login("demo")
+
+    page.locator("thead").get_by_role("link", name="Todo").click()
+    titles = [t.strip() for t in rows(page).locator("td.title a").all_inner_texts()]
+    # PostgreSQL's collation orders them, whatever Python's would say.
+    in_order = Todo.objects.order_by("title", "created_at", "id").values_list("title", flat=True)
+    assert titles == list(in_order)
+    expect(page.locator("form.filters select[name=sort]")).to_have_value("title")
+
+    page.locator("thead").get_by_role("link", name="Todo").click()
+    again = [t.strip() for t in rows(page).locator("td.title a").all_inner_texts()]
+    assert again == titles[::-1]

@@ -53,7 +53,11 @@ def _set(field: dataclasses.Field[object]) -> object:
     return True if field.type in (bool, "bool") else "x"
 
 
-@pytest.mark.parametrize("field", dataclasses.fields(TodoFilters), ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "field",
+    [f for f in dataclasses.fields(TodoFilters) if f.name not in TodoFilters.ORDER_ONLY],
+    ids=lambda f: f.name,
+)
 def test_every_filter_field_narrows_the_bulk_selection(field: dataclasses.Field[object]) -> None:
     """A filter the list applies and the bulk actions ignored would act on todos nobody saw:
     every field of TodoFilters must say something in its SQL predicate."""

@@ -233,7 +233,12 @@ def test_the_fragments_are_the_text_the_statements_run() -> None:
         assert fragment("unfinished") in statement
     assert fragment("in_flight") in fragment("unfinished")
     dead_letter_list = queries.page_statement(
-        Scope.of_human(1).endpoints_sql, False, False, False, True, False
+        Scope.of_human(1).endpoints_sql,
+        False,
+        queries.TodoFilters(dead_letter=True).where_sql(endpoint=False),
+        queries.DEFAULT_SORT,
+        False,
+        False,
     )
     assert fragment("dead_letter") in dead_letter_list
 

@@ -1,4 +1,5 @@
-"""The Board's webhook pages: sources, their rules, their recent events, and the rule tester.
+"""The Board's webhook pages: sources, their rules, their events (paged, searchable), and the rule
+tester.
 
 Every read is scoped to the sources the logged-in human owns (``_own_source``); another human's
 source, rule or event answers 404 exactly like an unknown one, staff included. Sources and rules
@@ -20,10 +21,14 @@ as plain strings and are escaped there, never marked safe.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -36,6 +41,7 @@ from django.db.models import (
     ExpressionWrapper,
     IntegerField,
     OuterRef,
+    Q,
     Subquery,
     Value,
 )
@@ -44,6 +50,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from switchboard.lib import jsonlimits
 from switchboard.lib.board import (
     BoardRequest,
     confirmed,
@@ -54,7 +61,7 @@ from switchboard.lib.board import (
 )
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
-from todos.models import Event, Rule, SignatureScheme, Source, Todo
+from todos.models import Event, EventDisposition, Rule, SignatureScheme, Source, Todo
 
 RECENT_EVENTS = 20
 
@@ -392,15 +399,104 @@ def source_new(request: BoardRequest) -> HttpResponse:
     return render(request, "sources/source_new.html", {"section": "sources", "form": form})
 
 
-def _recent_events(source: Source) -> list[Event]:
+EVENTS_SEARCH_MAX_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class EventCursor:
+    """A keyset position in a source's events: the (received_at, id) of the last one shown,
+    newest first, carried as opaque text (base64url of ``["<received_at>", id]``)."""
+
+    received_at: dt.datetime
+    id: int
+
+    def encode(self) -> str:
+        stamp = self.received_at.astimezone(dt.UTC).isoformat()
+        raw = json.dumps([stamp, self.id], separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).rstrip(b"=").decode()
+
+    @classmethod
+    def decode(cls, text: str) -> EventCursor | None:
+        """The cursor ``text`` names, or None (the events then start from the newest)."""
+        if not text or len(text) > 200:
+            return None
+        try:
+            stamp, event_id = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+            received_at = dt.datetime.fromisoformat(stamp)
+        except (binascii.Error, ValueError, TypeError):
+            return None
+        if received_at.tzinfo is None or type(event_id) is not int or not 0 < event_id < 2**63:
+            return None
+        return cls(received_at, event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class EventFilters:
+    """The source page's event filters: ``q`` (a delivery id's start, or text in a rejected
+    delivery's body prefix) and a disposition; empty means "any". ``errors`` says what cannot
+    be read, and such filters match nothing."""
+
+    q: str = ""
+    disposition: str = ""
+
+    @classmethod
+    def parse(cls, params: Mapping[str, str]) -> EventFilters:
+        return cls(q=params.get("q", "").strip(), disposition=params.get("disposition", ""))
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        if (reason := jsonlimits.text_problem(self.q)) is not None:
+            return (f"Search {reason}: nothing can match it.",)
+        if len(self.q) > EVENTS_SEARCH_MAX_CHARS:
+            return (f"Search is at most {EVENTS_SEARCH_MAX_CHARS} characters.",)
+        if self.disposition and self.disposition not in EventDisposition.values:
+            names = ", ".join(EventDisposition.values)
+            return (f"Unknown disposition: choose {names}, or any.",)
+        return ()
+
+    def to_params(self) -> dict[str, str]:
+        return {k: v for k, v in (("q", self.q), ("disposition", self.disposition)) if v}
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    events: Sequence[Event]
+    next_cursor: EventCursor | None
+
+
+def _event_page(source: Source, filters: EventFilters, after: EventCursor | None) -> EventPage:
+    """A page of the source's events, newest first, after ``after``, that ``filters`` match.
+
+    Uses index: events_source_received_idx (source_id, received_at DESC), the cursor's time an
+    index bound; a search or a disposition filters the rows as the scan reads them, so a rare
+    match may read every event the source has kept (retention bounds them). Payloads and
+    headers stay in the database.
+    """
+    if filters.errors:
+        return EventPage([], None)
+    size = RECENT_EVENTS
     todo_ids = Todo.objects.filter(event_id=OuterRef("pk")).order_by("created_at").values("id")
-    # Uses index: events_source_received_idx. Payloads and headers stay in the database.
-    return list(
-        Event.objects.filter(source=source)
-        .defer("payload", "headers")
+    events = Event.objects.filter(source=source)
+    if after is not None:
+        events = events.filter(
+            Q(received_at__lt=after.received_at)
+            | Q(received_at=after.received_at, id__lt=after.id),
+            received_at__lte=after.received_at,
+        )
+    if filters.q:
+        events = events.filter(
+            Q(delivery_id__startswith=filters.q) | Q(body_prefix__icontains=filters.q)
+        )
+    if filters.disposition:
+        events = events.filter(disposition=filters.disposition)
+    rows = list(
+        events.defer("payload", "headers")
         .annotate(todo_ids=ArraySubquery(todo_ids))
-        .order_by("-received_at", "-id")[:RECENT_EVENTS]
+        .order_by("-received_at", "-id")[: size + 1]
     )
+    more = len(rows) > size
+    rows = rows[:size]
+    return EventPage(rows, EventCursor(rows[-1].received_at, rows[-1].id) if more else None)
 
 
 def _event_row(event: Event) -> dict[str, Any]:
@@ -416,8 +512,12 @@ def _event_row(event: Event) -> dict[str, Any]:
 @login_required
 @require_GET
 def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
-    """One source: its URL, verification, rules in evaluation order, recent events, the tester."""
+    """One source: its URL, verification, rules in evaluation order, its events (newest first,
+    a page at a time, searchable), the tester."""
     source = _own_source(request, slug)
+    filters = EventFilters.parse(request.GET)
+    after = EventCursor.decode(request.GET.get("after", ""))  # malformed: from the newest
+    page = _event_page(source, filters, after)
     rules = [
         (rule, json.dumps(rule.match, indent=2, ensure_ascii=False))
         for rule in source.rules.select_related("endpoint").order_by("position", "id")
@@ -429,7 +529,14 @@ def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "fingerprint": sources.secret_fingerprint(source.secret),
         "tolerance_seconds": settings.SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS,
         "rules": rules,
-        "events": [_event_row(e) for e in _recent_events(source)],
+        "events": [_event_row(e) for e in page.events],
+        "event_filters": filters,
+        "event_filter_errors": filters.errors,
+        "dispositions": EventDisposition.values,
+        "events_next_query": urlencode(filters.to_params() | {"after": page.next_cursor.encode()})
+        if page.next_cursor
+        else None,
+        "events_first_query": urlencode(filters.to_params()) if after else None,
         "tester": RuleTestForm(),
     }
     return render(request, "sources/source_detail.html", context)
