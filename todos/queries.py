@@ -62,7 +62,7 @@ SORT_KEYS: dict[str, tuple[str, str] | None] = {
 TIME_SORTS = frozenset({"updated", "finished"})
 SORTS = tuple(f"{sign}{name}" for name in SORT_KEYS for sign in ("-", ""))
 # Search: a todo id alone finds that todo through todos_pkey; anything else is a
-# case-insensitive substring of todo_search_text (todos/migrations/0012_todo_search.py), read
+# case-insensitive substring of todo_search_text (todos/migrations/0013_todo_search.py), read
 # through todos_search_idx, which needs three letters or digits in a row to narrow anything.
 Q_MAX_CHARS = 200
 TODO_ID = re.compile(r"td_[a-z2-7]{20}")

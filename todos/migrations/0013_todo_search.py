@@ -38,7 +38,7 @@ RETURN left(
 
 class Migration(migrations.Migration):
     atomic = False
-    dependencies = [("todos", "0011_queue_pause")]
+    dependencies = [("todos", "0012_overview_rollups")]
 
     operations = [
         migrations.RunSQL(
