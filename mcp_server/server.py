@@ -149,8 +149,11 @@ def tool_error(code: str, message: str) -> types.CallToolResult:
 
 def _argument_error(name: str, arguments: Mapping[str, Any]) -> str | None:
     """The most relevant schema violation of ``arguments``, as "field: message", or None."""
-    if _FAST_VALIDATORS[name].is_valid(arguments):
-        return None
+    try:
+        if _FAST_VALIDATORS[name].is_valid(arguments):
+            return None
+    except UnicodeEncodeError:
+        pass  # a lone surrogate, which Rust's strings cannot hold: jsonschema judges it below
     error = best_match(_VALIDATORS[name].iter_errors(arguments))
     if error is None:
         return None
