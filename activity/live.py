@@ -16,10 +16,11 @@ What a socket watches
 The trail page (``/todos/<id>``) connects with its first paint's watermarks (``Watermark``):
 the newest activity row and attempt it showed, and whether that attempt was open. On connect
 and after each change of its todo, the socket sends the live container after the timeline
-whole, holding every entry newer than the watermarks (the ``trail_entry`` partial of the first
-paint), with the state badge, the facts, the operator actions and the head of the attempt that
-was open. Since the container always carries everything since the first paint, a reconnect
-(the extension's, after a drop) re-syncs by construction: nothing is lost, nothing doubled.
+whole, holding every entry newer than the watermarks (``todos.views.entry_html``, as the first
+paint), with the state badge, the facts, the operator actions and the head, heartbeat line and
+waterfall of the attempt that was open. Since the container always carries everything since
+the first paint, a reconnect (the extension's, after a drop) re-syncs by construction: nothing
+is lost, nothing doubled.
 The todo list connects with the ids of its rows and gets a row's state cell when it changes.
 
 Cost
