@@ -16,10 +16,11 @@ What a socket watches
 The trail page (``/todos/<id>``) connects with its first paint's watermarks (``Watermark``):
 the newest activity row and attempt it showed, and whether that attempt was open. On connect
 and after each change of its todo, the socket sends the live container after the timeline
-whole, holding every entry newer than the watermarks (the ``trail_entry`` partial of the first
-paint), with the state badge, the facts, the operator actions and the head of the attempt that
-was open. Since the container always carries everything since the first paint, a reconnect
-(the extension's, after a drop) re-syncs by construction: nothing is lost, nothing doubled.
+whole, holding every entry newer than the watermarks (``todos.views.entry_html``, as the first
+paint), with the state badge, the facts, the operator actions and the head, heartbeat line and
+waterfall of the attempt that was open. Since the container always carries everything since
+the first paint, a reconnect (the extension's, after a drop) re-syncs by construction: nothing
+is lost, nothing doubled.
 The todo list connects with the ids of its rows and gets a row's state cell when it changes.
 
 Cost
@@ -53,13 +54,20 @@ from django.middleware.csrf import get_token
 from django.template.loader import render_to_string
 from django.urls import URLPattern, path
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 
 from activity.trail import CLAIM, END, TimelineEntry, Trail, todo_trail
 from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import queries, states
-from todos.views import trail_rows
+from todos.views import (
+    attempt_head_html,
+    attempt_heartbeat_html,
+    attempt_waterfall_html,
+    entry_html,
+    trail_rows,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -267,24 +275,39 @@ def trail_push(human_id: int, watermark: Watermark, csrf_token: str | None) -> s
     todo = trail.todo
     now = timezone.now()
     rows = trail_rows(trail, now)
-    open_group = None
+    tz = timezone.get_current_timezone()
+    open_group_html = ""
     if watermark.open:
         open_group = next(
             (b.group for b in trail.blocks if b.group and b.group.seq == watermark.attempt), None
         )
+        if open_group is not None:
+            row = rows.get(open_group.seq)
+            open_group_html = attempt_head_html(open_group, row, todo.max_attempts, oob=True)
+            if row is not None:
+                # New spans of the open attempt redraw its waterfall (otlp/refresh.py
+                # announces them).
+                heartbeat = attempt_heartbeat_html(open_group, tz, oob=True)
+                waterfall = attempt_waterfall_html(
+                    todo, open_group, row, trail.waterfalls.get(open_group.seq), oob=True
+                )
+                open_group_html += f"\n{heartbeat}\n{waterfall}"
+            else:
+                open_group_html += "\n"
     context = {
         "todo": todo,
-        "live_entries": [
-            (e, rows.get(e.seq) if e.kind in (CLAIM, END) else None)
-            for e in new_entries(trail, watermark)
-        ],
+        "live_html": SafeString(
+            "".join(
+                [
+                    entry_html(e, rows.get(e.seq) if e.kind in (CLAIM, END) else None, tz)
+                    for e in new_entries(trail, watermark)
+                ]
+            )
+        ),
         "actions": states.operator_actions(
             todo, now, endpoint_revoked=todo.endpoint.revoked_at is not None
         ),
-        "open_group": open_group,
-        # New spans of the open attempt redraw its waterfall (otlp/refresh.py announces them).
-        "open_waterfall": trail.waterfalls.get(watermark.attempt),
-        "row": rows.get(watermark.attempt),
+        "open_group_html": mark_safe(open_group_html),  # noqa: S308 (built escaped, above)
         "page": True,
         "csrf_token": csrf_token,
         "oob": True,

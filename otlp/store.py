@@ -48,7 +48,7 @@ from django.db import transaction
 
 from otlp.translate import Row
 from otlp.types import AttemptSpans, SpanView
-from switchboard.lib.sql import fetch_all, load
+from switchboard.lib.sql import fetch_all, fetch_tuples, load
 
 _SQL = Path(__file__).parent / "sql"
 LOCK = load(_SQL, "lock")
@@ -214,14 +214,14 @@ def spans_for_todo(todo_id: str, seqs: Sequence[int], per_attempt: int) -> dict[
     out: dict[int, AttemptSpans] = {}
     if not seqs:
         return out
-    rows = fetch_all(
+    # Tuples, not dicts: thousands of rows (otlp/sql/spans_for_todo.sql gives their order).
+    rows = fetch_tuples(
         SPANS_FOR_TODO, {"todo_id": todo_id, "seqs": list(seqs), "per_attempt": per_attempt}
     )
-    for row in rows:
-        seq = row["seq"]
+    spans: list[SpanView] = []
+    for seq, total, input_tokens, output_tokens, *span in rows:
         if seq not in out:
-            out[seq] = AttemptSpans(
-                [], int(row["total"]), int(row["input_tokens"]), int(row["output_tokens"])
-            )
-        out[seq].spans.append(SpanView.from_row(row))
+            spans = []
+            out[seq] = AttemptSpans(spans, int(total), int(input_tokens), int(output_tokens))
+        spans.append(SpanView(*span))
     return out

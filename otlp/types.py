@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Self
-
-
-def _hex(value: Any) -> str | None:
-    return None if value is None else bytes(value).hex()
 
 
 @dataclass(frozen=True, slots=True)
 class SpanView:
+    """A span as its bar draws it, its fields in the order ``otlp/sql/spans_for_todo.sql``
+    reads them (``otlp/store.py`` builds it from the row's tail)."""
+
     trace_id: str  # 32 hex digits
     span_id: str  # 16 hex digits
     parent_span_id: str | None
@@ -26,20 +24,6 @@ class SpanView:
     status_code: str
     start_at: dt.datetime
     end_at: dt.datetime
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Self:
-        return cls(
-            trace_id=_hex(row["trace_id"]) or "",
-            span_id=_hex(row["span_id"]) or "",
-            parent_span_id=_hex(row["parent_span_id"]),
-            name=row["name"],
-            category=row["category"],
-            tool=row["tool"],
-            status_code=row["status_code"] or "unset",
-            start_at=row["start_at"],
-            end_at=row["end_at"],
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,15 +99,18 @@ class Waterfall:
 def _tree_order(spans: Sequence[SpanView]) -> list[tuple[SpanView, int]]:
     """Depth-first order with depths; siblings by start time. Iterative: a chain of thousands
     of spans must not hit the recursion limit."""
-    by_key = {(s.trace_id, s.span_id): s for s in spans}
+    keys = [(s.trace_id, s.span_id) for s in spans]
+    by_key = dict(zip(keys, spans, strict=True))
     children: dict[tuple[str, str], list[SpanView]] = defaultdict(list)
     roots: list[SpanView] = []
-    for span in spans:
-        parent = (span.trace_id, span.parent_span_id or "")
-        if span.parent_span_id and parent in by_key and parent != (span.trace_id, span.span_id):
-            children[parent].append(span)
-        else:
-            roots.append(span)
+    for span, key in zip(spans, keys, strict=True):
+        parent_id = span.parent_span_id
+        if parent_id:
+            parent = (key[0], parent_id)
+            if parent != key and parent in by_key:
+                children[parent].append(span)
+                continue
+        roots.append(span)
 
     def start_key(span: SpanView) -> tuple[dt.datetime, str]:
         return (span.start_at, span.span_id)
@@ -126,11 +129,13 @@ def _tree_order(spans: Sequence[SpanView]) -> list[tuple[SpanView, int]]:
                 continue
             seen.add(key)
             ordered.append((span, depth))
-            stack.extend((child, depth + 1) for child in reversed(children.get(key, [])))
-        # Spans in a parent cycle are reachable from no root: the earliest becomes one.
-        left = [s for s in spans if (s.trace_id, s.span_id) not in seen]
-        if not left:
+            below = children.get(key)
+            if below:
+                stack.extend((child, depth + 1) for child in reversed(below))
+        if len(seen) == len(by_key):
             return ordered
+        # Spans in a parent cycle are reachable from no root: the earliest becomes one.
+        left = [s for s, key in zip(spans, keys, strict=True) if key not in seen]
         pending = [min(left, key=start_key)]
 
 
@@ -158,13 +163,13 @@ def build_waterfall(attempt: AttemptSpans, max_spans: int) -> Waterfall:
         at = min(max(0.0, at), 100.0 - length)
         rows.append(
             Row(
-                span=span,
-                depth=depth,
-                at_pct=round(at, 2),
-                len_pct=round(length, 2),
-                duration=duration_label(seconds),
-                css_class=css_class(span.category),
-                error=span.status_code == "error",
+                span,
+                depth,
+                round(at, 2),
+                round(length, 2),
+                duration_label(seconds),
+                CSS_CLASSES.get(span.category, OTHER_CLASS),
+                span.status_code == "error",
             )
         )
     return Waterfall(
@@ -184,18 +189,66 @@ def rows_html(waterfall: Waterfall) -> SafeString:
     Built as one string rather than in a template loop: a page may draw thousands of bars, and
     a template (or ``format_html``) costs tens of microseconds a row. Span text (the name, the
     tool) only ever lands escaped, as an element's content; the class comes from
-    ``CSS_CLASSES``, the style from ``Row.style`` (two floats), the depth is an int.
+    ``CSS_CLASSES``, the style from two floats (as ``Row.style``), the depth is an int and the
+    duration ``duration_label``'s digits and units. Span names repeat (a model's calls, a
+    tool's): each distinct one is escaped once.
     """
     parts = []
+    names: dict[str, str] = {}
     for row in waterfall.rows:
-        tool = row.span.tool
+        span = row.span
+        name = names.get(span.name)
+        if name is None:
+            name = names[span.name] = escape(span.name)
+        tool = span.tool
         parts.append(
             f"<tr{' class="sb-error"' if row.error else ''}>"
             f'<td class="sb-name" style="--sb-depth:{int(row.depth)}">'
-            f'<span class="mono small">{escape(row.span.name)}</span>'
+            f'<span class="mono small">{name}</span>'
             f"{f' <span class="muted small">{escape(tool)}</span>' if tool else ''}</td>"
-            f'<td class="hide-narrow small">{escape(row.duration)}</td>'
-            f'<td class="sb-track"><span class="sb-bar {row.css_class}" style="{row.style}"'
+            f'<td class="hide-narrow small">{row.duration}</td>'
+            f'<td class="sb-track"><span class="sb-bar {row.css_class}"'
+            f' style="--sb-at:{row.at_pct:.2f}%;--sb-len:{row.len_pct:.2f}%"'
             ' aria-hidden="true"></span></td></tr>'
         )
     return mark_safe("\n".join(parts))  # noqa: S308 (every piece above is escaped or ours)
+
+
+_WATERFALL_TABLE = (
+    '\n  <table class="sb-waterfall">\n    <thead><tr><th>Span</th><th class="hide-narrow">'
+    'Duration</th><th class="sb-track-head">Time</th></tr></thead>\n    <tbody>\n'
+)
+
+
+def waterfall_html(
+    waterfall: Waterfall | None, *, anchor: str, spans_dropped: int, oob: bool
+) -> SafeString:
+    """An attempt's waterfall whole, escaped: its head (how many spans, dropped over the cap,
+    over how long, the tokens) and its rows, in an element with id ``anchor``; with ``oob``
+    for a live update to swap it in place. Empty when the attempt has no spans and dropped
+    none. The one render path for the trail page's first paint and its live updates."""
+    rows = waterfall.rows if waterfall is not None else []
+    body = ""
+    if rows or spans_dropped:
+        more = dropped = duration = tokens = table = ""
+        if waterfall is not None:
+            more = f" drawn, {waterfall.more} more" if waterfall.more else ""
+            duration = f'<span class="muted">over {escape(waterfall.duration)}</span>'
+            if waterfall.total_tokens:
+                tokens = (
+                    f'<span class="muted">tokens: {int(waterfall.input_tokens)} in,'
+                    f" {int(waterfall.output_tokens)} out</span>"
+                )
+        if spans_dropped:
+            dropped = f'<span class="badge failed">{int(spans_dropped)} dropped over the cap</span>'
+        if rows and waterfall is not None:
+            table = f"{_WATERFALL_TABLE}{rows_html(waterfall)}\n    </tbody>\n  </table>\n  "
+        body = (
+            '\n  <div class="waterfall-head small">\n    <strong>Spans</strong>\n'
+            f"    <span>{len(rows)}{more}</span>\n    {dropped}\n    {duration}\n    {tokens}\n"
+            f"  </div>\n  {table}"
+        )
+    swap = ' hx-swap-oob="true"' if oob else ""
+    return mark_safe(  # noqa: S308 (every piece above is escaped or ours)
+        f'<div class="waterfall" id="{escape(anchor)}"{swap}>{body}\n</div>'
+    )

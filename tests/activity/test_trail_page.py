@@ -235,6 +235,29 @@ def test_everything_agents_and_senders_wrote_is_inert_text(
     assert XSS not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
 
 
+def test_an_end_links_its_artifact_only_over_https_and_escapes_it(
+    alice_client: Client, personas: Personas
+) -> None:
+    linked = claimed(personas.endpoint_a.id)
+    artifact = "https://example.com/pr/1?a=1&b=<x>"
+    lifecycle.complete(
+        personas.endpoint_a.id, linked, owner=BOT, summary="merged", artifact=artifact
+    )
+    plain = claimed(personas.endpoint_a.id)
+    lifecycle.complete(personas.endpoint_a.id, plain, owner=BOT, artifact="s3://bucket/log")
+
+    end = entry(page(alice_client, linked), "attempt-1-end")
+    other = entry(page(alice_client, plain), "attempt-1-end")
+
+    escaped = "https://example.com/pr/1?a=1&amp;b=&lt;x&gt;"
+    assert (
+        f'<a href="{escaped}" rel="noopener noreferrer nofollow" target="_blank">{escaped}</a>'
+        in end
+    )
+    assert '<span class="badge">→ done</span>' in end and '<p class="summary">merged</p>' in end
+    assert '<span class="mono">s3://bucket/log</span>' in other and "<a href" not in other
+
+
 def test_the_page_ends_with_the_live_container_and_keeps_the_actions(
     alice_client: Client, personas: Personas
 ) -> None:

@@ -105,3 +105,21 @@ def test_the_page_reads_spans_in_one_query_however_many_attempts(
     with django_assert_max_num_queries(8):
         html = page(alice_client, todo_id)
     assert html.count('class="sb-waterfall"') == 5
+
+
+def test_spans_dropped_over_the_cap_are_counted_in_the_head(
+    alice_client: Client, personas: Personas
+) -> None:
+    trace = trace_id()
+    claim = claimed_with_trace(personas.endpoint_a.id, trace)
+    specs = [SpanSpec(trace, name=f"s{n}", start_ns=BASE_NS + n) for n in range(3)]
+    rows = [translate(c, claim.todo.id, 1, False) for c in collect(request(specs)).candidates]
+    assert store(rows, set(), attempt_cap=1, todo_cap=10_000).dropped_attempt_cap == 2
+
+    html = page(alice_client, claim.todo.id)
+
+    head = re.search(r'<div class="waterfall-head small">.*?</div>', html, re.S)
+    assert head, "no waterfall head"
+    assert "<span>1</span>" in head.group(0)
+    assert '<span class="badge failed">2 dropped over the cap</span>' in head.group(0)
+    assert len(re.findall(r'class="sb-bar ', html)) == 1

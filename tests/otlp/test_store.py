@@ -144,6 +144,27 @@ def test_token_totals_sum_every_span_by_the_first_name_holding_a_whole_count(
 
 
 @pytest.mark.django_db
+def test_token_totals_past_a_bigint_read_exactly(personas: Personas) -> None:
+    # Each count fits OTLP's int64; their sum does not fit PostgreSQL's bigint.
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    trace = trace_id()
+    specs = [
+        SpanSpec(
+            trace,
+            name=f"s{i}",
+            start_ns=1_700_000_000_000_000_000 + i,
+            attributes={"gen_ai.usage.input_tokens": 2**62, "gen_ai.usage.output_tokens": 2},
+        )
+        for i in range(3)
+    ]
+    put([translate(c, claim.todo.id, 1, False) for c in collect(request(specs)).candidates])
+
+    (attempt,) = spans_for_todo(claim.todo.id, [1], 10).values()
+
+    assert (attempt.input_tokens, attempt.output_tokens) == (3 * 2**62, 6)
+
+
+@pytest.mark.django_db
 def test_the_spans_go_with_their_todo(personas: Personas) -> None:
     claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
     put(rows(claim.todo.id, 2))

@@ -26,7 +26,7 @@ from django.test.utils import CaptureQueriesContext
 from psycopg import pq
 
 from switchboard.lib import sql
-from switchboard.lib.sql import fetch_all
+from switchboard.lib.sql import fetch_all, fetch_tuples
 
 RECORD = "docs/decisions/0002-kept-cursor.md"
 PREPARED_RECORD = "docs/decisions/0001-prepared-statements.md"
@@ -193,3 +193,22 @@ def test_a_new_connection_gets_a_new_kept_cursor(transactional_db: None) -> None
     assert after is not before and after.connection is connection.connection, _changed(
         "a reconnect did not replace DatabaseWrapper.connection"
     )
+
+
+def test_fetch_tuples_reads_rows_as_tuples_and_leaves_the_kept_cursor_on_dicts(
+    db: None,
+) -> None:
+    statement = "SELECT 1 AS one, 'two' AS two UNION ALL SELECT 3, 'four'"
+    assert fetch_tuples(statement, {}) == [(1, "two"), (3, "four")]
+    assert fetch_all(statement, {}) == [{"one": 1, "two": "two"}, {"one": 3, "two": "four"}]
+    # Through Django's own cursor too (captured queries), where fetch_all goes then.
+    with CaptureQueriesContext(connection) as captured:
+        assert fetch_tuples(statement, {}) == [(1, "two"), (3, "four")]
+        assert fetch_all(statement, {})[0] == {"one": 1, "two": "two"}
+    assert len(captured.captured_queries) == 2
+
+
+def test_a_failed_fetch_tuples_leaves_the_kept_cursor_on_dicts(db: None) -> None:
+    with pytest.raises(DataError), transaction.atomic():
+        fetch_tuples("SELECT 1 / 0 AS boom", {})
+    assert fetch_all("SELECT 1 AS one", {}) == [{"one": 1}]
