@@ -93,19 +93,30 @@ def use(variant: str) -> None:
             lifecycle.CREATE = _PRODUCT_CREATE
 
 
-def one_round(variant: str, endpoint_id: object, n: int) -> tuple[float, float]:
-    """Seconds per create and per claim_next + complete cycle, for ``variant``."""
+def _backend_cpu() -> float:
+    """CPU seconds the server process of Django's connection has used (0 when not local)."""
+    connection.ensure_connection()
+    raw = connection.connection
+    assert raw is not None
+    return core._cpu_seconds(int(raw.info.backend_pid)) or 0.0
+
+
+Figures = tuple[float, float, float, float]  # per create, per cycle: wall s, server CPU s
+
+
+def one_round(variant: str, endpoint_id: object, n: int) -> Figures:
+    """Per create and per claim_next + complete cycle, wall and server CPU seconds."""
     with connection.cursor() as cur:
         cur.execute("TRUNCATE todos CASCADE")
     use(variant)
     payloads = [payload(i) for i in range(n)]
-    start = time.perf_counter()
+    cpu, start = _backend_cpu(), time.perf_counter()
     for i, body in enumerate(payloads):
         lifecycle.create(endpoint_id, queue=core.QUEUE, title=f"check run {i}", payload=body)  # type: ignore[arg-type]
-    created = (time.perf_counter() - start) / n
+    created, created_cpu = time.perf_counter() - start, _backend_cpu() - cpu
     with connection.cursor() as cur:
         cur.execute("VACUUM (ANALYZE) todos, todo_attempts, todo_search")
-    start = time.perf_counter()
+    cpu, start = _backend_cpu(), time.perf_counter()
     cycles = 0
     while True:
         claim = lifecycle.claim_next(endpoint_id, [core.QUEUE], owner=OWNER)  # type: ignore[arg-type]
@@ -114,7 +125,8 @@ def one_round(variant: str, endpoint_id: object, n: int) -> tuple[float, float]:
         lifecycle.complete(endpoint_id, claim.todo.id, owner=OWNER, result=core.RESULT)  # type: ignore[arg-type]
         cycles += 1
     assert cycles == n, (cycles, n)
-    return created, (time.perf_counter() - start) / n
+    cycled, cycled_cpu = time.perf_counter() - start, _backend_cpu() - cpu
+    return created / n, created_cpu / n, cycled / n, cycled_cpu / n
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,27 +138,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         args.todos, args.rounds = 200, 1
     endpoint_id = core.ensure_endpoint()
-    results: dict[str, list[tuple[float, float]]] = {"expr": [], "table": []}
+    results: dict[str, list[Figures]] = {"expr": [], "table": []}
     with product_schema_after():
         for r in range(args.rounds):
             order = ("expr", "table") if r % 2 == 0 else ("table", "expr")
             for variant in order:
-                results[variant].append(one_round(variant, endpoint_id, args.todos))
-                create_ms, cycle_ms = (x * 1000 for x in results[variant][-1])
-                print(
-                    f"round {r + 1} {variant:5}  create {create_ms:.3f} ms  cycle {cycle_ms:.3f} ms"
-                )
-    medians = {
-        v: (statistics.median(c for c, _ in rs) * 1000, statistics.median(y for _, y in rs) * 1000)
-        for v, rs in results.items()
-    }
+                figures = one_round(variant, endpoint_id, args.todos)
+                results[variant].append(figures)
+                print(f"round {r + 1} {variant:5} {_line(figures)}", flush=True)
+    medians = {variant: _medians(rs) for variant, rs in results.items()}
     print(f"\n{args.todos} todos a round, {args.rounds} rounds a variant, medians:")
-    for v, (create_ms, cycle_ms) in medians.items():
-        print(f"  {v:5}  create {create_ms:.3f} ms  claim_next + complete {cycle_ms:.3f} ms")
-    d_create = medians["table"][0] - medians["expr"][0]
-    d_cycle = medians["table"][1] - medians["expr"][1]
-    print(f"  table - expr: create {d_create:+.3f} ms, cycle {d_cycle:+.3f} ms")
+    for variant, figures in medians.items():
+        print(f"  {variant:5} {_line(figures)}")
+    table, expr = medians["table"], medians["expr"]
+    delta = (table[0] - expr[0], table[1] - expr[1], table[2] - expr[2], table[3] - expr[3])
+    print(f"  table - expr: {_line(delta)}")
     return 0
+
+
+def _medians(rounds: Sequence[Figures]) -> Figures:
+    m = [statistics.median(f[k] for f in rounds) for k in range(4)]
+    return m[0], m[1], m[2], m[3]
+
+
+def _line(f: Figures) -> str:
+    ms = [x * 1000 for x in f]
+    return (
+        f"create {ms[0]:+.3f} ms (server CPU {ms[1]:+.3f})"
+        f"  claim_next + complete {ms[2]:+.3f} ms (server CPU {ms[3]:+.3f})"
+    )
 
 
 if __name__ == "__main__":

@@ -15,17 +15,19 @@ table outside that list references it.
 
 Not in one transaction (``atomic = False``), as migrations/0013: the indexes are built and
 dropped ``CONCURRENTLY``, so claims and intake go on. The backfill is one statement (about 60 µs
-a todo: about a minute for a million; it holds no lock that stops a claim or an insert), and
-skips the todos that have their row, so it can be run again: processes still running the
-previous ``create.sql`` while the code rolls out make todos without a row, which a search does
-not find until ``BACKFILL`` below is run once more (``manage.py dbshell``).
+a todo, a minute for a million; it reads ``todos`` under a lock that stops no claim or insert)
+and skips the todos that have their row, so it can be run again; a run that fails part way
+is run again as it is (``IF NOT EXISTS`` / ``IF EXISTS``, as 0013). An upgrade stops the old code
+first (docs/guides/operations.md, "Upgrading"): a process still running the previous
+``create.sql`` would make todos without a row, which no search finds until ``BACKFILL`` is run
+again.
 """
 
 import django.db.models.deletion
 from django.db import migrations, models
 
 CREATE_TABLE = """
-CREATE TABLE todo_search (
+CREATE TABLE IF NOT EXISTS todo_search (
     -- Serves: the join to todos and the cascade of a todo's delete (retention).
     todo_id  text PRIMARY KEY REFERENCES todos(id) ON DELETE CASCADE,
     text     text NOT NULL
