@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "bench/mcpwire.py",
         "bench/otlp.py",
         "bench/ablations/lifecycle_ablations.py",
+        "bench/ablations/search_table.py",
         "bench/activity.py",
         "bench/live.py",
         "bench/claims.py",

@@ -198,6 +198,24 @@ class Todo(models.Model):
         return states.is_dead_letter(self)
 
 
+class TodoSearch(models.Model):
+    """The text a Board search reads of a todo, ``todo_search_text(id, title, payload)``
+    (migrations/0014): written once by the statement that creates the todo
+    (``todos/sql/create.sql``), gone with it. A read mirror, for the foreign key and the flush.
+    """
+
+    todo = models.OneToOneField(
+        Todo, on_delete=models.CASCADE, primary_key=True, related_name="search"
+    )
+    text = models.TextField()
+
+    class Meta:
+        db_table = "todo_search"
+
+    def __str__(self) -> str:
+        return f"search text of {self.todo_id}"
+
+
 class PushState(models.TextChoices):
     QUEUED = "queued"
     DELIVERED = "delivered"

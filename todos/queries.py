@@ -62,8 +62,9 @@ SORT_KEYS: dict[str, tuple[str, str] | None] = {
 TIME_SORTS = frozenset({"updated", "finished"})
 SORTS = tuple(f"{sign}{name}" for name in SORT_KEYS for sign in ("-", ""))
 # Search: a todo id alone finds that todo through todos_pkey; anything else is a
-# case-insensitive substring of todo_search_text (todos/migrations/0013_todo_search.py), read
-# through todos_search_idx, which needs three letters or digits in a row to narrow anything.
+# case-insensitive substring of todo_search_text (todos/migrations/0013_todo_search.py), kept in
+# todo_search (0014) and read through todo_search_text_idx, which needs three letters or digits
+# in a row to narrow anything.
 Q_MAX_CHARS = 200
 TODO_ID = re.compile(r"td_[a-z2-7]{20}")
 _TRIGRAM = re.compile(r"[^\W_]{3}")
@@ -239,8 +240,11 @@ class TodoFilters:
         if self.is_id_search:
             parts.append(f"{t}.id = %(q)s")  # Uses index: todos_pkey
         elif self.q:
-            # Uses index: todos_search_idx (the same expression, todos/migrations/0012).
-            parts.append(f"todo_search_text({t}.id, {t}.title, {t}.payload) ILIKE %(q_pattern)s")
+            # Uses index: todo_search_text_idx, then todos_pkey for the matches (the text is a
+            # table of its own, written once at creation: todos/migrations/0014).
+            parts.append(
+                f"{t}.id IN (SELECT s.todo_id FROM todo_search s WHERE s.text ILIKE %(q_pattern)s)"
+            )
         return "".join(f" AND {part}" for part in parts)
 
     def _created_before(self) -> dt.datetime | str | None:
@@ -415,7 +419,7 @@ def page_statement(
     """The list statement for one scope side (``Scope.endpoints_sql``), one combination of
     filters (``TodoFilters.where_sql``, fixed text per combination: a generic ``(%(queue)s = ''
     OR …)`` would let a prepared plan ignore the state index) and one sort, built once per
-    combination. A search reads todos_search_idx once for the whole scope
+    combination. A search reads todo_search_text_idx once for the whole scope
     (todos/sql/todo_search.sql); a list reads each endpoint's todos in order
     (todos/sql/todo_page.sql)."""
     order, sort_key, keyset = _order(sort)
@@ -441,7 +445,7 @@ def todo_page(
     endpoint's page is one bounded index scan (tests/board/test_list_plan.py holds both to
     that). Another sort reads every todo the filters leave of each endpoint and keeps the top
     ``size`` (no index is ordered by title or state within an endpoint). A search reads
-    todos_search_idx, or todos_pkey for a todo id (todos/sql/todo_search.sql). The todos carry
+    todo_search_text_idx, or todos_pkey for a todo id (todos/sql/todo_search.sql). The todos carry
     their endpoint (slug, name, owner, revoked_at) and defer their large columns (payload,
     result, work order, traces, input request), which no list shows.
     """
@@ -476,7 +480,7 @@ def state_counts(scope: Scope, filters: TodoFilters) -> dict[str, int]:
     """How many todos of ``scope`` are in each state, plus ``dead_letter`` and ``all``.
 
     One aggregate query over every filter but the state tabs' own (state, dead letter: the counts
-    are the state tabs). Uses index: todos_board_state_idx; todos_search_idx with a search.
+    are the state tabs). Uses index: todos_board_state_idx; todo_search_text_idx with a search.
     """
     aggregates: dict[str, Any] = {
         state.value: Count("id", filter=Q(state=state.value)) for state in State

@@ -237,6 +237,33 @@ def test_reapplying_the_lease_copy_backfills_the_leases_in_flight(
         assert (copy, copied_beat) == (held, held_beat), todo_id
 
 
+@pytest.mark.django_db(transaction=True)
+def test_reapplying_the_search_table_backfills_each_todos_text_and_moves_the_index(
+    personas: Personas, restore_migrations: None
+) -> None:
+    ep = personas.endpoint_a.id
+    pending = lifecycle.create(ep, queue="triage", title="Deploy", payload={"ref": "main"})
+    done = lifecycle.create(ep, queue="triage", title="Lint", payload={"check": {"name": "ruff"}})
+    lifecycle.claim(ep, done.id, owner="agent-a")
+    lifecycle.complete(ep, done.id, owner="agent-a", summary="ok")
+    before = fetch_all("SELECT todo_id, text FROM todo_search ORDER BY todo_id", {})
+    assert [row["todo_id"] for row in before] == sorted([pending.id, done.id])
+
+    _migrate([("todos", "0013_todo_search")])
+    assert "todo_search" not in _public_tables()
+    assert _index_names("todos") >= {"todos_search_idx"}
+    _migrate([node for node in _latest() if node[0] == "todos"])
+
+    assert fetch_all("SELECT todo_id, text FROM todo_search ORDER BY todo_id", {}) == before
+    assert "todos_search_idx" not in _index_names("todos")
+    assert _index_names("todo_search") == {"todo_search_pkey", "todo_search_text_idx"}
+
+
+def _index_names(table: str) -> set[str]:
+    rows = fetch_all("SELECT indexname FROM pg_indexes WHERE tablename = %(t)s", {"t": table})
+    return {row["indexname"] for row in rows}
+
+
 def _lease_copies() -> dict[str, tuple[Any, ...]]:
     """Per todo: its two copies, then the open attempt's digest and last heartbeat write."""
     rows = fetch_all(

@@ -2,11 +2,12 @@
 --   in the list's order, after a keyset position: todo_page's answer for a list with a search.
 -- params: as todo_page, with q (a todo id) or q_pattern (ILIKE's %text%, escaped).
 -- returns: as todo_page.
--- Uses index: todos_pkey for a todo id; otherwise todos_search_idx (GIN, pg_trgm) over
---   todo_search_text(id, title, payload), read once for the whole scope: the matches of every
---   owner are found in the index, their rows rechecked, and those outside the scope dropped by
---   the join to endpoints (endpoints_pkey). Per endpoint, as todo_page does, would read the
---   index once per endpoint. The matches are sorted and the top `size` kept.
+-- Uses index: todos_pkey for a todo id; otherwise todo_search_text_idx (GIN, pg_trgm) over
+--   todo_search.text (todo_search_text(id, title, payload), written once by create.sql), read
+--   once for the whole scope: the matches of every owner are found in the index and their text
+--   rechecked, their todos read by todos_pkey, and those outside the scope dropped by the join
+--   to endpoints (endpoints_pkey). Per endpoint, as todo_page does, would read the index once
+--   per endpoint. The matches are sorted and the top `size` kept.
 -- @{scope_endpoints}, @{endpoint_filter}, @{todo_filter}, @{order} and @{sort_key}: as todo_page.
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state, t.owner, t.assignee, t.attempt,
        t.max_attempts, t.lease_expires_at, t.claimed_at, t.next_retry_at, t.created_at,
