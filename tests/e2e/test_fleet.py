@@ -56,7 +56,6 @@ def test_the_lease_counts_down_on_the_endpoint_page_the_todo_page_and_the_drawer
     expect(row).to_contain_text(demo_data.BOT)
     assert_ticks_down(board, row.locator("time[data-lease-left]"))
     expect(page.locator("#fleet .subscriptions")).to_contain_text("0")
-    board.shot("endpoint-fleet")
 
     row.get_by_role("link", name="Flaky login test").click()
     expect(page.get_by_role("heading", name="Flaky login test")).to_be_visible()
