@@ -7,13 +7,14 @@ server's CPU per cycle (docs/decisions/0021-mcp-server-cost.md). A stateless-era
 is one JSON-RPC request in and one JSON response out, so ``mcp_server.transport`` hands it here
 first, and this answers it as the SDK would, byte for byte:
 
-- **The same checks, mostly the SDK's own functions.** ``Accept`` must admit JSON
-  (``check_accept_headers``); no routing header may come twice
-  (``find_duplicated_routing_header``); the envelope must pass the SDK's ladder
-  (``classify_inbound_request``: ``_meta`` keys, ``MCP-Protocol-Version``/``Mcp-Method``/
-  ``Mcp-Name`` against the body, a served version) and the 2026-07-28 surface
-  (``validate_client_request``, which checks ``name``, ``arguments`` and ``_meta``'s shapes).
-  The transport has already checked the JSON-RPC envelope, the content type and the body's size.
+- **The same checks, mostly the SDK's own functions.** ``Accept`` must admit JSON and no
+  routing header may come twice (the rules of the SDK's ``check_accept_headers`` and
+  ``find_duplicated_routing_header``, read off the raw headers); the envelope must pass the
+  SDK's ladder (``classify_inbound_request``: ``_meta`` keys, ``MCP-Protocol-Version``,
+  ``Mcp-Method`` and ``Mcp-Name`` against the body, a served version) and the 2026-07-28
+  surface (``validate_client_request``, which checks ``name``, ``arguments`` and ``_meta``'s
+  shapes). The transport has already checked the JSON-RPC envelope, the content type and the
+  body's size.
 - **The same handler.** ``params`` parsed into the handler's model (``CallToolRequestParams``),
   then ``mcp_server.server.answer_call``, which is what the SDK's ``tools/call`` handler runs:
   rate limit, verbs, arguments, one hop to a worker thread, the error mapping.
@@ -44,7 +45,6 @@ import mcp_types as types
 from django.conf import settings
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.runner import modern_error_data
-from mcp.server.streamable_http import check_accept_headers
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     MCP_METHOD_HEADER,
@@ -52,21 +52,23 @@ from mcp.shared.inbound import (
     MCP_PROTOCOL_VERSION_HEADER,
     InboundModernRoute,
     classify_inbound_request,
-    find_duplicated_routing_header,
 )
 from mcp_types import methods
 from opentelemetry import trace
 from pydantic import ValidationError
-from starlette.requests import Request
 
 from mcp_server import schemas, tools
 from mcp_server import server as mcp
+from switchboard.lib import asgi
 from switchboard.lib.asgi import Scope, Send
 from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
 
-_ROUTING_HEADERS = frozenset({MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEADER})
+_ROUTING_HEADERS = frozenset(
+    name.encode("latin-1")
+    for name in (MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEADER)
+)
 
 # The SDK stamps a fresh copy on every result; this one is only ever serialized, never changed.
 _SERVER_INFO = {types.SERVER_INFO_META_KEY: mcp.SERVER.server_info_stamp}
@@ -89,13 +91,26 @@ def enabled() -> bool:
     )
 
 
+def _accepts_json(scope: Scope) -> bool:
+    """The SDK's ``check_accept_headers`` verdict on JSON for the first ``Accept`` header
+    (``*/*``, ``application/*`` and ``application/json`` pass), without building a Starlette
+    request around the scope."""
+    accept = asgi.header(scope, b"accept") or ""
+    kinds = [kind.strip().split(";")[0].strip().lower() for kind in accept.split(",")]
+    return "*/*" in kinds or "application/json" in kinds or "application/*" in kinds
+
+
 def _routing_headers(scope: Scope) -> dict[str, str] | None:
-    """The routing headers as the SDK reads them (the first of each), or None when one of them
-    comes twice (the SDK refuses that)."""
-    raw = [(bytes(k).decode("latin-1"), bytes(v).decode("latin-1")) for k, v in scope["headers"]]
-    if find_duplicated_routing_header(raw) is not None:
-        return None
-    return {key: value for key, value in raw if key in _ROUTING_HEADERS}
+    """The routing headers as the SDK reads them, or None when one of them comes twice (the
+    SDK refuses that: ``find_duplicated_routing_header``)."""
+    found: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = bytes(raw_name)  # lower-case: ASGI's rule, which the SDK relies on too
+        if name in _ROUTING_HEADERS:
+            if name in found:
+                return None
+            found[name] = bytes(raw_value).decode("latin-1")
+    return {name.decode("latin-1"): value for name, value in found.items()}
 
 
 def wire_result(outcome: mcp.Outcome) -> dict[str, Any]:
@@ -136,8 +151,7 @@ async def answer(
         return False
     if not enabled():
         return False
-    has_json, _has_sse = check_accept_headers(Request(scope))
-    if not has_json:
+    if not _accepts_json(scope):
         return False
     headers = _routing_headers(scope)
     if headers is None:

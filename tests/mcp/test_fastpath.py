@@ -122,6 +122,7 @@ CASES: dict[str, Case] = {
     "unknown argument": Case("get_todo", lambda e: {"id": _pending(e), "colour": "red"}),
     "out of bounds": Case("claim_next", arguments={"queue": QUEUE, "lease_ttl_seconds": 1}),
     "unstorable": Case("complete", _held_id, {"summary": "nul \u0000 here"}),
+    "a lone surrogate": Case("list_todos", arguments={"state": "a\ud800b"}),
     "malformed traceparent": Case(
         "claim_next", lambda e: (_pending(e), {"queue": QUEUE, "traceparent": "nope"})[1]
     ),
