@@ -103,7 +103,7 @@ def _accepts_json(scope: Scope) -> bool:
 def _routing_headers(scope: Scope) -> dict[str, str] | None:
     """The routing headers as the SDK reads them, or None when one of them comes twice (the
     SDK refuses that: ``find_duplicated_routing_header``)."""
-    found: dict[str, str] = {}
+    found: dict[bytes, str] = {}
     for raw_name, raw_value in scope["headers"]:
         name = bytes(raw_name)  # lower-case: ASGI's rule, which the SDK relies on too
         if name in _ROUTING_HEADERS:
