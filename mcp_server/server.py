@@ -91,12 +91,22 @@ def _caller(ctx: ServerRequestContext[Any, Any]) -> tools.Caller:
     if not isinstance(endpoint, Endpoint):
         # Only reachable if the SDK were mounted without mcp_server.transport in front of it.
         raise MCPError(code=types.INTERNAL_ERROR, message="request was not authenticated")
-    meta = (ctx.params or {}).get("_meta")
+    return caller_of(endpoint, scope.get(SCOPE_SESSION), ctx.params, scope.get(SCOPE_RETRY_AFTER))
+
+
+def caller_of(
+    endpoint: Endpoint,
+    session: str | None,
+    params: Mapping[str, Any] | None,
+    retry_after: int | None,
+) -> tools.Caller:
+    """The caller of a request with these (raw, wire) ``params``."""
+    meta = (params or {}).get("_meta")
     return tools.Caller(
         endpoint=endpoint,
-        session=scope.get(SCOPE_SESSION),
+        session=session,
         meta_traceparent=meta.get("traceparent") if isinstance(meta, Mapping) else None,
-        retry_after=scope.get(SCOPE_RETRY_AFTER),
+        retry_after=retry_after,
     )
 
 
@@ -124,18 +134,18 @@ def tool_definition(name: str) -> types.Tool:
 _TOOL_DEFINITIONS = {name: tool_definition(name) for name in verbs.TOOLS}
 
 
-def _json(value: Any) -> str:
+def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def tool_result(out: dict[str, Any]) -> types.CallToolResult:
-    """Structured content plus the same JSON as text, for clients that read only text."""
-    return types.CallToolResult(
-        content=[types.TextContent(text=_json(out))], structured_content=out, is_error=False
-    )
+# What one tools/call comes to, before either path shapes it for the wire: the object the text
+# block carries (a success's structured content, or a tool error's ``{"error": …}``) and whether
+# it is a tool error. ``tool_result`` makes the SDK's model of it; ``mcp_server.fastpath`` writes
+# the same result straight to JSON.
+Outcome = tuple[dict[str, Any], bool]
 
 
-def tool_error(code: str, message: str) -> types.CallToolResult:
+def tool_error(code: str, message: str) -> Outcome:
     """A tool error the model can read and act on (docs/guides/agents.md lists the codes).
 
     One text block, ``{"error": {"code": …, "message": …}}``, and no ``structuredContent``: a
@@ -143,8 +153,17 @@ def tool_error(code: str, message: str) -> types.CallToolResult:
     content (the TypeScript SDK does, error or not) would refuse an error shaped otherwise. An
     error without structured content is the spec's own example, and every client accepts it.
     """
-    out = {"error": {"code": code, "message": message}}
-    return types.CallToolResult(content=[types.TextContent(text=_json(out))], is_error=True)
+    return {"error": {"code": code, "message": message}}, True
+
+
+def tool_result(outcome: Outcome) -> types.CallToolResult:
+    """Structured content plus the same JSON as text, for clients that read only text; a tool
+    error as its text block alone (``tool_error``)."""
+    out, is_error = outcome
+    text = types.TextContent(text=compact_json(out))
+    if is_error:
+        return types.CallToolResult(content=[text], is_error=True)
+    return types.CallToolResult(content=[text], structured_content=out, is_error=False)
 
 
 def _argument_error(name: str, arguments: Mapping[str, Any]) -> str | None:
@@ -194,20 +213,25 @@ def _run_tool(name: str, caller: tools.Caller, arguments: Mapping[str, Any]) -> 
 async def call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
-    """Check scope and arguments, run the tool in a worker thread, map its errors (one place)."""
-    caller = _caller(ctx)
-    name = params.name
+    """The SDK's tools/call handler (``mcp_server.fastpath`` answers most calls without it)."""
+    return tool_result(await answer_call(_caller(ctx), params.name, params.arguments or {}))
+
+
+async def answer_call(caller: tools.Caller, name: str, arguments: Mapping[str, Any]) -> Outcome:
+    """Check scope and arguments, run the tool in a worker thread, map its errors (one place).
+
+    An unknown tool raises ``MCPError`` (the spec's answer is a protocol error, not a tool
+    result); everything else is an outcome.
+    """
     if caller.retry_after is not None:
         return tool_error(
             "rate_limited",
             f"this endpoint is over its request rate; retry after {caller.retry_after} s",
         )
     if name not in tools.TOOLS:
-        # The spec's answer to an unknown tool is a protocol error, not a tool result.
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}", data=name)
     if not caller.endpoint.allows(name):
         return tool_error("forbidden", f"this endpoint's verbs do not include {name}")
-    arguments = params.arguments or {}
     if (problem := _argument_error(name, arguments)) is not None:
         return tool_error("invalid", problem)
     if (problem := _unstorable_argument(arguments)) is not None:
@@ -226,7 +250,7 @@ async def call_tool(
     except Exception:
         logger.exception("tool %s raised", name)
         return tool_error("internal", "internal error")
-    return tool_result(out)
+    return out, False
 
 
 # --- resources ---------------------------------------------------------------------------------
@@ -302,7 +326,9 @@ async def read_resource(
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
     return types.ReadResourceResult(
         contents=[
-            types.TextResourceContents(uri=uri, mime_type=resources.MIME_TYPE, text=_json(body))
+            types.TextResourceContents(
+                uri=uri, mime_type=resources.MIME_TYPE, text=compact_json(body)
+            )
         ]
     )
 

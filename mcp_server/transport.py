@@ -11,7 +11,8 @@ becomes the doorbell's SSE stream (``legacy_stream``), anything else must be POS
 error otherwise, the same in both eras). For the legacy era it also mints the session id on
 ``initialize`` and checks it on later requests (``mcp_server.sessions``). The endpoint and the
 session go into the scope for the handlers (``mcp_server.server``), and the request goes to the
-one shared session manager.
+one shared session manager; a stateless-era ``tools/call`` is answered first, the SDK's way
+without its pipeline, by ``mcp_server.fastpath`` when it fully understands it.
 
 Everything that leaves is JSON: the SDK answers a few refusals (406, its own 400/413) in plain
 text or with an empty body, and those are rewritten as JSON-RPC errors; an exception that
@@ -37,7 +38,7 @@ from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_server import doorbell, sessions
+from mcp_server import doorbell, fastpath, sessions
 from mcp_server import server as mcp
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
@@ -366,6 +367,8 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
                 # The transport spec's answer to an unknown session; the client re-initializes.
                 raise Refused(404, "Session not found")
             session = presented
+    elif await fastpath.answer(scope, message, endpoint, endpoint_wait, guard.send):
+        return  # a stateless tools/call, answered as the SDK would, without its pipeline
     # A modern request's Mcp-Session-Id is ignored (the 2026 spec), so it never labels a claim.
 
     # A tools/call over the endpoint's rate reaches the handler, which answers it with the

@@ -290,6 +290,9 @@ SWITCHBOARD_PUSH_ALLOW_PRIVATE = env_bool("SWITCHBOARD_PUSH_ALLOW_PRIVATE", Fals
 # Largest request body accepted from agents (MCP, and the Board's forms), in bytes (413 beyond it).
 SWITCHBOARD_MAX_BODY_BYTES = env_int("SWITCHBOARD_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES
+# Stateless-era tools/call answered without the SDK's request pipeline, the same answer for less
+# CPU (mcp_server/fastpath.py); off, every MCP request goes through the SDK.
+SWITCHBOARD_MCP_FAST_PATH = env_bool("SWITCHBOARD_MCP_FAST_PATH", True)
 # Webhook deliveries (POST /hooks/{slug}) have a cap of their own: senders such as GitHub send
 # bodies of a megabyte and more (a large push), and a refused delivery is an event lost.
 SWITCHBOARD_HOOK_MAX_BODY_BYTES = env_int(
