@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString
 from activity import admin as activity_admin
 from attempts import admin as attempts_admin
 from otlp import admin as otlp_admin
-from switchboard.lib.admin import RefusesUnusableQueries, pretty_json
+from switchboard.lib.admin import ReadOnlyAdmin, RefusesUnusableQueries, pretty_json
 from switchboard.lib.errors import LifecycleError
 from switchboard.scope import Scope
 from todos import lifecycle
@@ -250,7 +250,7 @@ def _todos(n: int) -> str:
 
 
 @admin.register(PushAttempt)
-class PushAttemptAdmin(admin.ModelAdmin):
+class PushAttemptAdmin(ReadOnlyAdmin):
     """Push rings, read-only: queued by rings and sent by the sweeper (``todos/push.py``)."""
 
     list_display = ("created_at", "endpoint", "reason", "todo_id", "state", "tries", "status_code")
@@ -259,18 +259,9 @@ class PushAttemptAdmin(admin.ModelAdmin):
     search_fields = ("todo__id", "ring_id")
     readonly_fields = tuple(f.name for f in PushAttempt._meta.fields)
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
 
 @admin.register(QueuePause)
-class QueuePauseAdmin(admin.ModelAdmin):
+class QueuePauseAdmin(ReadOnlyAdmin):
     """Queue pauses, read-only: open while ``resumed_at`` is empty. Paused and resumed through
     ``todos.lifecycle`` (the Board's list, ``manage.py queue``), never here."""
 
@@ -279,12 +270,3 @@ class QueuePauseAdmin(admin.ModelAdmin):
     list_select_related = ("endpoint",)
     search_fields = ("queue", "endpoint__slug")
     readonly_fields = tuple(f.name for f in QueuePause._meta.fields)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

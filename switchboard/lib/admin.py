@@ -99,7 +99,21 @@ class RefusesUnusableQueries:
         return super().get_object(request, object_id, from_field)  # type: ignore[misc]
 
 
-class TodoRowsAdmin(RefusesUnusableQueries, ModelAdmin):
+class ReadOnlyAdmin(ModelAdmin):
+    """An admin that shows rows and writes none: no add, change or delete, whatever the
+    user's permissions (the rows' writer is the lifecycle, the sweeper or the protocol)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class TodoRowsAdmin(RefusesUnusableQueries, ReadOnlyAdmin):
     """A read-only list of rows that belong to a todo and have a composite primary key
     (``todo_attempts``, ``todo_activity``: ``(todo_id, seq)``).
 
@@ -123,15 +137,6 @@ class TodoRowsAdmin(RefusesUnusableQueries, ModelAdmin):
     def todo_link(self, obj: Any) -> SafeString:
         url = reverse("admin:todos_todo_change", args=[quote(obj.todo_id)])
         return format_html('<a href="{}">{}</a>', url, obj.todo_id)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def changelist_urls(model_admin: ModelAdmin, route: str) -> list[URLPattern]:
