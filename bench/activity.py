@@ -54,12 +54,12 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from activity import feed  # noqa: E402
+from bench.timing import p95, timed  # noqa: E402
 from switchboard import credentials  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 
 PREFIX = "bench-activity"
 BUDGET_MS = {"trail": 100.0, "spans": 150.0, "feed": 30.0}
-WARMUP_REQUESTS = 5  # past psycopg's prepare threshold (5) before the clock starts
 
 # Ids are md5 hex with 0/1/8/9 mapped to w/x/y/z, which satisfies todos_id_check
 # ('^td_[a-z2-7]{20}$') and is unique per (nonce, i). Todo i belongs to owner i % owners and is
@@ -244,23 +244,6 @@ def seed(args: argparse.Namespace) -> tuple[Human, Human, str, str]:
         f" {ended:,} attempt endings in {time.perf_counter() - started:.1f} s"
     )
     return owners[0], quiet, trail_id, spans_id
-
-
-def timed(call: Callable[[], object], n: int) -> list[float]:
-    """Milliseconds per call, ``n`` calls after a warm-up."""
-    for _ in range(WARMUP_REQUESTS):
-        call()
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
-def p95(samples: Sequence[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def get(client: Client, path: str) -> Callable[[], object]:

@@ -49,13 +49,13 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
+from bench.timing import p95, timed  # noqa: E402
 from switchboard import credentials  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import overview  # noqa: E402
 
 PREFIX = "bench-overview"
 BUDGET_MS = 200.0
-WARMUP_REQUESTS = 5  # past psycopg's prepare threshold (5) before the clock starts
 QUEUES = ["build", "deploy", "triage"]
 
 # Ids are md5 hex with 0/1/8/9 mapped to w/x/y/z (todos_id_check: '^td_[a-z2-7]{20}$'), unique
@@ -159,23 +159,6 @@ def seed(args: argparse.Namespace) -> Human:
         f" endpoints ({len(QUEUES)} queues each) in {time.perf_counter() - started:.1f} s"
     )
     return operator
-
-
-def timed(call: Callable[[], object], n: int) -> list[float]:
-    """Milliseconds per call, ``n`` calls after a warm-up."""
-    for _ in range(WARMUP_REQUESTS):
-        call()
-    samples = []
-    for _ in range(n):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
-def p95(samples: Sequence[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def once(call: Callable[[], object]) -> float:
