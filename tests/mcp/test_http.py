@@ -118,27 +118,31 @@ def test_missing_and_unknown_credentials_get_the_same_401(
     assert response.headers["www-authenticate"] == wrong_slug.headers["www-authenticate"]
 
 
-# What the docs promise: a revocation reaches every request within a second. The cache keeps a
-# key a little less (KEY_CACHE_SECONDS), so the first refused poll lands inside it.
+# What the docs promise: a revocation reaches every request within a second: none sent later
+# passes. The cache keeps a key a little less (KEY_CACHE_SECONDS).
 PROMISED_SECONDS = 1.0
 
 
-def _refused_within(server: LiveServer, key: str, slug: str, revoked_at: float) -> float:
+def _accepted_for(server: LiveServer, key: str, slug: str, revoked_at: float) -> float:
     """Poll tools/list with ``key`` until it is refused; return how long after ``revoked_at``
-    (``time.monotonic()`` just after the revocation committed) the refused request was sent.
+    (``time.monotonic()`` just after the revocation committed) the last request it accepted was
+    sent (0 when the first poll was refused).
 
     The server keeps a resolved key for ``KEY_CACHE_SECONDS`` from the start of the lookup
     that read it, and that lookup started before the commit: so no request sent that long
-    after ``revoked_at`` may pass (both processes read the same monotonic clock)."""
+    after ``revoked_at`` may pass (both processes read the same monotonic clock). When the
+    refused request was sent says nothing more: under load a poll can start late."""
     deadline = revoked_at + KEY_CACHE_SECONDS
+    accepted = 0.0
     while True:
         sent = time.monotonic()
         response = post(server, modern_headers(key, "tools/list"), TOOLS_LIST, slug)
         if response.status_code == 401:
             assert_jsonrpc_error(response, 401, -32600)
-            return sent - revoked_at
+            return accepted
         assert response.status_code == 200, response.text
         assert sent < deadline, f"still accepted {sent - revoked_at:.3f} s after revocation"
+        accepted = sent - revoked_at
         time.sleep(0.02)
 
 
@@ -148,15 +152,15 @@ def test_a_revoked_key_and_a_revoked_endpoint_are_refused_within_a_second(
     # Resolved (and cached by the server) just before each revocation.
     assert post(live, modern_headers(personas.key_a, "tools/list"), TOOLS_LIST).status_code == 200
     EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(revoked_at=timezone.now())
-    key_latency = _refused_within(live, personas.key_a, "agent-a", time.monotonic())
+    key_accepted = _accepted_for(live, personas.key_a, "agent-a", time.monotonic())
 
     assert (
         post(live, modern_headers(personas.key_b, "tools/list"), TOOLS_LIST, "agent-b").status_code
         == 200
     )
     lifecycle.revoke_endpoint(personas.bob.pk, personas.endpoint_b.pk)
-    endpoint_latency = _refused_within(live, personas.key_b, "agent-b", time.monotonic())
-    assert key_latency <= PROMISED_SECONDS and endpoint_latency <= PROMISED_SECONDS
+    endpoint_accepted = _accepted_for(live, personas.key_b, "agent-b", time.monotonic())
+    assert key_accepted <= PROMISED_SECONDS and endpoint_accepted <= PROMISED_SECONDS
 
 
 def test_a_revocation_reaches_every_process_within_a_second(
@@ -172,7 +176,7 @@ def test_a_revocation_reaches_every_process_within_a_second(
     EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(revoked_at=timezone.now())
     revoked_at = time.monotonic()
     for server in live_servers:
-        assert _refused_within(server, personas.key_a, "agent-a", revoked_at) <= PROMISED_SECONDS
+        assert _accepted_for(server, personas.key_a, "agent-a", revoked_at) <= PROMISED_SECONDS
 
 
 @pytest.mark.parametrize("mode", MODES)
