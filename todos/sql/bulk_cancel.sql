@@ -24,14 +24,7 @@ WITH cur AS (
      LIMIT %(limit)s
        FOR UPDATE OF t SKIP LOCKED
 ),
-upd AS (
-    UPDATE todos t
-       SET @{activity_bump}state = 'canceled', @{unheld}, next_retry_at = NULL,
-           finished_at = now(), updated_at = now()
-      FROM cur
-     WHERE t.id = cur.id
-    RETURNING t.*, cur.from_state
-),
+upd AS (@{cancel_cur}),
 closed AS (
     -- The open attempt of each todo that was in flight: seq = attempts_total, as cancel.sql.
     UPDATE todo_attempts a

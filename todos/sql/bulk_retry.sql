@@ -22,15 +22,7 @@ WITH cur AS (
      LIMIT %(limit)s
        FOR UPDATE OF t SKIP LOCKED
 ),
-upd AS (
-    UPDATE todos t
-       SET @{activity_bump}state = 'pending', attempt = 0, result = NULL, next_retry_at = NULL,
-           finished_at = NULL, @{unheld}, input_request = NULL,
-           updated_at = now()
-      FROM cur
-     WHERE t.id = cur.id
-    RETURNING t.*, cur.from_state
-)@{activity}
+upd AS (@{retry_cur})@{activity}
 SELECT upd.id, upd.endpoint_id, upd.state,
        CASE WHEN upd.first_of_queue THEN @{notify_ready} END AS rung
   FROM (SELECT upd.*,

@@ -11,14 +11,7 @@ WITH cur AS (
        AND @{unfinished}
        FOR UPDATE
 ),
-upd AS (
-    UPDATE todos t
-       SET @{activity_bump}state = 'canceled', @{unheld}, next_retry_at = NULL,
-           finished_at = now(), updated_at = now()
-      FROM cur
-     WHERE t.id = cur.id
-    RETURNING t.*, cur.from_state
-),
+upd AS (@{cancel_cur}),
 closed AS (
     UPDATE todo_attempts a
        SET ended_at = now(), outcome = 'canceled', disposition = 'canceled',

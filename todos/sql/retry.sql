@@ -15,13 +15,5 @@ WITH cur AS (
        AND @{endpoint_live}
        FOR UPDATE
 ),
-upd AS (
-    UPDATE todos t
-       SET @{activity_bump}state = 'pending', attempt = 0, result = NULL, next_retry_at = NULL,
-           finished_at = NULL, @{unheld}, input_request = NULL,
-           updated_at = now()
-      FROM cur
-     WHERE t.id = cur.id
-    RETURNING t.*, cur.from_state
-)@{activity}
+upd AS (@{retry_cur})@{activity}
 SELECT upd.*, NULL::int AS attempt_seq, @{notify_ready} AS rung FROM upd
