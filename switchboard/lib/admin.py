@@ -25,7 +25,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from switchboard.lib import jsonlimits
-from switchboard.lib.board import holds_secret
+from switchboard.lib.guards import holds_secret
 
 
 @dataclass(frozen=True, slots=True)
