@@ -1,9 +1,9 @@
 """How the Board says a todo's attempts: the attempt row, its outcome badge, its duration, and
 stored JSON pretty-printed. Pure: no request, no database, no markup.
 
-Below every page module that shows attempts (the drawer and the list in ``todos/views.py``,
-the trail page and the Activity feed in ``activity/views.py``, the trail's builders in
-``activity/markup.py``), so they say the same of an attempt without importing each other.
+Below every page module that shows attempts: the drawer's context (``todos/pages.py``), the
+trail page and the Activity feed (``activity/views.py``), the trail's builders
+(``activity/markup.py``), so they say the same of an attempt without importing each other.
 """
 
 from __future__ import annotations
