@@ -2,7 +2,8 @@
 
 Like the attempts list (``attempts/admin.py``), and for the same reason: Django 6 refuses to
 register a model whose primary key is composite, and ``(todo_id, seq)`` is. So the changelist is
-served through the Todo admin's URLs (``todos.admin.TodoAdmin.get_urls``) by an unregistered
+served through the Todo admin's URLs (``todos.admin.TodoAdmin.get_urls``, through
+``switchboard.lib.admin.serve_under_todo``) by an unregistered
 ``TodoActivityAdmin``, and its rows link to their todo. Nothing here writes: rows are written
 only by the lifecycle's statements.
 """
@@ -13,7 +14,7 @@ from django.contrib.admin import AdminSite
 from django.urls import URLPattern
 
 from activity.models import TodoActivity
-from switchboard.lib.admin import TodoRowsAdmin, changelist_urls
+from switchboard.lib.admin import TodoRowsAdmin, changelist_urls, serve_under_todo
 
 
 class TodoActivityAdmin(TodoRowsAdmin):
@@ -26,6 +27,7 @@ class TodoActivityAdmin(TodoRowsAdmin):
     ordering = ("-at", "todo_id", "-seq")
 
 
+@serve_under_todo
 def urls(admin_site: AdminSite) -> list[URLPattern]:
     """The activity changelist, for a registered ModelAdmin's ``get_urls`` to include."""
     return changelist_urls(TodoActivityAdmin(TodoActivity, admin_site), "activity/")

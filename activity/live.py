@@ -16,8 +16,8 @@ What a socket watches
 The trail page (``/todos/<id>``) connects with its first paint's watermarks (``Watermark``):
 the newest activity row and attempt it showed, and whether that attempt was open. On connect
 and after each change of its todo, the socket sends the live container after the timeline
-whole, holding every entry newer than the watermarks (``todos.views.entry_html``, as the first
-paint), with the state badge, the facts, the operator actions and the head, heartbeat line and
+whole, holding every entry newer than the watermarks (``activity.markup.entry_html``, as the
+first paint), with the state badge, the facts, the operator actions and the head, heartbeat line and
 waterfall of the attempt that was open. Since the container always carries everything since
 the first paint, a reconnect (the extension's, after a drop) re-syncs by construction: nothing
 is lost, nothing doubled.
@@ -56,18 +56,18 @@ from django.urls import URLPattern, path
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from activity.trail import CLAIM, END, TimelineEntry, Trail, todo_trail
-from switchboard.lib.errors import TodoNotFound
-from switchboard.models import Endpoint
-from switchboard.scope import Scope
-from todos import queries, states
-from todos.views import (
+from activity.markup import (
     attempt_head_html,
     attempt_heartbeat_html,
     attempt_waterfall_html,
     entry_html,
     trail_rows,
 )
+from activity.trail import CLAIM, END, TimelineEntry, Trail, todo_trail
+from switchboard.lib.errors import TodoNotFound
+from switchboard.models import Endpoint
+from switchboard.scope import Scope
+from todos import queries, states
 
 logger = logging.getLogger(__name__)
 

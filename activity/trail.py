@@ -22,11 +22,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from html import escape
 from pathlib import Path
 from typing import Any, Self
 
-from django.utils.safestring import SafeString
 from django.utils.timezone import localtime
 
 from activity.models import Kind
@@ -169,36 +167,6 @@ class ActivityRow(Said):
         """Who did it, as people read it: a human's username, else the stored reference."""
         return self.actor_name or self.actor_ref
 
-    @property
-    def html(self) -> SafeString:
-        """The row's part of its timeline entry, escaped: who, what, the state change, the
-        listeners, then the note or the reason. Built here rather than in the template: a trail
-        draws hundreds of rows and a template spends a dozen lookups on each. Stored text only
-        ever lands escaped, as element content; a class is named after a known state only
-        (``transition``) or is ours."""
-        parts = [
-            f'<div><span class="actor{" human" if self.actor_kind == "human" else ""}">'
-            f"{escape(self.actor)}</span> {escape(self.words)}"
-        ]
-        transition = self.transition
-        if transition:
-            before, after = transition
-            parts.append(
-                f': <span class="badge state-{before}">{before}</span>'
-                f' → <span class="badge state-{after}">{after}</span>'
-            )
-        subscribers = self.subscribers
-        if subscribers is not None:
-            parts.append(f' <span class="muted small">({subscribers} listening)</span>')
-        parts.append("</div>")
-        text, css = (self.message, "note") if self.kind == "note" else (self.reason, "reason")
-        if text:
-            badge = ' <span class="badge">truncated</span>' if self.truncated else ""
-            parts.append(f'\n    <p class="{css}">{escape(text)}{badge}</p>')
-        # Every piece above is escaped or ours. SafeString as mark_safe makes it, without
-        # mark_safe's check for lazy strings, which costs more than the row on a long trail.
-        return SafeString("".join(parts))
-
 
 class Rank(IntEnum):
     """The tie-break between entries at the same instant (one statement shares ``now()``)."""
@@ -258,20 +226,6 @@ class TimelineEntry:
         if self.kind in (CLAIM, END):
             return f"attempt-{self.seq}-{self.kind}"
         return self.kind
-
-    def framed(self, what: str, tz: dt.tzinfo) -> SafeString:
-        """The entry's markup around ``what``, its content (escaped by the caller): its time
-        in ``tz`` (the current time zone, looked up once a page: ``localtime`` looks it up on
-        every call) and its anchor, exactly as the template's ``trail_entry`` partial frames
-        the delivery and the creation. ``kind`` is a column under a CHECK list or ours;
-        escaped all the same."""
-        stamp = self.at.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
-        # The kind is escaped, the rest is ours or the caller's (SafeString: see ActivityRow).
-        return SafeString(
-            f'<div class="trail-entry trail-{escape(self.kind)}" id="{escape(self.anchor)}">\n'
-            f'  <time class="when mono small" datetime="{self.iso}">{stamp}</time>\n'
-            f'  <div class="what">\n  {what}\n  </div>\n</div>'
-        )
 
 
 @dataclass(frozen=True, slots=True)

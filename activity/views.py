@@ -1,26 +1,55 @@
-"""The Activity feed page, /activity/: what happened across the human's todos, newest first.
+"""The pages of what happened: one todo's (``/todos/<id>``: the drawer for htmx, otherwise the
+trail page, and the operator actions posted from either) and the Activity feed's
+(``/activity/``: what happened across the human's todos, newest first).
 
-Parse the filters and the cursor, make one read (``activity.feed.feed_page``), render. Every
-parameter is untrusted: an unknown kind or outcome means "any", a cursor that does not decode
-starts the feed over, and a value PostgreSQL text cannot hold matches nothing; none of them is
-an error. Opening the first page marks the feed read (``humans.activity_seen_at``, written only
-when that changes what the badge counts); turning pages does not.
+The trail page reads the todo's trail once (``activity.trail.todo_trail``) and draws it with
+``activity/markup.py``, the builders the live pushes use too (``activity/live.py``). Domain
+errors are mapped here and nowhere else: ``TodoNotFound`` → 404, ``LeaseConflict`` → 409,
+``InvalidInput`` → 400, each rendered inline in the drawer (htmx is configured in base.html to
+swap those three) or on the trail page, never Django's error page.
+
+The feed: parse the filters and the cursor, make one read (``activity.feed.feed_page``),
+render. Every parameter is untrusted: an unknown kind or outcome means "any", a cursor that
+does not decode starts the feed over, and a value PostgreSQL text cannot hold matches nothing;
+none of them is an error. Opening the first page marks the feed read
+(``humans.activity_seen_at``, written only when that changes what the badge counts); turning
+pages does not.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlencode
+from typing import Any
+from urllib.parse import urlencode, urlsplit
 
-from django.http import HttpResponse
-from django.shortcuts import render
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from activity import feed
 from activity.context_processors import mark_read
-from switchboard.lib.board import BoardRequest, login_required
+from activity.markup import trail_blocks, trail_rows
+from activity.trail import todo_trail
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
+from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
-from todos.views import outcome_badge
+from todos import lifecycle, states
+from todos.intake.traces import present_trace
+from todos.pages import (
+    DRAWER,
+    ROW,
+    drawer_context,
+    error_message,
+    not_found,
+    possible_id,
+    text,
+)
+from todos.present import outcome_badge, pretty
 
 KIND_WORDS = {
     "attempt_end": "attempt ended",
@@ -108,3 +137,179 @@ def activity_feed(request: BoardRequest) -> HttpResponse:
             "first_query": _query(filters) if after else None,
         },
     )
+
+
+# --- one todo: the drawer, the trail page, operator actions ------------------------------------
+
+
+@login_required
+@require_GET
+def todo_detail(request: BoardRequest, todo_id: str) -> HttpResponse:
+    """The drawer for htmx (the list's side panel); otherwise the trail page, the todo's story."""
+    if not possible_id(todo_id):
+        return not_found(request, todo_id)
+    if not request.htmx:
+        return trail_page(request, todo_id)
+    try:
+        context = drawer_context(request, todo_id, section="todos")
+    except TodoNotFound:
+        return not_found(request, todo_id)
+    # Only the list loads the drawer with htmx.
+    context["in_list"] = True
+    return render(request, DRAWER, context)
+
+
+def trail_page(
+    request: BoardRequest, todo_id: str, *, error: str | None = None, status: int = 200
+) -> HttpResponse:
+    """The trail page: the todo, its operator actions, and its timeline (activity/trail.py).
+
+    A fixed number of queries whatever the number of attempts and activity rows: the trail's
+    four reads, plus the session, the user and the rail's unread count.
+    """
+    try:
+        trail = todo_trail(request.user.id, todo_id)
+    except TodoNotFound:
+        return not_found(request, todo_id)
+    todo, event = trail.todo, trail.event
+    now = timezone.now()
+    rows = trail_rows(trail, now)
+    verification = event.verification if event and isinstance(event.verification, dict) else {}
+    context = {
+        "section": "todos",
+        "page": True,
+        "todo": todo,
+        "trail": trail,
+        "blocks": trail_blocks(trail, rows),
+        "attempts_total": todo.attempts_total,
+        "attempts_pruned": todo.attempts_pruned,
+        "attempts_not_shown": trail.attempts_not_shown,
+        # The buttons the statements would accept; they still decide.
+        "actions": states.operator_actions(
+            todo, now, endpoint_revoked=todo.endpoint.revoked_at is not None
+        ),
+        "error": error,
+        # Autoescaped where rendered: payloads, headers and results are untrusted input.
+        "payload_json": pretty(todo.payload),
+        "result_json": None if todo.result is None else pretty(todo.result),
+        "event": event,
+        "event_trace": present_trace(event.routing_trace) if event else [],
+        "verification": str(verification.get("result") or "—"),
+        "verification_json": pretty(event.verification) if event else "",
+        "headers_json": pretty(event.headers) if event else "",
+        "event_payload_json": pretty(event.payload) if event else "",
+    }
+    return render(request, "todos/todo_detail.html", context, status=status)
+
+
+# --- operator actions --------------------------------------------------------------------------
+
+
+def _ttl(request: BoardRequest) -> int | None:
+    text = request.POST.get("lease_ttl_seconds", "").strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidInput("lease_ttl_seconds", "must be a whole number of seconds") from None
+
+
+def _claim(request: BoardRequest, human_id: int, todo_id: str) -> Any:
+    claimant = text(request, "claimant") or f"{request.user.get_username()} on the Board"
+    return lifecycle.operator_claim(
+        human_id, todo_id, lease_ttl_seconds=_ttl(request), claimant=claimant
+    )
+
+
+def _answer(request: BoardRequest, human_id: int, todo_id: str) -> Any:
+    """Answer an interrupted todo's question (A2A input-required): the holder resumes and
+    reads the answer under ``input_request.response`` (docs/guides/a2a.md)."""
+    answer = text(request, "answer")
+    if answer is None:
+        raise InvalidInput("answer", "must not be empty")
+    response = {"text": answer, "from": f"human:{request.user.get_username()}"}
+    return lifecycle.resume(human_id, todo_id, response=response)
+
+
+ACTIONS: dict[str, tuple[str, Callable[[BoardRequest, int, str], Any]]] = {
+    "claim": ("Claimed.", _claim),
+    "complete": (
+        "Completed.",
+        lambda r, h, t: lifecycle.operator_complete(h, t, summary=text(r, "summary")),
+    ),
+    "fail": (
+        "Failed.",
+        lambda r, h, t: lifecycle.operator_fail(
+            h, t, summary=text(r, "summary"), retryable=r.POST.get("retryable") == "on"
+        ),
+    ),
+    "release": (
+        "Released back to its queue.",
+        lambda r, h, t: lifecycle.operator_release(h, t, summary=text(r, "summary")),
+    ),
+    "extend": (
+        "Lease extended.",
+        lambda r, h, t: lifecycle.operator_extend(h, t, lease_ttl_seconds=_ttl(r)),
+    ),
+    "retry": (
+        "Sent back to pending with a fresh budget.",
+        lambda r, h, t: lifecycle.operator_retry(h, t),
+    ),
+    "cancel": (
+        "Canceled.",
+        lambda r, h, t: lifecycle.operator_cancel(h, t, reason=text(r, "reason")),
+    ),
+    "answer": ("Answered; the holder resumes.", _answer),
+}
+
+
+def _outcome_notice(action: str, result: Any, done: str) -> str:
+    """The notice for an action that succeeded: a release that ended the todo's last allowed
+    attempt dead-lettered it (docs/decisions/0012-release-budget.md), and says so."""
+    if action == "release" and getattr(result.todo, "dead_letter", False):
+        return "Released on its last allowed attempt: dead-lettered (Retry gives a fresh budget)."
+    return done
+
+
+@login_required
+def todo_action(request: BoardRequest, todo_id: str, action: str) -> HttpResponse:
+    """POST one operator action; answer the re-rendered drawer (and, for htmx, the row)."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if action not in ACTIONS or not possible_id(todo_id):
+        return not_found(request, todo_id)
+    done, call = ACTIONS[action]
+    status = 200
+    error = None
+    try:
+        result = call(request, request.user.id, todo_id)
+    except TodoNotFound:
+        return not_found(request, todo_id)
+    except LeaseConflict as exc:
+        status, error = 409, error_message(exc)
+    except InvalidInput as exc:
+        status, error = 400, error_message(exc)
+    else:
+        done = _outcome_notice(action, result, done)
+    if not request.htmx and error is None:
+        messages.success(request, done)
+        return redirect("todo_detail", todo_id=todo_id)
+    if not request.htmx:
+        return trail_page(request, todo_id, error=error, status=status)
+    try:
+        context = drawer_context(request, todo_id, section="todos", error=error)
+    except TodoNotFound:  # deleted by retention between the action and this read
+        return not_found(request, todo_id)
+    context["notice"] = done if error is None else None
+    context["in_list"] = _from_the_list(request)
+    body = render_to_string(DRAWER, context, request)
+    if context["in_list"]:
+        # The row, swapped out of band into the list the drawer sits beside.
+        body += render_to_string(ROW, {"todo": context["todo"], "oob": True}, request)
+    return HttpResponse(body, status=status)
+
+
+def _from_the_list(request: BoardRequest) -> bool:
+    """Whether the htmx request came from the list page (the only page with rows)."""
+    return urlsplit(request.htmx.current_url or "").path == reverse("todo_list")

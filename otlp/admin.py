@@ -3,8 +3,9 @@
 Like the attempts and activity lists (``attempts/admin.py``, ``activity/admin.py``), and for the
 same reason: Django 6 refuses to register a model whose primary key is composite, and
 ``(todo_id, trace_id, span_id)`` is. So the changelist is served through the Todo admin's URLs
-(``todos.admin.TodoAdmin.get_urls``) by an unregistered ``TodoSpanAdmin``, and its rows link to
-their todo. Nothing here writes: spans are written only by ``otlp.store``.
+(``todos.admin.TodoAdmin.get_urls``, through ``switchboard.lib.admin.serve_under_todo``) by an
+unregistered ``TodoSpanAdmin``, and its rows link to their todo. Nothing here writes: spans are
+written only by ``otlp.store``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.http import HttpRequest
 from django.urls import URLPattern
 
 from otlp.models import TodoSpan
-from switchboard.lib.admin import TodoRowsAdmin, changelist_urls
+from switchboard.lib.admin import TodoRowsAdmin, changelist_urls, serve_under_todo
 
 
 class TodoSpanAdmin(TodoRowsAdmin):
@@ -42,6 +43,7 @@ class TodoSpanAdmin(TodoRowsAdmin):
         return super().get_queryset(request).defer("attributes")
 
 
+@serve_under_todo
 def urls(admin_site: AdminSite) -> list[URLPattern]:
     """The span changelist, for a registered ModelAdmin's ``get_urls`` to include."""
     return changelist_urls(TodoSpanAdmin(TodoSpan, admin_site), "spans/")

@@ -10,7 +10,7 @@ left out and counted (``more``), and so are the attempt's spans that were not re
 (``AttemptSpans.total``). The token totals arrive summed in SQL over every span
 (``otlp/sql/spans_for_todo.sql``).
 
-The page draws a bar as ``<span class="sb-bar {{ row.css_class }}" style="{{ row.style }}">``:
+The page draws a bar (``otlp/markup.py``) as ``<span class="sb-bar {css_class}" style="{style}">``:
 the class comes from a fixed map (an unknown category is ``sb-cat-other``) and the style is
 built from two floats, so span data never names a class or reaches a style attribute.
 """
@@ -21,9 +21,6 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
-
-from django.utils.safestring import SafeString, mark_safe
 
 from otlp.types import AttemptSpans, SpanView
 
@@ -90,10 +87,6 @@ class Waterfall:
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
-
-    @property
-    def rows_html(self) -> SafeString:
-        return rows_html(self)
 
 
 def _tree_order(spans: Sequence[SpanView]) -> list[tuple[SpanView, int]]:
@@ -180,75 +173,4 @@ def build_waterfall(attempt: AttemptSpans, max_spans: int) -> Waterfall:
         duration=duration_label(window),
         input_tokens=attempt.input_tokens,
         output_tokens=attempt.output_tokens,
-    )
-
-
-def rows_html(waterfall: Waterfall) -> SafeString:
-    """The waterfall's table rows, escaped: the one render path for the page and its refreshes.
-
-    Built as one string rather than in a template loop: a page may draw thousands of bars, and
-    a template (or ``format_html``) costs tens of microseconds a row. Span text (the name, the
-    tool) only ever lands escaped, as an element's content; the class comes from
-    ``CSS_CLASSES``, the style from two floats (as ``Row.style``), the depth is an int and the
-    duration ``duration_label``'s digits and units. Span names repeat (a model's calls, a
-    tool's): each distinct one is escaped once.
-    """
-    parts = []
-    names: dict[str, str] = {}
-    for row in waterfall.rows:
-        span = row.span
-        name = names.get(span.name)
-        if name is None:
-            name = names[span.name] = escape(span.name)
-        tool = span.tool
-        parts.append(
-            f"<tr{' class="sb-error"' if row.error else ''}>"
-            f'<td class="sb-name" style="--sb-depth:{int(row.depth)}">'
-            f'<span class="mono small">{name}</span>'
-            f"{f' <span class="muted small">{escape(tool)}</span>' if tool else ''}</td>"
-            f'<td class="hide-narrow small">{row.duration}</td>'
-            f'<td class="sb-track"><span class="sb-bar {row.css_class}"'
-            f' style="--sb-at:{row.at_pct:.2f}%;--sb-len:{row.len_pct:.2f}%"'
-            ' aria-hidden="true"></span></td></tr>'
-        )
-    return mark_safe("\n".join(parts))  # noqa: S308 (every piece above is escaped or ours)
-
-
-_WATERFALL_TABLE = (
-    '\n  <table class="sb-waterfall">\n    <thead><tr><th>Span</th><th class="hide-narrow">'
-    'Duration</th><th class="sb-track-head">Time</th></tr></thead>\n    <tbody>\n'
-)
-
-
-def waterfall_html(
-    waterfall: Waterfall | None, *, anchor: str, spans_dropped: int, oob: bool
-) -> SafeString:
-    """An attempt's waterfall whole, escaped: its head (how many spans, dropped over the cap,
-    over how long, the tokens) and its rows, in an element with id ``anchor``; with ``oob``
-    for a live update to swap it in place. Empty when the attempt has no spans and dropped
-    none. The one render path for the trail page's first paint and its live updates."""
-    rows = waterfall.rows if waterfall is not None else []
-    body = ""
-    if rows or spans_dropped:
-        more = dropped = duration = tokens = table = ""
-        if waterfall is not None:
-            more = f" drawn, {waterfall.more} more" if waterfall.more else ""
-            duration = f'<span class="muted">over {escape(waterfall.duration)}</span>'
-            if waterfall.total_tokens:
-                tokens = (
-                    f'<span class="muted">tokens: {int(waterfall.input_tokens)} in,'
-                    f" {int(waterfall.output_tokens)} out</span>"
-                )
-        if spans_dropped:
-            dropped = f'<span class="badge failed">{int(spans_dropped)} dropped over the cap</span>'
-        if rows and waterfall is not None:
-            table = f"{_WATERFALL_TABLE}{rows_html(waterfall)}\n    </tbody>\n  </table>\n  "
-        body = (
-            '\n  <div class="waterfall-head small">\n    <strong>Spans</strong>\n'
-            f"    <span>{len(rows)}{more}</span>\n    {dropped}\n    {duration}\n    {tokens}\n"
-            f"  </div>\n  {table}"
-        )
-    swap = ' hx-swap-oob="true"' if oob else ""
-    return mark_safe(  # noqa: S308 (every piece above is escaped or ours)
-        f'<div class="waterfall" id="{escape(anchor)}"{swap}>{body}\n</div>'
     )

@@ -7,10 +7,10 @@ from django.urls import path, re_path
 from django.views.generic import RedirectView
 
 from activity import views as activity_views
-from switchboard import board, views
+from switchboard import endpoint_views, views
 from todos import overview_views
 from todos import views as todo_views
-from todos.intake import board as intake_board
+from todos.intake import source_views
 from todos.intake import views as hooks
 
 urlpatterns = [
@@ -20,57 +20,61 @@ urlpatterns = [
     path("", todo_views.todo_list, name="todo_list"),
     path("bulk/<str:action>", todo_views.bulk_action, name="bulk_action"),
     path("queues/<str:action>", todo_views.queue_action, name="queue_action"),
-    path("todos/<str:todo_id>", todo_views.todo_detail, name="todo_detail"),
-    path("todos/<str:todo_id>/<str:action>", todo_views.todo_action, name="todo_action"),
+    path("todos/<str:todo_id>", activity_views.todo_detail, name="todo_detail"),
+    path("todos/<str:todo_id>/<str:action>", activity_views.todo_action, name="todo_action"),
     path("overview/", overview_views.overview_page, name="overview"),
     path("activity/", activity_views.activity_feed, name="activity"),
-    path("endpoints/", board.endpoint_list, name="endpoint_list"),
-    path("endpoints/new", board.endpoint_new, name="endpoint_new"),
-    path("endpoints/<slug:slug>", board.endpoint_detail, name="endpoint_detail"),
-    path("endpoints/<slug:slug>/keys", board.endpoint_mint_key, name="endpoint_mint_key"),
-    path("endpoints/<slug:slug>/key", board.endpoint_key_shown, name="endpoint_key_shown"),
+    path("endpoints/", endpoint_views.endpoint_list, name="endpoint_list"),
+    path("endpoints/new", endpoint_views.endpoint_new, name="endpoint_new"),
+    path("endpoints/<slug:slug>", endpoint_views.endpoint_detail, name="endpoint_detail"),
+    path("endpoints/<slug:slug>/keys", endpoint_views.endpoint_mint_key, name="endpoint_mint_key"),
+    path("endpoints/<slug:slug>/key", endpoint_views.endpoint_key_shown, name="endpoint_key_shown"),
     path(
         "endpoints/<slug:slug>/keys/<int:key_id>/revoke",
-        board.endpoint_revoke_key,
+        endpoint_views.endpoint_revoke_key,
         name="endpoint_revoke_key",
     ),
-    path("endpoints/<slug:slug>/revoke", board.endpoint_revoke, name="endpoint_revoke"),
-    path("endpoints/<slug:slug>/push-test", board.endpoint_push_test, name="endpoint_push_test"),
+    path("endpoints/<slug:slug>/revoke", endpoint_views.endpoint_revoke, name="endpoint_revoke"),
+    path(
+        "endpoints/<slug:slug>/push-test",
+        endpoint_views.endpoint_push_test,
+        name="endpoint_push_test",
+    ),
     path(
         "endpoints/<slug:slug>/push-secret",
-        board.endpoint_rotate_push_secret,
+        endpoint_views.endpoint_rotate_push_secret,
         name="endpoint_rotate_push_secret",
     ),
-    path("sources/", intake_board.source_list, name="sources"),
-    path("sources/new", intake_board.source_new, name="source_new"),
-    path("sources/<slug:slug>", intake_board.source_detail, name="source_detail"),
-    path("sources/<slug:slug>/rotate", intake_board.source_rotate, name="source_rotate"),
+    path("sources/", source_views.source_list, name="sources"),
+    path("sources/new", source_views.source_new, name="source_new"),
+    path("sources/<slug:slug>", source_views.source_detail, name="source_detail"),
+    path("sources/<slug:slug>/rotate", source_views.source_rotate, name="source_rotate"),
     path(
-        "sources/<slug:slug>/secret", intake_board.source_secret_shown, name="source_secret_shown"
+        "sources/<slug:slug>/secret", source_views.source_secret_shown, name="source_secret_shown"
     ),
-    path("sources/<slug:slug>/verify", intake_board.source_verify, name="source_verify"),
-    path("sources/<slug:slug>/test", intake_board.source_test, name="source_test"),
+    path("sources/<slug:slug>/verify", source_views.source_verify, name="source_verify"),
+    path("sources/<slug:slug>/test", source_views.source_test, name="source_test"),
     path(
         "sources/<slug:slug>/events/<int:event_id>",
-        intake_board.source_event,
+        source_views.source_event,
         name="source_event",
     ),
-    path("sources/<slug:slug>/rules/new", intake_board.rule_new, name="rule_new"),
-    path("sources/<slug:slug>/rules/<int:rule_id>/edit", intake_board.rule_edit, name="rule_edit"),
+    path("sources/<slug:slug>/rules/new", source_views.rule_new, name="rule_new"),
+    path("sources/<slug:slug>/rules/<int:rule_id>/edit", source_views.rule_edit, name="rule_edit"),
     path(
         "sources/<slug:slug>/rules/<int:rule_id>/delete",
-        intake_board.rule_delete,
+        source_views.rule_delete,
         name="rule_delete",
     ),
     path(
         "sources/<slug:slug>/rules/<int:rule_id>/enable",
-        intake_board.rule_set_enabled,
+        source_views.rule_set_enabled,
         {"enabled": True},
         name="rule_enable",
     ),
     path(
         "sources/<slug:slug>/rules/<int:rule_id>/disable",
-        intake_board.rule_set_enabled,
+        source_views.rule_set_enabled,
         {"enabled": False},
         name="rule_disable",
     ),

@@ -7,6 +7,7 @@ the contract does not name would escape it: one test makes sure every product mo
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -88,6 +89,17 @@ def test_the_layers_contract_is_kept() -> None:
         ("switchboard/lib/text.py", "from switchboard import models"),
         ("todos/lifecycle.py", "from todos.intake import deliveries"),
         ("todos/intake/sources.py", "import mcp_server.tools"),
+        # The humans' surfaces: one page module importing another (each group is independent),
+        # a shared piece importing a page, pure presentation importing a shared piece.
+        ("todos/views.py", "from activity import views"),
+        ("activity/views.py", "from todos import overview_views"),
+        ("activity/live.py", "from activity import views"),
+        ("switchboard/endpoint_views.py", "from todos.intake import source_views"),
+        ("activity/markup.py", "from todos import pages"),
+        ("todos/pages.py", "from activity import markup"),
+        ("todos/markup.py", "from todos import overview_views"),
+        ("todos/present.py", "from todos import pages"),
+        ("todos/intake/traces.py", "from todos.intake import source_views"),
     ],
 )
 def test_a_reverse_import_breaks_the_contract(tmp_path: Path, module: str, planted: str) -> None:
@@ -101,3 +113,28 @@ def test_a_reverse_import_breaks_the_contract(tmp_path: Path, module: str, plant
 
     assert result.returncode != 0
     assert "BROKEN" in result.stdout, result.stdout + result.stderr
+
+
+# Packages that import each other's pages would make a circle the layers cannot see (the
+# contract names modules): the todos package imports no module of the apps that read it.
+ABOVE_TODOS = ("activity", "otlp", "mcp_server", "a2a_server")
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_the_todos_package_imports_no_app_above_it() -> None:
+    found = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "todos").rglob("*.py"))
+        for name in _imports(path)
+        if name.split(".")[0] in ABOVE_TODOS
+    }
+    assert found == set()

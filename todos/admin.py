@@ -15,10 +15,13 @@ from django.http import HttpRequest
 from django.urls import URLPattern
 from django.utils.safestring import SafeString
 
-from activity import admin as activity_admin
 from attempts import admin as attempts_admin
-from otlp import admin as otlp_admin
-from switchboard.lib.admin import ReadOnlyAdmin, RefusesUnusableQueries, pretty_json
+from switchboard.lib.admin import (
+    ReadOnlyAdmin,
+    RefusesUnusableQueries,
+    pretty_json,
+    under_todo_urls,
+)
 from switchboard.lib.errors import LifecycleError
 from switchboard.scope import Scope
 from todos import lifecycle
@@ -157,12 +160,12 @@ class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         return LeanChangeList
 
     def get_urls(self) -> list[URLPattern]:
-        # The attempts and activity lists live under this admin's URLs: their models cannot be
-        # registered (composite primary keys).
+        # The attempts, activity and span lists live under this admin's URLs: their models
+        # cannot be registered (composite primary keys). The apps above todos add theirs when
+        # the admin autodiscovers them (``serve_under_todo``), so this module imports neither.
         return [
             *attempts_admin.urls(self.admin_site),
-            *activity_admin.urls(self.admin_site),
-            *otlp_admin.urls(self.admin_site),
+            *under_todo_urls(self.admin_site),
             *super().get_urls(),
         ]
 

@@ -18,15 +18,14 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html_join
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from switchboard.lib import jsonlimits, svgplot
-from switchboard.lib.board import BoardRequest, login_required
+from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.scope import Scope
 from switchboard.templatetags.board_tags import duration
-from todos import overview
+from todos import markup, overview
 from todos.overview import Overview, Percentiles, Point, QueueRow
 
 TEMPLATE = "overview/overview.html"
@@ -115,7 +114,7 @@ class Chart:
 
     @property
     def svg(self) -> SafeString:
-        return svgplot.svg(self.plot, self.key, self.title, self.description)
+        return markup.svg(self.plot, self.key, self.title, self.description)
 
 
 def _labels(points: Sequence[Point]) -> list[str]:
@@ -171,25 +170,6 @@ def _charts(key: str, span: str, points: list[Point], label_every: int) -> list[
     ]
 
 
-def plotted_rows(points: Sequence[Point]) -> SafeString:
-    """The table rows of the numbers a window's plots draw (built here, like the SVG: a day of
-    rows through a template loop cost more than the reads)."""
-    return format_html_join(
-        "",
-        '<tr><td class="nowrap">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
-        (
-            (
-                p.at.astimezone(dt.UTC).strftime("%H:%M"),
-                p.completed,
-                p.failed,
-                "—" if p.pending is None else p.pending,
-                "—" if p.in_flight is None else p.in_flight,
-            )
-            for p in points
-        ),
-    )
-
-
 def _filter(request: BoardRequest, name: str) -> str | None:
     """A filter's value ('' for none), or None when it is text PostgreSQL cannot hold."""
     value = request.GET.get(name, "").strip()
@@ -228,7 +208,10 @@ def context(request: BoardRequest) -> tuple[dict[str, Any], int]:
         + (f"?{urlencode({'endpoint': endpoint, 'queue': queue})}" if endpoint else ""),
         "hour": _charts("hour", "last hour", data.hour, label_every=10),
         "day": _charts("day", "last day", data.day, label_every=4),
-        "plotted": [("Last hour", plotted_rows(data.hour)), ("Last day", plotted_rows(data.day))],
+        "plotted": [
+            ("Last hour", markup.plotted_rows(data.hour)),
+            ("Last day", markup.plotted_rows(data.day)),
+        ],
     }, status
 
 

@@ -9,11 +9,11 @@ would keep the plaintext around after the page that showed it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.admin import ModelAdmin
+from django.contrib.admin import AdminSite, ModelAdmin
 from django.contrib.admin import display as admin_display
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ERROR_FLAG
@@ -25,7 +25,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from switchboard.lib import jsonlimits
-from switchboard.lib.board import holds_secret
+from switchboard.lib.guards import holds_secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,3 +150,23 @@ def changelist_urls(model_admin: ModelAdmin, route: str) -> list[URLPattern]:
             name=f"{opts.app_label}_{opts.model_name}_changelist",
         )
     ]
+
+
+# The changelists the Todo admin serves under its URLs for the apps above todos (activity,
+# otlp): each app's admin module adds its own when Django's admin autodiscovery imports it, so
+# the Todo admin (todos/admin.py) imports no app that imports todos.
+_UNDER_TODO: list[Callable[[AdminSite], list[URLPattern]]] = []
+
+
+def serve_under_todo(
+    urls: Callable[[AdminSite], list[URLPattern]],
+) -> Callable[[AdminSite], list[URLPattern]]:
+    """Have the Todo admin include ``urls(site)`` in its own (a decorator; once per function)."""
+    if urls not in _UNDER_TODO:
+        _UNDER_TODO.append(urls)
+    return urls
+
+
+def under_todo_urls(admin_site: AdminSite) -> list[URLPattern]:
+    """The URL patterns ``serve_under_todo`` collected, in the order the apps were loaded."""
+    return [pattern for urls in _UNDER_TODO for pattern in urls(admin_site)]

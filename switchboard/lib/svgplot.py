@@ -1,9 +1,8 @@
-"""Plots as inline SVG, drawn on the server: the geometry (``stacked_bars``, ``lines``) and
-its markup (``svg``).
+"""Plots for inline SVG, drawn on the server: their geometry (``stacked_bars``, ``lines``).
+Pure: numbers and labels in, rectangles, paths and ticks out.
 
 No JavaScript and no library: a plot is rectangles and paths in a fixed ``viewBox`` that CSS
-scales to its box. The markup is built here rather than in a template loop, which cost more
-than the page's reads for a day of bars; every text in it is escaped (``format_html``).
+scales to its box. Its markup is the Overview's (``todos/markup.py``, ``svg``).
 """
 
 from __future__ import annotations
@@ -11,9 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from django.utils.html import escape, format_html
-from django.utils.safestring import SafeString, mark_safe
 
 WIDTH = 640
 HEIGHT = 180
@@ -160,49 +156,3 @@ def lines(
     return Plot(
         WIDTH, HEIGHT, LEFT, WIDTH - RIGHT, TOP, HEIGHT - BOTTOM, ymax, [], drawn, yticks, xticks
     )
-
-
-def svg(plot: Plot, key: str, title: str, description: str) -> SafeString:
-    """``plot`` as an accessible ``<svg role="img">``: named by ``title`` and described by
-    ``description`` (ids ``<key>-title``, ``<key>-desc``), each bar and line titled."""
-    parts: list[str] = [
-        format_html(
-            '<svg class="plot" viewBox="0 0 {} {}" role="img"'
-            ' aria-labelledby="{}-title {}-desc" data-chart="{}" data-ymax="{}">'
-            '<title id="{}-title">{}</title><desc id="{}-desc">{}</desc>',
-            plot.width,
-            plot.height,
-            key,
-            key,
-            key,
-            plot.ymax,
-            key,
-            title,
-            key,
-            description,
-        )
-    ]
-    for tick in plot.yticks:
-        parts.append(
-            f'<line class="grid" x1="{plot.left}" x2="{plot.right}" y1="{tick.at:.1f}"'
-            f' y2="{tick.at:.1f}"/><text class="axis" x="{plot.left - 4}" y="{tick.at:.1f}"'
-            f' text-anchor="end" dominant-baseline="middle">{escape(tick.label)}</text>'
-        )
-    for tick in plot.xticks:
-        parts.append(
-            f'<text class="axis" x="{tick.at:.1f}" y="{plot.height - 6}">'
-            f"{escape(tick.label)}</text>"
-        )
-    for r in plot.rects:
-        parts.append(
-            f'<rect class="{escape(r.css)}" x="{r.x}" y="{r.y}" width="{r.width}"'
-            f' height="{r.height}"><title>{escape(r.title)}</title></rect>'
-        )
-    for line in plot.lines:
-        if line.d:
-            parts.append(
-                f'<path class="{escape(line.css)}" d="{line.d}"><title>{escape(line.label)}'
-                "</title></path>"
-            )
-    parts.append("</svg>")
-    return mark_safe("".join(parts))  # noqa: S308 (every text above is escaped)

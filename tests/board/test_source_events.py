@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from tests.base import Personas
 from tests.board.test_sources import deliver, github_source
-from todos.intake import board
+from todos.intake import source_views as board
 from todos.models import Event
 
 pytestmark = pytest.mark.django_db

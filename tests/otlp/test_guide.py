@@ -1,4 +1,5 @@
-"""The guide's exporter variables are the ones the vend wizard shows (switchboard/board.py)."""
+"""The guide's exporter variables are the ones the vend wizard shows
+(switchboard/endpoint_views.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.test import RequestFactory
 
-from switchboard.board import client_config
+from switchboard.endpoint_views import client_config
 from tests.base import Personas
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "agent-activity.md"

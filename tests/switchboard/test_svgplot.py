@@ -1,5 +1,5 @@
-"""The inline SVG plots (switchboard/lib/svgplot.py): the scale, bars in proportion, lines broken
-where a value is missing, and every text escaped."""
+"""The inline SVG plots (switchboard/lib/svgplot.py, drawn by todos/markup.py): the scale, bars
+in proportion, lines broken where a value is missing, and every text escaped."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 import pytest
 
 from switchboard.lib import svgplot
+from todos.markup import svg
 
 
 @pytest.mark.parametrize(
@@ -51,13 +52,13 @@ def test_a_line_breaks_where_a_value_is_missing_and_dots_a_lone_point() -> None:
 def test_no_data_draws_nothing() -> None:
     plot = svgplot.lines(["a"], [("p", "pending", [None])], label_every=1)
     assert not plot.has_data
-    assert "<path" not in svgplot.svg(plot, "k", "t", "d")
+    assert "<path" not in svg(plot, "k", "t", "d")
 
 
 def test_every_text_in_the_markup_is_escaped() -> None:
     plot = svgplot.stacked_bars(["<b>"], [("ok", "<i>", [1])], label_every=1)
 
-    markup = str(svgplot.svg(plot, "k", "<script>", "a & b"))
+    markup = str(svg(plot, "k", "<script>", "a & b"))
 
     assert "<script>" not in markup and "<b>" not in markup and "<i>" not in markup
     assert "&lt;script&gt;" in markup and "a &amp; b" in markup

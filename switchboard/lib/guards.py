@@ -1,4 +1,5 @@
-"""The Board's view plumbing: the typed request its views receive, and its login guard."""
+"""The Board's view guards: the typed request its views receive, the login guard, the never-cached
+answer that shows a secret, the shown-once stash, and the confirmation step."""
 
 from __future__ import annotations
 

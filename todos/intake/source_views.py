@@ -9,7 +9,7 @@ commands.
 
 A secret's plaintext is shown once (creation, rotation, turning verification on without a
 secret): the POST that mints it keeps it in the session and redirects, and the page it redirects
-to takes it out and renders it (``switchboard.lib.board.stash_shown_once``), so a reload shows it
+to takes it out and renders it (``switchboard.lib.guards.stash_shown_once``), so a reload shows it
 no more and posts nothing again. It never goes into a message, a log line or a URL, and that page
 is never cached. Rotation asks to confirm first, and carries a fingerprint of the secret it
 replaces, so a second rotation from the same page (whose secret has since changed) rotates
@@ -26,7 +26,7 @@ import binascii
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -51,7 +51,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from switchboard.lib import jsonlimits
-from switchboard.lib.board import (
+from switchboard.lib.guards import (
     BoardRequest,
     confirmed,
     holds_secret,
@@ -61,106 +61,12 @@ from switchboard.lib.board import (
 )
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
+from todos.intake.traces import present_trace
 from todos.models import Event, EventDisposition, Rule, SignatureScheme, Source, Todo
 
 RECENT_EVENTS = 20
 
 # --- presentation: a routing trace as people read it -----------------------------------------
-
-_OP_WORDS = {"eq": "=", "ne": "≠", "in": "in", "not_in": "not in", "prefix": "starts with"}
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _expected(expect: Any) -> str:
-    """A condition's operators as a phrase: ``= "check_run"``, ``in ["failure", …]``, ``exists``."""
-    if not isinstance(expect, dict):
-        return _json(expect)
-    parts = []
-    for op, operand in expect.items():
-        if op == "exists":
-            parts.append("exists" if operand else "absent")
-        else:
-            parts.append(f"{_OP_WORDS.get(op, op)} {_json(operand)}")
-    return " and ".join(parts)
-
-
-@dataclass(frozen=True, slots=True)
-class CheckRow:
-    where: str
-    expected: str
-    actual: str
-    found: bool
-    ok: bool
-
-
-@dataclass(frozen=True, slots=True)
-class TraceRow:
-    """One rule's entry of a routing trace (or the note a duplicate's trace holds)."""
-
-    position: Any = None
-    rule: str = ""
-    rule_id: Any = None
-    target: str = ""
-    verdict: str = ""
-    verdict_class: str = ""
-    checks: list[CheckRow] = field(default_factory=list)
-    missing_fields: list[str] = field(default_factory=list)
-    error: str = ""
-    todo_id: str = ""
-    duplicate_of: Any = None
-
-
-def present_trace(trace: Any) -> list[TraceRow]:
-    """A stored (or planned) routing trace as rows: per rule matched or not, each condition's
-    expected and actual values, missing template fields, errors. Unknown shapes are shown, not
-    trusted: every value is a string for the template to escape."""
-    rows: list[TraceRow] = []
-    for entry in trace if isinstance(trace, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        if "duplicate_of" in entry:
-            original = entry["duplicate_of"]
-            valid = isinstance(original, int) and not isinstance(original, bool)
-            rows.append(TraceRow(verdict="duplicate", duplicate_of=original if valid else None))
-            continue
-        checks = [
-            CheckRow(
-                where=f"{'header' if c.get('on') == 'headers' else 'payload'} {c.get('key', '')}",
-                expected=_expected(c.get("expect")),
-                actual=_json(c.get("actual")) if c.get("found") else "missing",
-                found=bool(c.get("found")),
-                ok=bool(c.get("ok")),
-            )
-            for c in entry.get("conditions") or []
-            if isinstance(c, dict)
-        ]
-        error = str(entry.get("error") or "")
-        if entry.get("skipped"):
-            verdict, css = f"skipped: {entry['skipped']}", "verdict-skipped"
-        elif error:
-            verdict, css = "error", "verdict-error"
-        elif entry.get("matched"):
-            verdict, css = "matched", "verdict-matched"
-        else:
-            verdict, css = "no match", "verdict-missed"
-        rows.append(
-            TraceRow(
-                position=entry.get("position"),
-                rule=str(entry.get("rule") or ""),
-                rule_id=entry.get("rule_id"),
-                target=f"{entry.get('endpoint', '')} / {entry.get('queue', '')}",
-                verdict=verdict,
-                verdict_class=css,
-                checks=checks,
-                missing_fields=[str(f) for f in entry.get("missing_fields") or []],
-                error=error,
-                todo_id=str(entry.get("todo_id") or ""),
-            )
-        )
-    return rows
 
 
 @dataclass(frozen=True, slots=True)

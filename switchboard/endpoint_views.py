@@ -31,7 +31,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from switchboard import credentials
-from switchboard.lib.board import (
+from switchboard.lib.guards import (
     BoardRequest,
     confirmed,
     holds_secret,
