@@ -35,7 +35,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from switchboard.credentials import hash_key, key_for_plaintext, touch_key
-from switchboard.lib import dbthread
+from switchboard.lib import dbthread, frontdoor
 from switchboard.models import Endpoint
 
 REALM = "switchboard"
@@ -194,3 +194,16 @@ async def aresolve_endpoint_bearer(scope: Mapping[str, Any], slug: str) -> Endpo
     endpoint = await dbthread.run(resolve_endpoint_bearer, scope, slug)
     _remember(digest, endpoint, now + KEY_CACHE_SECONDS)
     return endpoint
+
+
+async def admit_bearer(scope: Mapping[str, Any], slug: str) -> Endpoint:
+    """The front door's credentials step (``switchboard.lib.frontdoor.admit``) for the
+    surfaces that take an endpoint key: ``aresolve_endpoint_bearer``, its rejection as the
+    door's 401 with the challenge. A database error passes through: each surface answers it
+    with its own 503."""
+    try:
+        return await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as rejected:
+        raise frontdoor.Refused(
+            rejected.status, frontdoor.UNAUTHORIZED, rejected.message, headers=rejected.headers
+        ) from None
