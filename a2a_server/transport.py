@@ -39,7 +39,7 @@ from starlette.responses import JSONResponse, Response
 
 from a2a_server import card, handler
 from switchboard import runtime_settings
-from switchboard.auth import admit_bearer
+from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.lib import asgi, frontdoor
 from switchboard.lib.asgi import Receive, Scope, Send
 from switchboard.models import Endpoint, Verb
@@ -135,7 +135,10 @@ def _base_url(scope: Scope, slug: str) -> str:
 
 async def _a2a_caller(scope: Scope, slug: str) -> Endpoint:
     """The door's credentials step: the endpoint the bearer names, which must speak A2A."""
-    endpoint = await admit_bearer(scope, slug)
+    try:
+        endpoint = await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as rejected:
+        raise rejected.refusal() from None
     if not endpoint.allows(Verb.A2A):
         raise frontdoor.Refused(
             403, frontdoor.FORBIDDEN, "this endpoint's verbs do not include a2a"

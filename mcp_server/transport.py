@@ -43,7 +43,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from mcp_server import doorbell, fastpath, sessions
 from mcp_server import server as mcp
 from switchboard import runtime_settings
-from switchboard.auth import admit_bearer
+from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.lib import asgi, frontdoor
 from switchboard.lib.asgi import Message, Receive, Scope, Send
 from switchboard.models import Endpoint
@@ -299,7 +299,9 @@ class ResponseGuard:
 
 async def _endpoint(scope: Scope, slug: str) -> Endpoint:
     try:
-        return await admit_bearer(scope, slug)
+        return await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as rejected:
+        raise rejected.refusal() from None
     except DatabaseError:
         logger.exception("MCP: could not authenticate, database unavailable")
         raise Refused(

@@ -27,9 +27,10 @@ from django.db import DatabaseError
 from otlp import decode, response
 from otlp.ingest import Outcome, ingest
 from switchboard import runtime_settings
-from switchboard.auth import admit_bearer
+from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
 from switchboard.lib import asgi, frontdoor, metrics
 from switchboard.lib.asgi import Receive, Scope, Send
+from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,14 @@ class _Refusal(Exception):
         self.headers = headers or {}
 
 
+async def _caller(scope: Scope, slug: str) -> Endpoint:
+    """The door's credentials step: the endpoint the bearer names."""
+    try:
+        return await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as rejected:
+        raise rejected.refusal() from None
+
+
 async def _serve(scope: Scope, receive: Receive) -> tuple[response.Reply, Outcome | None]:
     encoding = response.encoding_of(asgi.header(scope, b"content-type"))
     match = _PATH.match(scope.get("path", ""))
@@ -77,7 +86,7 @@ async def _serve(scope: Scope, receive: Receive) -> tuple[response.Reply, Outcom
         DOOR,
         scope,
         current,
-        lambda scope: admit_bearer(scope, slug),
+        lambda scope: _caller(scope, slug),
         endpoint_key=lambda endpoint: str(endpoint.id),
     )
     endpoint = admitted.caller

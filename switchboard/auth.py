@@ -71,6 +71,13 @@ class BearerRejected(Exception):
     def headers(self) -> dict[str, str]:
         return {"WWW-Authenticate": self.www_authenticate}
 
+    def refusal(self) -> frontdoor.Refused:
+        """This rejection as the front door's 401 (``switchboard.lib.frontdoor``), with the
+        challenge; each surface encodes it in its own shape."""
+        return frontdoor.Refused(
+            self.status, frontdoor.UNAUTHORIZED, self.message, headers=self.headers
+        )
+
 
 def _header_from_scope(scope: Mapping[str, Any]) -> str | None:
     """The one Authorization header of an ASGI scope; None when absent, repeated or not text."""
@@ -194,16 +201,3 @@ async def aresolve_endpoint_bearer(scope: Mapping[str, Any], slug: str) -> Endpo
     endpoint = await dbthread.run(resolve_endpoint_bearer, scope, slug)
     _remember(digest, endpoint, now + KEY_CACHE_SECONDS)
     return endpoint
-
-
-async def admit_bearer(scope: Mapping[str, Any], slug: str) -> Endpoint:
-    """The front door's credentials step (``switchboard.lib.frontdoor.admit``) for the
-    surfaces that take an endpoint key: ``aresolve_endpoint_bearer``, its rejection as the
-    door's 401 with the challenge. A database error passes through: each surface answers it
-    with its own 503."""
-    try:
-        return await aresolve_endpoint_bearer(scope, slug)
-    except BearerRejected as rejected:
-        raise frontdoor.Refused(
-            rejected.status, frontdoor.UNAUTHORIZED, rejected.message, headers=rejected.headers
-        ) from None

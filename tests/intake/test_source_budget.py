@@ -35,9 +35,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def server(
-    personas: Personas, daphne_env: dict[str, str], tmp_path: Path
-) -> Iterator[LiveServer]:
+def server(personas: Personas, daphne_env: dict[str, str], tmp_path: Path) -> Iterator[LiveServer]:
     for key, value in LIMITS.items():
         runtime_settings.put(key, value)
     live = _start(
