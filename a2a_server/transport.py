@@ -1,10 +1,12 @@
 """``/a2a/{slug}``: the ASGI entry in front of the A2A SDK's Starlette routes.
 
-In order, before the SDK sees a request: the path names an endpoint; the client address is
-under its rate (``switchboard.lib.limits``, 429 with ``Retry-After``); the bearer resolves to
-that endpoint (``switchboard.auth``, 401 otherwise, alike for every failure); the endpoint's
-verbs include ``a2a`` (403 otherwise); the endpoint is under its rate (429); the body fits
-``SWITCHBOARD_MAX_BODY_BYTES``. Then the
+In order, before the SDK sees a request: the path names an endpoint; then the front door's
+admission (``switchboard/lib/frontdoor.py``, configured by ``DOOR``): the client address is
+under its rate (429 with ``Retry-After``); the bearer resolves to that endpoint
+(``switchboard.auth``, 401 otherwise, alike for every failure) whose verbs include ``a2a`` (403
+otherwise); the endpoint is under its rate (429); the body fits ``SWITCHBOARD_MAX_BODY_BYTES``
+(413; the server refuses a declared over-cap body before the application runs, in the same
+JSON-RPC shape). Then the
 endpoint goes into the ASGI scope and the request goes to one shared Starlette app:
 
 - ``POST /a2a/{slug}``: JSON-RPC, protocol 1.0 and the 0.3 compatibility mode
@@ -38,7 +40,7 @@ from starlette.responses import JSONResponse, Response
 from a2a_server import card, handler
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, limits, metrics
+from switchboard.lib import asgi, frontdoor
 from switchboard.lib.asgi import Receive, Scope, Send
 from switchboard.models import Endpoint, Verb
 
@@ -55,8 +57,25 @@ INTERNAL_ERROR = -32603
 _CARD: contextvars.ContextVar[AgentCard] = contextvars.ContextVar("a2a_card")
 
 
-def is_a2a_path(path: str) -> bool:
-    return path == PREFIX or path.startswith(PREFIX + "/")
+def _error_body(message: str, code: int = INVALID_REQUEST) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    ).encode()
+
+
+def encode_refusal(refused: frontdoor.Refused, _content_type: str | None) -> tuple[str, bytes]:
+    """A refusal at the door (or the server's, before the body is read) as a JSON-RPC error
+    object with no id, the shape of every other refusal here."""
+    return "application/json", _error_body(refused.message)
+
+
+DOOR = frontdoor.Door(
+    name="a2a",
+    cap=lambda: int(settings.SWITCHBOARD_MAX_BODY_BYTES),
+    encode=encode_refusal,
+    rate_per_address="a2a_rate_per_address",
+    rate_per_endpoint="a2a_rate_per_endpoint",
+)
 
 
 async def send_error(
@@ -67,9 +86,7 @@ async def send_error(
     code: int = INVALID_REQUEST,
     headers: dict[str, str] | None = None,
 ) -> None:
-    body = json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    ).encode()
+    body = _error_body(message, code)
     raw_headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -116,20 +133,17 @@ def _base_url(scope: Scope, slug: str) -> str:
     return f"{scope.get('scheme', 'http')}://{host}{PREFIX}/{slug}"
 
 
-async def _over_rate(send: Send, dimension: str, key: str, per_minute: int) -> bool:
-    """Count the request; answer 429 with Retry-After (and say so) when the budget is spent."""
-    verdict = await limits.limiter(settings.REDIS_URL).hit("a2a", dimension, key, per_minute)
-    if verdict.allowed:
-        return False
-    metrics.rate_limited("a2a", dimension)
-    where = "this address" if dimension == "address" else "this endpoint"
-    await send_error(
-        send,
-        429,
-        f"too many requests ({where}); retry after {verdict.retry_after} s",
-        headers={"Retry-After": str(verdict.retry_after)},
-    )
-    return True
+async def _a2a_caller(scope: Scope, slug: str) -> Endpoint:
+    """The door's credentials step: the endpoint the bearer names, which must speak A2A."""
+    try:
+        endpoint = await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as rejected:
+        raise rejected.refusal() from None
+    if not endpoint.allows(Verb.A2A):
+        raise frontdoor.Refused(
+            403, frontdoor.FORBIDDEN, "this endpoint's verbs do not include a2a"
+        )
+    return endpoint
 
 
 async def application(scope: Scope, receive: Receive, send: Send) -> None:
@@ -139,27 +153,22 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         return
     slug, rest = match.group(1), match.group(2) or "/"
     current = await runtime_settings.acurrent_or_defaults()
-    address = limits.client_address(scope)
-    if await _over_rate(send, "address", address, current.a2a_rate_per_address):
-        return
     try:
-        endpoint = await aresolve_endpoint_bearer(scope, slug)
-    except BearerRejected as exc:
-        await send_error(send, exc.status, exc.message, headers=exc.headers)
+        admitted = await frontdoor.admit(
+            DOOR,
+            scope,
+            current,
+            lambda scope: _a2a_caller(scope, slug),
+            endpoint_key=lambda endpoint: str(endpoint.id),
+        )
+        endpoint = admitted.caller
+        body = await frontdoor.read_body(DOOR, scope, receive)
+    except frontdoor.Refused as refused:
+        await frontdoor.send_refusal(send, DOOR, refused)
         return
     except DatabaseError:
         logger.exception("a2a: database error resolving the bearer")
         await send_error(send, 503, "the database is unavailable", code=INTERNAL_ERROR)
-        return
-    if not endpoint.allows(Verb.A2A):
-        await send_error(send, 403, "this endpoint's verbs do not include a2a")
-        return
-    if await _over_rate(send, "endpoint", str(endpoint.id), current.a2a_rate_per_endpoint):
-        return
-    try:
-        body = await asgi.read_body(scope, receive, settings.SWITCHBOARD_MAX_BODY_BYTES)
-    except asgi.BodyTooLarge as exc:
-        await send_error(send, 413, str(exc))
         return
     except asgi.ClientDisconnected:
         return

@@ -1,13 +1,15 @@
 """``/mcp/{slug}``: the ASGI entry in front of the SDK's Streamable HTTP session manager.
 
 In order, before the SDK sees a request: the path names an endpoint; Host and Origin pass
-``ALLOWED_HOSTS`` (DNS-rebinding protection, the transport spec's MUST); the client address is
-under its rate (``switchboard.lib.limits``, 429 with ``Retry-After``); the bearer resolves to
-that endpoint (``switchboard.auth``, 401 otherwise); the endpoint is under its rate (a
-``tools/call`` over it is answered by the tool error ``rate_limited``, so the model reads why;
-any other request is 429 with ``Retry-After``); a legacy GET with a session id
-becomes the doorbell's SSE stream (``legacy_stream``), anything else must be POST; the body fits
-``SWITCHBOARD_MAX_BODY_BYTES`` (413); it is JSON and one JSON-RPC 2.0 message (the right JSON-RPC
+``ALLOWED_HOSTS`` (DNS-rebinding protection, the transport spec's MUST); then the front door's
+admission (``switchboard/lib/frontdoor.py``, configured by ``DOOR``): the client address is
+under its rate (429 with ``Retry-After``); the bearer resolves to that endpoint
+(``switchboard.auth``, 401 otherwise); the endpoint is under its rate (a ``tools/call`` over it
+is answered by the tool error ``rate_limited``, so the model reads why; any other request is 429
+with ``Retry-After``); a legacy GET with a session id becomes the doorbell's SSE stream
+(``legacy_stream``), anything else must be POST; the body fits ``SWITCHBOARD_MAX_BODY_BYTES``
+(413; the server refuses a declared over-cap body before the application runs, in the same
+JSON-RPC shape); it is JSON and one JSON-RPC 2.0 message (the right JSON-RPC
 error otherwise, the same in both eras). For the legacy era it also mints the session id on
 ``initialize`` and checks it on later requests (``mcp_server.sessions``). The endpoint and the
 session go into the scope for the handlers (``mcp_server.server``), and the request goes to the
@@ -42,7 +44,7 @@ from mcp_server import doorbell, fastpath, sessions
 from mcp_server import server as mcp
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, limits, metrics
+from switchboard.lib import asgi, frontdoor
 from switchboard.lib.asgi import Message, Receive, Scope, Send
 from switchboard.models import Endpoint
 
@@ -157,20 +159,28 @@ def too_large_message(limit: int) -> str:
     return f"Request body too large (limit {limit} bytes)"
 
 
-def too_large_body(limit: int) -> bytes:
-    """The JSON-RPC error a body over ``limit`` is answered with (by the server too, before it
-    reads the body: switchboard/lib/server.py)."""
-    return _error_body(types.INVALID_REQUEST, too_large_message(limit))
+def _door_message(refused: frontdoor.Refused) -> str:
+    """A refusal at the door in the words of the rest of this transport."""
+    if refused.reason == frontdoor.TOO_LARGE and refused.limit is not None:
+        return too_large_message(refused.limit)
+    if refused.reason in (frontdoor.RATE_ADDRESS, frontdoor.RATE_ENDPOINT):
+        return f"Too Many Requests: retry after {refused.retry_after} s"
+    return f"{HTTPStatus(refused.status).phrase}: {refused.message}"
 
 
-async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    """The whole request body, refusing (413) as soon as it is known to exceed ``limit``."""
-    try:
-        return await asgi.read_body(scope, receive, limit)
-    except asgi.BodyTooLarge:
-        raise Refused(413, too_large_message(limit)) from None
-    except asgi.ClientDisconnected:
-        raise Refused(400, "Client disconnected") from None
+def encode_refusal(refused: frontdoor.Refused, _content_type: str | None) -> tuple[str, bytes]:
+    """A refusal at the door (or the server's, before the body is read) as a JSON-RPC error
+    with no id: the request's id is unknown until its body is read."""
+    return "application/json", _error_body(types.INVALID_REQUEST, _door_message(refused))
+
+
+DOOR = frontdoor.Door(
+    name="mcp",
+    cap=lambda: int(settings.SWITCHBOARD_MAX_BODY_BYTES),
+    encode=encode_refusal,
+    rate_per_address="mcp_rate_per_address",
+    rate_per_endpoint="mcp_rate_per_endpoint",
+)
 
 
 def check_message(body: bytes) -> dict[str, Any]:
@@ -289,24 +299,18 @@ class ResponseGuard:
 
 async def _endpoint(scope: Scope, slug: str) -> Endpoint:
     try:
-        endpoint: Endpoint = await aresolve_endpoint_bearer(scope, slug)
-    except BearerRejected as exc:
-        raise Refused(401, f"Unauthorized: {exc.message}", headers=exc.headers) from None
+        return await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as rejected:
+        raise rejected.refusal() from None
     except DatabaseError:
         logger.exception("MCP: could not authenticate, database unavailable")
         raise Refused(
             503, "Service unavailable: try again", types.INTERNAL_ERROR, {"Retry-After": "1"}
         ) from None
-    return endpoint
 
 
-async def _over_rate(dimension: str, key: str, per_minute: int) -> int | None:
-    """Seconds until a request would pass when ``key`` is over its rate, else None."""
-    verdict = await limits.limiter(settings.REDIS_URL).hit("mcp", dimension, key, per_minute)
-    if verdict.allowed:
-        return None
-    metrics.rate_limited("mcp", dimension)
-    return verdict.retry_after
+def _endpoint_key(endpoint: Endpoint) -> str:
+    return str(endpoint.id)
 
 
 def _too_many(retry_after: int) -> Refused:
@@ -328,11 +332,15 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
     if not origin_allowed(asgi.header(scope, b"origin"), host):
         raise Refused(403, "Forbidden: Origin is not allowed")
     rates = await runtime_settings.acurrent_or_defaults()
-    address = limits.client_address(scope)
-    if (wait := await _over_rate("address", address, rates.mcp_rate_per_address)) is not None:
-        raise _too_many(wait)
-    endpoint = await _endpoint(scope, slug)
-    endpoint_wait = await _over_rate("endpoint", str(endpoint.id), rates.mcp_rate_per_endpoint)
+    admitted = await frontdoor.admit(
+        DOOR,
+        scope,
+        rates,
+        lambda scope: _endpoint(scope, slug),
+        endpoint_key=_endpoint_key,
+        defer_endpoint_rate=True,  # a tools/call over it gets the tool error (below)
+    )
+    endpoint, endpoint_wait = admitted.caller, admitted.endpoint_wait
 
     if (
         scope.get("method") == "GET"
@@ -348,7 +356,10 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         # without a legacy session: it names no stream to open. Legacy clients end a session by
         # forgetting it (DELETE is 405, which the legacy spec allows).
         raise Refused(405, "Method Not Allowed: use POST", headers={"Allow": "POST"})
-    body = await read_body(scope, receive, settings.SWITCHBOARD_MAX_BODY_BYTES)
+    try:
+        body = await frontdoor.read_body(DOOR, scope, receive)
+    except asgi.ClientDisconnected:
+        raise Refused(400, "Client disconnected") from None
     ctype = (asgi.header(scope, b"content-type") or "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise Refused(415, "Unsupported Media Type: send Content-Type: application/json")
@@ -464,6 +475,10 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
                 request_id=guard.request_id,
                 headers=refused.headers,
             )
+        return
+    except frontdoor.Refused as refused:
+        if not guard.started:
+            await frontdoor.send_refusal(send, DOOR, refused)
         return
     except Exception:
         logger.exception("MCP request failed")

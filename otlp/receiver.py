@@ -1,10 +1,12 @@
 """``POST /otlp/{slug}/v1/traces``: the ASGI app in front of ``otlp.ingest``.
 
 In order: the path names an endpoint and ``SWITCHBOARD_OTLP`` is on (404 otherwise); POST
-(405); the per-address limiter, before authentication, so a flood of bad keys never reaches the
-database (429); the body, read under ``SWITCHBOARD_OTLP_MAX_BODY_BYTES`` as it arrives (413, before
-it is buffered); the bearer (``switchboard.auth``, the same resolution MCP uses: the key must
-belong to ``{slug}``; 401); the per-endpoint limiter (429); then, in a worker thread, decode
+(405); then the front door's admission (``switchboard/lib/frontdoor.py``, configured by
+``DOOR``): the per-address limiter, before authentication, so a flood of bad keys never reaches
+the database (429); the bearer (``switchboard.auth``, the same resolution MCP uses: the key must
+belong to ``{slug}``; 401); the per-endpoint limiter (429); the body, read under
+``SWITCHBOARD_OTLP_MAX_BODY_BYTES`` as it arrives (413, before it is buffered; the server
+refuses a declared over-cap body before the application runs); then, in a worker thread, decode
 (415, 400, and 413 again after decompression), bind, translate, mask and store, committed
 before the answer. Every answer is encoded like the request (``otlp.response``), never HTML, never
 a 500: a database that cannot be reached is 503 with ``Retry-After``, and so is anything
@@ -26,8 +28,9 @@ from otlp import decode, response
 from otlp.ingest import Outcome, ingest
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, limits, metrics
+from switchboard.lib import asgi, frontdoor, metrics
 from switchboard.lib.asgi import Receive, Scope, Send
+from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
 
@@ -39,18 +42,19 @@ RETRY_AFTER_UNAVAILABLE = "5"
 _ingest = database_sync_to_async(ingest, thread_sensitive=False)
 
 
-def is_otlp_path(path: str) -> bool:
-    return path == PREFIX or path.startswith(PREFIX + "/")
+def encode_refusal(refused: frontdoor.Refused, content_type: str | None) -> tuple[str, bytes]:
+    """A refusal as OTLP/HTTP answers one: a ``google.rpc.Status`` in the request's encoding."""
+    reply = response.failure(response.encoding_of(content_type), refused.status, refused.message)
+    return reply.content_type, reply.body
 
 
-def _too_large_message(cap: int) -> str:
-    return f"the body is over the {cap}-byte limit"
-
-
-def too_large(content_type: str | None, cap: int) -> response.Reply:
-    """The 413 for a body over ``cap``, in the request's encoding (the server sends it before
-    reading the body: switchboard/lib/server.py)."""
-    return response.failure(response.encoding_of(content_type), 413, _too_large_message(cap))
+DOOR = frontdoor.Door(
+    name="otlp",
+    cap=lambda: int(settings.SWITCHBOARD_OTLP_MAX_BODY_BYTES),
+    encode=encode_refusal,
+    rate_per_address="otlp_rate_per_address",
+    rate_per_endpoint="otlp_rate_per_endpoint",
+)
 
 
 class _Refusal(Exception):
@@ -61,15 +65,12 @@ class _Refusal(Exception):
         self.headers = headers or {}
 
 
-async def _limit(surface_key: str, dimension: str, key: str, per_minute: int) -> None:
-    verdict = await limits.limiter(settings.REDIS_URL).hit("otlp", dimension, key, per_minute)
-    if not verdict.allowed:
-        metrics.rate_limited("otlp", dimension)
-        raise _Refusal(
-            429,
-            f"too many requests ({surface_key}); retry after {verdict.retry_after} s",
-            {"Retry-After": str(verdict.retry_after)},
-        )
+async def _caller(scope: Scope, slug: str) -> Endpoint:
+    """The door's credentials step: the endpoint the bearer names."""
+    try:
+        return await aresolve_endpoint_bearer(scope, slug)
+    except BearerRejected as rejected:
+        raise rejected.refusal() from None
 
 
 async def _serve(scope: Scope, receive: Receive) -> tuple[response.Reply, Outcome | None]:
@@ -81,19 +82,16 @@ async def _serve(scope: Scope, receive: Receive) -> tuple[response.Reply, Outcom
         raise _Refusal(405, "method not allowed: export traces with POST", {"Allow": "POST"})
     slug = match.group(1)
     current = await runtime_settings.acurrent_or_defaults()
-    await _limit(
-        "this address", "address", limits.client_address(scope), current.otlp_rate_per_address
+    admitted = await frontdoor.admit(
+        DOOR,
+        scope,
+        current,
+        lambda scope: _caller(scope, slug),
+        endpoint_key=lambda endpoint: str(endpoint.id),
     )
-    cap = settings.SWITCHBOARD_OTLP_MAX_BODY_BYTES
-    try:
-        body = await asgi.read_body(scope, receive, cap)
-    except asgi.BodyTooLarge:
-        raise _Refusal(413, _too_large_message(cap)) from None
-    try:
-        endpoint = await aresolve_endpoint_bearer(scope, slug)
-    except BearerRejected as rejected:
-        raise _Refusal(401, rejected.message, rejected.headers) from None
-    await _limit("this endpoint", "endpoint", str(endpoint.id), current.otlp_rate_per_endpoint)
+    endpoint = admitted.caller
+    body = await frontdoor.read_body(DOOR, scope, receive)
+    cap = DOOR.cap()
     try:
         outcome: Outcome = await _ingest(
             endpoint.id,
@@ -116,7 +114,7 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         reply, outcome = await _serve(scope, receive)
     except asgi.ClientDisconnected:
         return
-    except _Refusal as refusal:
+    except (_Refusal, frontdoor.Refused) as refusal:
         reply = response.failure(encoding, refusal.status, refusal.message, refusal.headers)
     except DatabaseError:
         logger.exception("OTLP: the database is unavailable")

@@ -23,6 +23,7 @@ _GRPC_CODES = {
     401: 16,  # UNAUTHENTICATED
     404: 5,  # NOT_FOUND
     405: 12,  # UNIMPLEMENTED
+    408: 4,  # DEADLINE_EXCEEDED: the body did not arrive in time (switchboard/lib/server.py)
     413: 8,  # RESOURCE_EXHAUSTED
     415: 3,  # INVALID_ARGUMENT
     429: 8,  # RESOURCE_EXHAUSTED

@@ -9,8 +9,11 @@ Django. The ``lifespan`` entry starts and stops the MCP session manager on serve
 lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
 request (``mcp_server.server.McpRuntime``). Around it all, ``ForwardedMiddleware`` believes
 X-Forwarded-For/-Proto from ``SWITCHBOARD_TRUSTED_PROXIES`` only (switchboard/lib/proxies.py).
-``body_cap`` tells the server (switchboard/lib/server.py) each path's body cap, so it refuses an
-over-cap body before reading it (docs/decisions/0011-refuse-bodies-in-the-server.md).
+``ROUTES`` is the front door's route table (switchboard/lib/frontdoor.py): a row per surface
+(prefix, the surface's door: rates, body cap, how it encodes a refusal; its ASGI app). ``http``
+routes by it, and the server (switchboard/lib/server.py) reads it to refuse an over-cap, slow or
+crowding body before the application runs, in the path's surface's shape
+(docs/decisions/0023-one-front-door.md).
 """
 
 from __future__ import annotations
@@ -40,62 +43,56 @@ from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
-from switchboard.lib import metrics, server  # noqa: E402
+from switchboard.lib import frontdoor, metrics, proxies, server  # noqa: E402
 from switchboard.lib.proxies import ForwardedMiddleware  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
 
 
 async def _hook(scope: Any, receive: Any, send: Any) -> None:
+    await metrics.timed(_guarded_hook, scope, receive, send, metrics.hook_request)
+
+
+async def _guarded_hook(scope: Any, receive: Any, send: Any) -> None:
     await hooks.guard(scope, receive, send, django_application)
 
 
-async def http(scope: Any, receive: Any, send: Any) -> None:
-    path = scope.get("path", "")
-    if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
-        method = scope.get("method", "")
-        if method == "GET":  # the event stream: open as long as the client wants, not timed
-            await mcp_transport.application(scope, receive, send)
-        else:
-            await metrics.timed(
-                mcp_transport.application, scope, receive, send, metrics.mcp_request(method)
-            )
-    elif a2a_transport.is_a2a_path(path):
-        await a2a_transport.application(scope, receive, send)
-    elif otlp_receiver.is_otlp_path(path):
-        await otlp_receiver.application(scope, receive, send)
-    elif hooks.is_hook_path(path):
-        await metrics.timed(_hook, scope, receive, send, metrics.hook_request)
+async def _mcp(scope: Any, receive: Any, send: Any) -> None:
+    method = scope.get("method", "")
+    if method == "GET":  # the event stream: open as long as the client wants, not timed
+        await mcp_transport.application(scope, receive, send)
     else:
-        await django_application(scope, receive, send)
+        await metrics.timed(
+            mcp_transport.application, scope, receive, send, metrics.mcp_request(method)
+        )
 
 
-def body_cap(path: str) -> int:
-    """The largest request body to ``path``: the cap of the app ``http`` routes it to.
+# Django: the Board's and the admin's forms (DATA_UPLOAD_MAX_MEMORY_SIZE is this cap).
+_DJANGO = frontdoor.Door(
+    name="django",
+    cap=lambda: int(settings.SWITCHBOARD_MAX_BODY_BYTES),
+    encode=frontdoor.encode_json,
+)
 
-    The server (switchboard/lib/server.py) refuses a longer body with 413 before reading it;
-    each app enforces the same setting again on what it reads.
-    """
-    if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
-        return int(settings.SWITCHBOARD_MAX_BODY_BYTES)
-    if otlp_receiver.is_otlp_path(path):
-        return int(settings.SWITCHBOARD_OTLP_MAX_BODY_BYTES)
-    if hooks.is_hook_path(path):
-        return int(settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES)
-    # Django: the Board's and the admin's forms (DATA_UPLOAD_MAX_MEMORY_SIZE is this setting).
-    return int(settings.SWITCHBOARD_MAX_BODY_BYTES)
-
-
-def too_large(path: str, content_type: str | None, limit: int) -> tuple[str, bytes]:
-    """The 413 the server sends for ``path`` before reading its body: each surface's own shape."""
-    if path == mcp_transport.PREFIX or path.startswith(mcp_transport.PREFIX + "/"):
-        return "application/json", mcp_transport.too_large_body(limit)
-    if otlp_receiver.is_otlp_path(path):
-        reply = otlp_receiver.too_large(content_type, limit)
-        return reply.content_type, reply.body
-    return server.too_large_json(limit)
+ROUTES = frontdoor.RouteTable(
+    routes=(
+        frontdoor.Route(mcp_transport.PREFIX, mcp_transport.DOOR, _mcp),
+        frontdoor.Route(a2a_transport.PREFIX, a2a_transport.DOOR, a2a_transport.application),
+        frontdoor.Route(otlp_receiver.PREFIX, otlp_receiver.DOOR, otlp_receiver.application),
+        frontdoor.Route(hooks.PREFIX, hooks.DOOR, _hook),
+    ),
+    default=frontdoor.Route("", _DJANGO, django_application),
+    body_seconds=settings.SWITCHBOARD_BODY_SECONDS,
+    bodies_per_address=settings.SWITCHBOARD_BODIES_PER_ADDRESS,
+    # A trusted proxy carries many clients' bodies on its connections: not one client's.
+    uncounted=lambda address: proxies.address_in(address, settings.SWITCHBOARD_TRUSTED_PROXIES),
+)
 
 
-server.set_body_cap(body_cap, too_large)
+async def http(scope: Any, receive: Any, send: Any) -> None:
+    await ROUTES.route(scope.get("path", "")).app(scope, receive, send)
+
+
+server.set_routes(ROUTES)
 
 
 # The Board's live updates: the Django session logs the socket in; a page of another origin

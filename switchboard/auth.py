@@ -35,7 +35,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from switchboard.credentials import hash_key, key_for_plaintext, touch_key
-from switchboard.lib import dbthread
+from switchboard.lib import dbthread, frontdoor
 from switchboard.models import Endpoint
 
 REALM = "switchboard"
@@ -70,6 +70,13 @@ class BearerRejected(Exception):
     @property
     def headers(self) -> dict[str, str]:
         return {"WWW-Authenticate": self.www_authenticate}
+
+    def refusal(self) -> frontdoor.Refused:
+        """This rejection as the front door's 401 (``switchboard.lib.frontdoor``), with the
+        challenge; each surface encodes it in its own shape."""
+        return frontdoor.Refused(
+            self.status, frontdoor.UNAUTHORIZED, self.message, headers=self.headers
+        )
 
 
 def _header_from_scope(scope: Mapping[str, Any]) -> str | None:

@@ -81,7 +81,10 @@ class RuntimeSettings:
         6_000, 0, 10_000_000, "Webhook deliveries per minute from one address (0: no limit)."
     )
     hooks_rate_per_source: int = _setting(
-        1_200, 0, 10_000_000, "Webhook deliveries per minute to one source (0: no limit)."
+        1_200,
+        0,
+        10_000_000,
+        "Webhook deliveries per minute to one source that pass its signature (0: no limit).",
     )
     hooks_rejected_per_source: int = _setting(
         60,

@@ -290,6 +290,11 @@ SWITCHBOARD_PUSH_ALLOW_PRIVATE = env_bool("SWITCHBOARD_PUSH_ALLOW_PRIVATE", Fals
 # Largest request body accepted from agents (MCP, and the Board's forms), in bytes (413 beyond it).
 SWITCHBOARD_MAX_BODY_BYTES = env_int("SWITCHBOARD_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES
+# Slow uploads (switchboard/lib/server.py, docs/decisions/0023-one-front-door.md): a request body
+# must arrive whole within this many seconds of its headers (408 beyond), and one client address
+# may be sending at most this many bodies at once (429 beyond); 0 switches either off.
+SWITCHBOARD_BODY_SECONDS = env_int("SWITCHBOARD_BODY_SECONDS", 30, minimum=0)
+SWITCHBOARD_BODIES_PER_ADDRESS = env_int("SWITCHBOARD_BODIES_PER_ADDRESS", 16, minimum=0)
 # Stateless-era tools/call answered without the SDK's request pipeline, the same answer for less
 # CPU (mcp_server/fastpath.py); off, every MCP request goes through the SDK.
 SWITCHBOARD_MCP_FAST_PATH = env_bool("SWITCHBOARD_MCP_FAST_PATH", True)

@@ -14,12 +14,18 @@ body's length (decision 0011):
   thrown away for at most ``LINGER_SECONDS`` (so the client reads the answer rather than a reset),
   then dropped.
 
-The cap per path comes from the application (``set_body_cap``, which ``switchboard.asgi`` calls
-with the function that knows which app a path goes to and the setting that app enforces); with
-none set, nothing is refused here. The 413 carries ``Connection: close`` and the body the path's
-own surface answers for a body over its cap (the application's ``answer``: a JSON-RPC error on
-``/mcp``, an OTLP ``Status`` on ``/otlp``, the hook guard's JSON elsewhere). HTTP/2 streams
-(not enabled without Twisted's extras) keep the applications' caps.
+Slow uploads are bounded here too, where a body is received (daphne hands the application a
+request only once its whole body is in): a body that has not fully arrived ``body_seconds``
+after its headers is answered 408, and a client address already sending ``bodies_per_address``
+bodies has its next one answered 429 at its headers (decision 0023).
+
+The caps, the bounds and the answers' shapes come from the application's route table
+(``set_routes``, which ``switchboard.asgi`` calls with ``switchboard.lib.frontdoor.RouteTable``:
+the table its router reads, so the server and the apps cannot disagree on a path's surface);
+with none set, nothing is refused here. A refusal carries ``Connection: close`` and the body
+the path's own surface answers with (a JSON-RPC error on ``/mcp`` and ``/a2a``, an OTLP
+``Status`` on ``/otlp``, JSON elsewhere). HTTP/2 streams (not enabled without Twisted's extras)
+keep the applications' caps.
 
 ``python -m switchboard.lib.server <daphne arguments>`` is daphne's command line with this server;
 ``manage.py serve`` runs the same.
@@ -27,10 +33,8 @@ own surface answers for a body over its cap (the application's ``answer``: a JSO
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
-from collections.abc import Callable
 from io import BytesIO
 from typing import Any, cast
 from urllib.parse import unquote
@@ -39,23 +43,22 @@ from daphne.cli import CommandLineInterface as DaphneCommandLine
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server as DaphneServer
 
+from switchboard.lib import frontdoor
+
 logger = logging.getLogger(__name__)
 
 # How long a refused client may go on sending (read and discarded) before the connection drops.
 LINGER_SECONDS = 5.0
 
-BodyCap = Callable[[str], int | None]
-# (path, the request's Content-Type or None, the cap) -> (Content-Type, body) of the 413.
-TooLargeAnswer = Callable[[str, str | None, int], tuple[str, bytes]]
-_body_cap: BodyCap | None = None
-_answer: TooLargeAnswer | None = None
+_routes: frontdoor.RouteTable | None = None
+# Bodies being received per client address, over every connection of this process.
+_receiving: dict[str, int] = {}
 
 
-def set_body_cap(body_cap: BodyCap | None, answer: TooLargeAnswer | None = None) -> None:
-    """Refuse request bodies to a path over ``body_cap(path)`` bytes (None: no cap here), with
-    ``answer``'s body (each surface's own error shape), else ``too_large_json``'s."""
-    global _body_cap, _answer
-    _body_cap, _answer = body_cap, answer
+def set_routes(routes: frontdoor.RouteTable | None) -> None:
+    """Refuse and bound request bodies by ``routes`` (None: nothing is refused here)."""
+    global _routes
+    _routes = routes
 
 
 def request_path(raw_target: bytes) -> str | None:
@@ -70,41 +73,22 @@ def request_path(raw_target: bytes) -> str | None:
 def cap_for(raw_target: bytes) -> int | None:
     """The cap for a request line's target (path and query, percent-encoded, as sent)."""
     path = request_path(raw_target)
-    if _body_cap is None or path is None:
+    if _routes is None or path is None:
         return None
-    return _body_cap(path)
-
-
-def too_large_json(limit: int) -> tuple[str, bytes]:
-    body = {
-        "error": "too_large",
-        "message": f"the body is over the {limit}-byte limit",
-        "limit": limit,
-    }
-    return "application/json", json.dumps(body).encode()
-
-
-def too_large_response(path: str, content_type: str | None, limit: int) -> bytes:
-    """The whole 413 answer, status line to body."""
-    kind, body = _answer(path, content_type, limit) if _answer else too_large_json(limit)
-    head = (
-        "HTTP/1.1 413 Content Too Large\r\n"
-        f"Content-Type: {kind}\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Cache-Control: no-store\r\n"
-        "Connection: close\r\n\r\n"
-    )
-    return head.encode("ascii") + body
+    return _routes.route(path).door.cap()
 
 
 class CappedRequest(WebRequest):
-    """daphne's request, refusing a body over its path's cap before it is stored."""
+    """daphne's request, refusing a body over its path's cap before it is stored, and one that
+    arrives too slowly or beside too many others from its address (module docstring)."""
 
     _cap: int | None = None
     _target = b""
     _received = 0
     _refused = False
     _linger: Any = None
+    _deadline: Any = None
+    _counted: str | None = None  # the address this body is counted against while it arrives
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Twisted parses a form POST's body into ``request.args``, finding the type with the
@@ -115,41 +99,85 @@ class CappedRequest(WebRequest):
 
     def gotLength(self, length: int | None) -> None:
         # The channel has parsed the request line (``_path`` is its raw target) and the headers.
+        # ``length`` is None for a chunked body and 0 when there is none.
         target = getattr(self.channel, "_path", None)
         self._target = target if isinstance(target, bytes) else b""
         self._cap = cap_for(target) if isinstance(target, bytes) else None
         if self._cap is None:
             super().gotLength(length)
-        elif length is not None and length > self._cap:
+            return
+        if length is not None and length > self._cap:
             # Not a byte of the body has been read: no content file at all.
-            self._refuse()
-        else:
-            # At most ``cap`` bytes, kept in memory (as the applications keep them after reading):
-            # never Twisted's temporary file, which a chunked body would otherwise grow first.
-            self.content = BytesIO()
+            self._refuse(frontdoor.too_large(self._cap))
+            return
+        # At most ``cap`` bytes, kept in memory (as the applications keep them after reading):
+        # never Twisted's temporary file, which a chunked body would otherwise grow first.
+        self.content = BytesIO()
+        if length != 0:
+            self._bound_upload()
+
+    def _bound_upload(self) -> None:
+        """Count the coming body against its address and start its deadline."""
+        routes = _routes
+        if routes is None:
+            return
+        address = str(getattr(self.channel.transport.getPeer(), "host", "?"))
+        most = routes.bodies_per_address
+        if most > 0 and not routes.uncounted(address):
+            if _receiving.get(address, 0) >= most:
+                self._refuse(frontdoor.too_many_bodies(most))
+                return
+            _receiving[address] = _receiving.get(address, 0) + 1
+            self._counted = address
+        if routes.body_seconds > 0:
+            from twisted.internet import reactor  # daphne's: daphne.server installs it
+
+            seconds = routes.body_seconds
+            self._deadline = cast(Any, reactor).callLater(
+                seconds, lambda: self._refuse(frontdoor.too_slow(seconds))
+            )
+
+    def _body_ended(self) -> None:
+        """The body arrived, or never will: free its place and stop its clock."""
+        if self._deadline is not None:
+            if self._deadline.active():
+                self._deadline.cancel()
+            self._deadline = None
+        address, self._counted = self._counted, None
+        if address is not None:
+            left = _receiving.get(address, 0) - 1
+            if left > 0:
+                _receiving[address] = left
+            else:
+                _receiving.pop(address, None)
 
     def handleContentChunk(self, data: bytes) -> None:
         if self._refused:
             return
         self._received += len(data)
         if self._cap is not None and self._received > self._cap:
-            self._refuse()
+            self._refuse(frontdoor.too_large(self._cap))
             return
         super().handleContentChunk(data)
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
+        self._body_ended()
         if self._refused:
             return  # answered already; no application runs for this request
         super().requestReceived(command, path, version)
 
     def connectionLost(self, reason: Any) -> None:
+        self._body_ended()
         if self._linger is not None and self._linger.active():
             self._linger.cancel()
         super().connectionLost(reason)
 
-    def _refuse(self) -> None:
-        """Answer 413 now, read nothing more into the request, and close the connection."""
+    def _refuse(self, refused: frontdoor.Refused) -> None:
+        """Answer ``refused`` now, read nothing more into the request, close the connection."""
+        if self._refused:
+            return
         self._refused = True
+        self._body_ended()
         if self.content is not None:
             self.content.close()  # a chunked body's first ``cap`` bytes, now dropped
         self.content = None  # type: ignore[assignment]  # Twisted's "no body kept"
@@ -160,24 +188,30 @@ class CappedRequest(WebRequest):
         # Whatever else arrives on this connection is thrown away, never parsed or stored.
         channel.dataReceived = _discard
         channel.persistent = False
+        path = request_path(self._target)
         # daphne's access log never sees this request: say what was refused (the path escaped,
         # so a newline in it cannot forge a line).
         logger.info(
-            "413: a body over the %d-byte cap of %r from %s",
-            self._cap or 0,
-            request_path(self._target),
+            "%d: %s of %r from %s",
+            refused.status,
+            f"a body over the {self._cap or 0}-byte cap"
+            if refused.reason == frontdoor.TOO_LARGE
+            else refused.message,
+            path,
             getattr(transport.getPeer(), "host", "?"),
         )
         content_type = self.requestHeaders.getRawHeaders(b"content-type", [None])[0]
-        transport.write(
-            too_large_response(
-                request_path(self._target) or "/",
-                content_type.decode("latin-1") if content_type is not None else None,
-                self._cap or 0,
+        if _routes is not None:
+            transport.write(
+                _routes.refusal(
+                    path or "/",
+                    refused,
+                    content_type.decode("latin-1") if content_type is not None else None,
+                )
             )
-        )
         # Half-close: the answer goes out with a FIN while the client's remaining bytes are
-        # still read (and dropped), so the client sees the 413 rather than a connection reset.
+        # still read (and dropped), so the client sees the answer rather than a connection
+        # reset.
         lose_write = getattr(transport, "loseWriteConnection", None)
         if lose_write is not None:
             from twisted.internet import reactor  # daphne's: daphne.server installs it

@@ -27,6 +27,8 @@ from django.test import override_settings
 from mcp_server import fastpath, transport
 from mcp_server import server as mcp
 from switchboard.credentials import mint_key
+from switchboard.lib import frontdoor
+from switchboard.lib.frontdoor import Door
 from switchboard.models import Endpoint, Verb
 from tests.base import Personas
 from tests.factories import EndpointFactory
@@ -368,12 +370,12 @@ def test_a_rate_limited_call_is_answered_alike(
 ) -> None:
     key = fast_endpoint(None)
     endpoint = Endpoint.objects.get(slug="fast")
-    real = transport._over_rate
+    real = frontdoor.hit
 
-    async def endpoint_over(dimension: str, key: str, per_minute: int) -> int | None:
-        return 17 if dimension == "endpoint" else await real(dimension, key, per_minute)
+    async def endpoint_over(door: Door, dimension: str, key: str, per_minute: int) -> int | None:
+        return 17 if dimension == "endpoint" else await real(door, dimension, key, per_minute)
 
-    monkeypatch.setattr(transport, "_over_rate", endpoint_over)
+    monkeypatch.setattr(frontdoor, "hit", endpoint_over)
     for name in ("list_todos", "unknown tool"):
         fast = _run(CASES[name], endpoint, key, True, answered_by)
         sdk = _run(CASES[name], endpoint, key, False, answered_by)

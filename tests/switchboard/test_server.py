@@ -187,11 +187,13 @@ def test_an_otlp_413_is_an_otlp_status_in_the_request_s_encoding() -> None:
     from google.rpc.status_pb2 import Status
 
     from switchboard import asgi
+    from switchboard.lib import frontdoor
 
-    kind, body = asgi.too_large("/otlp/a/v1/traces", "application/x-protobuf", 4096)
+    door = asgi.ROUTES.route("/otlp/a/v1/traces").door
+    kind, body = door.encode(frontdoor.too_large(4096), "application/x-protobuf")
     assert kind == "application/x-protobuf"
     assert Status.FromString(body).message == "the body is over the 4096-byte limit"
-    kind, body = asgi.too_large("/otlp/a/v1/traces", "application/json", 4096)
+    kind, body = door.encode(frontdoor.too_large(4096), "application/json")
     assert kind == "application/json" and "4096-byte" in json.loads(body)["message"]
 
 
@@ -205,4 +207,6 @@ def test_the_cap_is_the_one_the_path_s_application_enforces() -> None:
     assert capped.cap_for(b"/otlp/a/v1/traces") == settings.SWITCHBOARD_OTLP_MAX_BODY_BYTES
     assert capped.cap_for(b"/%68ooks/x") == settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
     assert capped.cap_for(b"/admin/") == settings.SWITCHBOARD_MAX_BODY_BYTES
-    assert asgi.body_cap("/hooks") == settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
+    assert asgi.ROUTES.route("/hooks").door.cap() == settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
+    # A prefix is a whole path segment: /hooksmith is Django's.
+    assert capped.cap_for(b"/hooksmith") == settings.SWITCHBOARD_MAX_BODY_BYTES

@@ -3,7 +3,8 @@
 ``receive`` is the only writer of ``events``. The order of checks is the order of the answers:
 unknown source (404), then the signature (a bad one is stored as ``rejected``, 401, without its
 body: only its size, SHA-256 and first bytes, escaped and masked; past the source's rate of
-rejected deliveries, 429 and nothing stored), then the body (not JSON: 400, nothing stored),
+rejected deliveries, 429 and nothing stored), then the source's rate, counting only deliveries
+that passed their signature (429, nothing stored), then the body (not JSON: 400, nothing stored),
 then idempotency (an accepted delivery id seen before on this source: a ``duplicate`` event,
 200, nothing created), then routing (202).
 
@@ -102,22 +103,34 @@ class TooLarge(IntakeError):
     code = "too_large"
 
 
-class RejectedTooOften(IntakeError):
-    """Over the source's rate of rejected deliveries: nothing is stored; ``retry_after`` s."""
+class Throttled(IntakeError):
+    """Over a rate: nothing is stored; the sender may redeliver after ``retry_after`` s."""
 
     status = 429
     code = "rate_limited"
+    what = "deliveries"
 
     def __init__(self, retry_after: int) -> None:
-        super().__init__(
-            f"too many deliveries with a bad signature; redeliver after {retry_after} s"
-        )
+        super().__init__(f"too many {self.what}; redeliver after {retry_after} s")
         self.retry_after = retry_after
 
 
-# Given a source id, count one rejected delivery against its rate: None while it is within it,
-# else the seconds until another would be stored.
+class RejectedTooOften(Throttled):
+    """Over the source's rate of rejected deliveries."""
+
+    what = "deliveries with a bad signature"
+
+
+class SourceOverRate(Throttled):
+    """Over the source's rate of deliveries that passed its signature."""
+
+    what = "deliveries to this source"
+
+
+# Given a source id, count one delivery against one of its rates: None while it is within it,
+# else the seconds until another would be taken.
 RejectedBudget = Callable[[int], int | None]
+SourceBudget = Callable[[int], int | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,11 +188,15 @@ def receive(
     *,
     content_type: str = "application/json",
     rejected_budget: RejectedBudget | None = None,
+    source_budget: SourceBudget | None = None,
 ) -> Delivery:
     """Take one delivery to ``POST /hooks/{source_slug}``; raise an ``IntakeError`` subclass for
     every answer but 200/202. ``headers`` are the request's headers as (name, value) pairs;
     ``rejected_budget`` (the hook view's rate limit) is asked before a rejected delivery is
-    stored, and without one every rejected delivery is stored."""
+    stored, and without one every rejected delivery is stored. ``source_budget`` (the source's
+    rate) is asked only once the signature passed: a stranger's unsigned or forged posts spend
+    the rejected budget and their own address's, never the budget the real sender delivers
+    under."""
     # A slug PostgreSQL cannot compare (NUL, a lone surrogate) names no source: asking would be
     # a data error, which must not read as an outage.
     unusable = jsonlimits.text_problem(source_slug) or len(source_slug) > SLUG_MAX_CHARS
@@ -199,6 +216,9 @@ def receive(
         event_id = _store_rejected(source, kept, body_evidence(body), verification.detail)
         metrics.webhook_delivery(EventDisposition.REJECTED)
         raise BadSignature(_signature_message(verification.detail), event_id=event_id)
+    if source_budget is not None and (retry_after := source_budget(source.id)):
+        metrics.rate_limited("hooks", "source")
+        raise SourceOverRate(retry_after)
     payload = parse_body(body, content_type)
     delivery_id = _delivery_id(raw, source.scheme)
 

@@ -1,19 +1,20 @@
 """``POST /hooks/{source_slug}``: the HTTP face of webhook intake (``deliveries`` does the work).
 
 Every answer is JSON, never an HTML page: 202 (routed or dropped), 200 (duplicate delivery),
-400, 401, 404, 405, 413, 429 (with ``Retry-After``) when a sender is over its rate or a source
-over its rate of rejected deliveries (``hooks_rejected_per_source``: beyond it a delivery with a
-bad signature is not stored), and 503 when
-the database is unreachable (with ``Retry-After``, so the sender redelivers). Data the database
-refuses is a 400, never a 503: a sender would redeliver it forever. The body cap is
-enforced twice: by ``guard`` in front of Django on the ASGI server, before the body is buffered,
-and by the view for any other way in (the test client). The rates (per client address and per
-source, runtime settings) are ``guard``'s alone, checked before the body is read.
+400, 401, 404, 405, 413, 429 (with ``Retry-After``) when a sender's address is over its rate,
+a source over its rate of deliveries that passed their signature (``hooks_rate_per_source``) or
+over its rate of rejected ones (``hooks_rejected_per_source``: beyond it a delivery with a bad
+signature is not stored), and 503 when the database is unreachable (with ``Retry-After``, so the
+sender redelivers). Data the database refuses is a 400, never a 503: a sender would redeliver it
+forever. The body cap is enforced twice: by ``guard`` in front of Django on the ASGI server
+(the front door's address rate and body steps, ``switchboard/lib/frontdoor.py``, configured by
+``DOOR``), before the body is buffered, and by the view for any other way in (the test client).
+The source's rates are counted by ``deliveries.receive`` once the source is known, so a
+stranger's unsigned posts cannot spend the budget its real sender delivers under.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -25,7 +26,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
 from switchboard import runtime_settings
-from switchboard.lib import asgi, limits, metrics
+from switchboard.lib import asgi, frontdoor, limits
 from todos.intake import deliveries
 
 log = logging.getLogger(__name__)
@@ -64,8 +65,9 @@ def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
             request.headers.items(),
             content_type=request.content_type or "",
             rejected_budget=_rejected_budget,
+            source_budget=_source_budget,
         )
-    except deliveries.RejectedTooOften as exc:
+    except deliveries.Throttled as exc:
         response = error(exc.status, exc.code, exc.message)
         response["Retry-After"] = str(exc.retry_after)
         return response
@@ -87,97 +89,59 @@ def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
 
 def _rejected_budget(source_id: int) -> int | None:
     """Count a rejected delivery against its source's ``hooks_rejected_per_source``: None while
-    within it, else the seconds until another would be stored.
+    within it, else the seconds until another would be stored."""
+    return _spend("rejected", source_id, runtime_settings.current().hooks_rejected_per_source)
 
-    The view runs in a worker thread of the server's event loop; ``async_to_sync`` counts on
-    that loop's limiter, the one ``guard`` counts on (the same store, Redis when configured).
-    """
-    rate = runtime_settings.current().hooks_rejected_per_source
-    verdict = async_to_sync(_hit_rejected)(source_id, rate)
+
+def _source_budget(source_id: int) -> int | None:
+    """Count a delivery that passed its signature against its source's
+    ``hooks_rate_per_source``: None while within it, else the seconds until another passes."""
+    return _spend("source", source_id, runtime_settings.current().hooks_rate_per_source)
+
+
+def _spend(dimension: str, source_id: int, rate: int) -> int | None:
+    """The view runs in a worker thread of the server's event loop; ``async_to_sync`` counts on
+    that loop's limiter, the one ``guard`` counts on (the same store, Redis when configured)."""
+    verdict = async_to_sync(_hit)(dimension, source_id, rate)
     return None if verdict.allowed else verdict.retry_after
 
 
-async def _hit_rejected(source_id: int, rate: int) -> limits.Verdict:
-    return await limits.limiter(settings.REDIS_URL).hit("hooks", "rejected", str(source_id), rate)
+async def _hit(dimension: str, source_id: int, rate: int) -> limits.Verdict:
+    return await limits.limiter(settings.REDIS_URL).hit("hooks", dimension, str(source_id), rate)
 
 
 # --- the ASGI guard ------------------------------------------------------------------------
 
 
-def is_hook_path(path: str) -> bool:
-    return path == PREFIX or path.startswith(PREFIX + "/")
+def encode_refusal(refused: frontdoor.Refused, content_type: str | None) -> tuple[str, bytes]:
+    """A refusal at the door (or the server's) in the view's JSON: a sender reads one shape."""
+    if refused.reason in (frontdoor.RATE_ADDRESS, frontdoor.RATE_ENDPOINT):
+        message = f"too many deliveries; redeliver after {refused.retry_after} s"
+        refused = frontdoor.Refused(refused.status, refused.reason, message)
+    return frontdoor.encode_json(refused, content_type)
+
+
+DOOR = frontdoor.Door(
+    name="hooks",
+    cap=lambda: int(settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES),
+    encode=encode_refusal,
+    rate_per_address="hooks_rate_per_address",
+)
 
 
 async def guard(scope: Any, receive: Any, send: Any, app: Any) -> None:
-    """Refuse an oversized delivery (413) before the body is buffered, then hand over to ``app``.
+    """Refuse a sender over its address's rate (429) and an oversized delivery (413) before the
+    body is buffered, then hand over to ``app``.
 
     Django's ASGI handler spools the whole body before a view runs; without this, a sender could
     make the server store an unbounded body just to be told it is too large.
     """
-    if (retry_after := await _over_rate(scope)) is not None:
-        await _send_json(
-            send,
-            429,
-            {
-                "error": "rate_limited",
-                "message": f"too many deliveries; redeliver after {retry_after} s",
-            },
-            [(b"retry-after", str(retry_after).encode())],
-        )
-        return
-    limit = settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
     try:
-        body = await asgi.read_body(scope, receive, limit)
-    except asgi.BodyTooLarge:
-        await _send_too_large(send, limit)
+        await frontdoor.admit_address(DOOR, scope, await runtime_settings.acurrent_or_defaults())
+        body = await frontdoor.read_body(DOOR, scope, receive)
+    except frontdoor.Refused as refused:
+        await frontdoor.send_refusal(send, DOOR, refused)
         return
     except asgi.ClientDisconnected:
         return
     await app(scope, asgi.replay(body, receive), send)
-
-
-async def _over_rate(scope: Any) -> int | None:
-    """Seconds until a delivery would pass, when its address or its source is over its rate."""
-    current = await runtime_settings.acurrent_or_defaults()
-    source = scope.get("path", "")[len(PREFIX) :].strip("/")
-    limiter = limits.limiter(settings.REDIS_URL)
-    for dimension, key, rate in (
-        ("address", limits.client_address(scope), current.hooks_rate_per_address),
-        ("source", source, current.hooks_rate_per_source),
-    ):
-        verdict = await limiter.hit("hooks", dimension, key, rate)
-        if not verdict.allowed:
-            metrics.rate_limited("hooks", dimension)
-            return verdict.retry_after
-    return None
-
-
-async def _send_too_large(send: Any, limit: int) -> None:
-    await _send_json(
-        send,
-        413,
-        {
-            "error": "too_large",
-            "message": f"the body is over the {limit}-byte limit",
-            "limit": limit,
-        },
-        [(b"connection", b"close")],
-    )
-
-
-async def _send_json(
-    send: Any, status: int, payload: dict[str, Any], headers: list[tuple[bytes, bytes]]
-) -> None:
-    body = json.dumps(payload).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
