@@ -67,6 +67,7 @@ _REQUEST_HOOKS = ("gotLength", "handleContentChunk", "requestReceived", "connect
 
 
 def installed_version(distribution: str) -> str:
+    """The installed release of ``distribution`` (tests stand another in)."""
     return importlib.metadata.version(distribution)
 
 
