@@ -3,16 +3,25 @@
 
 VENV  := .venv
 PY    := $(VENV)/bin/python
-# Reinstall when the dependency list changes: `make run` installs the runtime dependencies only
-# (STAMP), `make test` the development tools as well (DEV_STAMP).
-SUM       := $(shell cksum pyproject.toml | cut -d' ' -f1)
+# The installed set is the locked one (requirements.lock for `make run`, requirements-dev.lock for
+# `make test`: exact versions with their hashes, written by `make lock`), so a fresh machine runs
+# what CI tested. Reinstall when a lock changes: `make run` installs the runtime lock only
+# (STAMP), `make test` the development lock (DEV_STAMP).
+LOCK      := requirements.lock
+DEV_LOCK  := requirements-dev.lock
+SUM       := $(shell cat $(LOCK) $(DEV_LOCK) | cksum | cut -d' ' -f1)
 STAMP     := $(VENV)/.installed-$(SUM)
 DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
+PIP       := $(PY) -m pip --disable-pip-version-check
+# The lock tool runs from a throwaway virtualenv: it is no dependency of the product.
+UV_VERSION := 0.13.9
+LOCK_FLAGS := --universal --python-version 3.12 --generate-hashes --quiet \
+              --custom-compile-command "make lock" $(LOCK_ARGS)
 HOST  ?= 127.0.0.1
 PORT  ?= 8000
 export HOST PORT
 
-.PHONY: run test setup setup-dev browser lint typecheck pytest screenshots bench clean
+.PHONY: run test setup setup-dev lock browser lint typecheck pytest screenshots bench clean
 
 run: setup
 	$(PY) manage.py serve --host "$(HOST)" --port "$(PORT)"
@@ -32,18 +41,28 @@ $(PY):
 
 # The product's dependencies: what `make run` needs. Skipped when the dev install (a superset)
 # is current.
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check .
+$(STAMP): $(LOCK) pyproject.toml | $(PY)
+	$(PIP) install --quiet --require-hashes -r $(LOCK)
+	$(PIP) install --quiet --no-deps .
 	rm -f $(VENV)/.installed-[0-9]*
 	touch $@
 
 # Everything `make test` runs as well: pytest, ruff, mypy, Playwright… (pyproject's [dev]).
-$(DEV_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check ".[dev]"
+$(DEV_STAMP): $(DEV_LOCK) pyproject.toml | $(PY)
+	$(PIP) install --quiet --require-hashes -r $(DEV_LOCK)
+	$(PIP) install --quiet --no-deps .
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP) $@
+
+# Re-resolve both locks from pyproject.toml after a dependency change (versions already locked
+# stay where pyproject allows them; `make lock LOCK_ARGS=--upgrade` moves everything to the
+# newest allowed). The runtime lock is resolved inside the development lock, so the two agree.
+lock:
+	tool="$$(mktemp -d)" && trap 'rm -rf "$$tool"' EXIT && \
+	"$$(sh bin/find-python)" -m venv "$$tool" && \
+	"$$tool/bin/pip" install --quiet --disable-pip-version-check "uv==$(UV_VERSION)" && \
+	"$$tool/bin/uv" pip compile pyproject.toml --extra dev $(LOCK_FLAGS) -o $(DEV_LOCK) && \
+	"$$tool/bin/uv" pip compile pyproject.toml $(LOCK_FLAGS) -c $(DEV_LOCK) -o $(LOCK)
 
 lint:
 	$(VENV)/bin/ruff check .

@@ -10,7 +10,7 @@ the request and put it in the ASGI scope; ``ContextBuilder`` carries it into the
 Every read and write is in that endpoint's scope, so another endpoint's task id reads as an
 unknown one: ``TaskNotFound``.
 
-Database work runs in worker threads (``database_sync_to_async(thread_sensitive=False)``), as
+Database work runs in worker threads (``switchboard.lib.dbthread``), as
 in ``mcp_server.server``.
 """
 
@@ -50,12 +50,12 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from channels.db import database_sync_to_async
 from django.conf import settings
 from google.protobuf import json_format
 from starlette.requests import Request
 
 from a2a_server import tasks, watch
+from switchboard.lib import dbthread
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
@@ -68,7 +68,7 @@ LIST_PAGE_MAX = 100
 
 
 def _in_thread(func: Callable[..., Any]) -> Callable[..., Any]:
-    return database_sync_to_async(func, thread_sensitive=False)
+    return dbthread.wrap(func)
 
 
 class ContextBuilder(DefaultServerCallContextBuilder):

@@ -29,7 +29,6 @@ import re
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import AgentCard
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 from starlette.applications import Starlette
@@ -40,7 +39,7 @@ from starlette.responses import JSONResponse, Response
 from a2a_server import card, handler
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, frontdoor
+from switchboard.lib import asgi, dbthread, frontdoor
 from switchboard.lib.asgi import Receive, Scope, Send
 from switchboard.models import Endpoint, Verb
 
@@ -173,9 +172,7 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
     except asgi.ClientDisconnected:
         return
     if rest == AGENT_CARD_WELL_KNOWN_PATH:
-        served = await database_sync_to_async(card.endpoint_card, thread_sensitive=False)(
-            endpoint, _base_url(scope, slug)
-        )
+        served = await dbthread.run(card.endpoint_card, endpoint, _base_url(scope, slug))
         _CARD.set(served)
     inner = {
         **scope,

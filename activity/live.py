@@ -45,7 +45,6 @@ from typing import Any, Self
 from urllib.parse import parse_qs
 from uuid import UUID
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
@@ -64,6 +63,7 @@ from activity.markup import (
     trail_rows,
 )
 from activity.trail import CLAIM, END, TimelineEntry, Trail, todo_trail
+from switchboard.lib import dbthread
 from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
@@ -380,14 +380,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
             if todo_id == self.watermark.todo_id:
                 await self._push_trail()
         elif isinstance(todo_id, str) and todo_id in self.rows:
-            html = await database_sync_to_async(state_cell)(self.human_id, todo_id)
+            html = await dbthread.run(state_cell, self.human_id, todo_id, thread_sensitive=True)
             if html is not None:
                 await self.send(text_data=html)
 
     async def _push_trail(self) -> None:
         assert self.watermark is not None
-        html = await database_sync_to_async(trail_push)(
-            self.human_id, self.watermark, self.csrf_token
+        html = await dbthread.run(
+            trail_push, self.human_id, self.watermark, self.csrf_token, thread_sensitive=True
         )
         if html is None:
             await self.close(code=CLOSE_NOT_FOUND)

@@ -48,11 +48,11 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from channels.db import database_sync_to_async
 from django.db import DatabaseError, transaction
 from django.db import connection as django_connection
 
 from mcp_server import presence, resources
+from switchboard.lib import dbthread
 from todos import lifecycle
 
 logger = logging.getLogger(__name__)
@@ -189,8 +189,8 @@ def subscribed(endpoint_id: UUID, session_ids: list[str], uri: str | None) -> li
         return [(row[0], row[1]) for row in cursor.fetchall()]
 
 
-_subscribed = database_sync_to_async(subscribed, thread_sensitive=False)
-_ring = database_sync_to_async(lifecycle.ring, thread_sensitive=False)
+_subscribed = dbthread.wrap(subscribed)
+_ring = dbthread.wrap(lifecycle.ring)
 
 
 # --- the listener ------------------------------------------------------------------------------

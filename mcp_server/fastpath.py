@@ -33,17 +33,23 @@ OpenTelemetry span, or a tracer provider that would record that span
 span is a no-op). A handler that raises past ``answer_call``'s own mapping gets the SDK's
 internal error. ``SWITCHBOARD_MCP_FAST_PATH=false`` sends every request to the SDK;
 ``tests/mcp/test_fastpath.py`` sends the same requests both ways and compares the answers.
+
+**Only on the SDK it was proven against.** This module copies the SDK's answer and reads one of
+its private modules (``mcp.server._otel``), so a new SDK release may change what "as the SDK
+would" means. ``PROVEN_SDK_VERSIONS`` names the releases ``tests/mcp/test_fastpath.py`` passed
+on; with any other ``mcp`` or ``mcp-types`` installed the fast path is off (the SDK serves every
+request) and a warning says so once (docs/decisions/0025-vendor-boundaries.md).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 from typing import Any
 
 import mcp_types as types
 from django.conf import settings
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.runner import modern_error_data
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
@@ -65,6 +71,47 @@ from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
 
+# The SDK's own middleware, from a private module: on an SDK without it the fast path is off
+# (``enabled``), not the server.
+_sdk_otel_middleware: type[Any] | None
+try:
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    _sdk_otel_middleware = OpenTelemetryMiddleware
+except ImportError:  # an unproven SDK: sdk_proven() is False there too
+    _sdk_otel_middleware = None
+
+# The releases of the SDK (``mcp`` and ``mcp-types``, released together) whose answers
+# tests/mcp/test_fastpath.py compared byte for byte with this module's. Add a release here only
+# after that test passes on it.
+PROVEN_SDK_VERSIONS = frozenset({"2.3.0"})
+_SDK_DISTRIBUTIONS = ("mcp", "mcp-types")
+
+
+def installed_sdk() -> dict[str, str]:
+    """The installed version of each SDK distribution."""
+    return {name: importlib.metadata.version(name) for name in _SDK_DISTRIBUTIONS}
+
+
+_proven: bool | None = None  # decided on first use, once per process
+
+
+def sdk_proven() -> bool:
+    """Whether the installed SDK is one the comparison test proved; warns once when not."""
+    global _proven
+    if _proven is None:
+        unproven = {n: v for n, v in installed_sdk().items() if v not in PROVEN_SDK_VERSIONS}
+        if unproven:
+            logger.warning(
+                "MCP fast path off: the SDK installed (%s) is not one tests/mcp/test_fastpath.py "
+                "proved (%s); the SDK answers every request",
+                ", ".join(f"{n} {v}" for n, v in sorted(unproven.items())),
+                ", ".join(sorted(PROVEN_SDK_VERSIONS)),
+            )
+        _proven = not unproven
+    return _proven
+
+
 _ROUTING_HEADERS = frozenset(
     name.encode("latin-1")
     for name in (MCP_PROTOCOL_VERSION_HEADER, MCP_METHOD_HEADER, MCP_NAME_HEADER)
@@ -75,16 +122,18 @@ _SERVER_INFO = {types.SERVER_INFO_META_KEY: mcp.SERVER.server_info_stamp}
 
 
 def enabled() -> bool:
-    """Whether the fast path may answer: the setting is on and skipping the SDK's pipeline
-    changes nothing (its only middleware is the OpenTelemetry span, which no tracer provider
-    records, and ``tools/call`` has no cache hint)."""
+    """Whether the fast path may answer: the setting is on, the SDK is a proven release, and
+    skipping the SDK's pipeline changes nothing (its only middleware is the OpenTelemetry span,
+    which no tracer provider records, and ``tools/call`` has no cache hint)."""
     server = mcp.SERVER
     entry = server.get_request_handler("tools/call")
     return (
         settings.SWITCHBOARD_MCP_FAST_PATH
+        and sdk_proven()
         and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
         and len(server.middleware) == 1
-        and type(server.middleware[0]) is OpenTelemetryMiddleware
+        and _sdk_otel_middleware is not None
+        and type(server.middleware[0]) is _sdk_otel_middleware
         and "tools/call" not in server.cache_hints
         and entry is not None
         and entry.handler is mcp.call_tool

@@ -26,10 +26,10 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from uuid import UUID
 
-from channels.db import database_sync_to_async
 from django.db import DatabaseError
 from django.db import connection as django_connection
 
+from switchboard.lib import dbthread
 from todos.fleet import STREAMS_HEARTBEAT_SECONDS, STREAMS_STALE_SECONDS
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def report(process_id: UUID, counts: Mapping[UUID, int]) -> None:
         )
 
 
-_report = database_sync_to_async(report, thread_sensitive=False)
+_report = dbthread.wrap(report)
 
 
 class Reporter:

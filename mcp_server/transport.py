@@ -34,7 +34,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import mcp_types as types
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
@@ -44,7 +43,7 @@ from mcp_server import doorbell, fastpath, sessions
 from mcp_server import server as mcp
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, frontdoor
+from switchboard.lib import asgi, dbthread, frontdoor
 from switchboard.lib.asgi import Message, Receive, Scope, Send
 from switchboard.models import Endpoint
 
@@ -442,7 +441,7 @@ async def legacy_stream(
         watcher = asyncio.get_running_loop().create_task(watch_disconnect())
         try:
             try:
-                await database_sync_to_async(doorbell.touch, thread_sensitive=False)(session)
+                await dbthread.run(doorbell.touch, session)
             except DatabaseError:  # the stream still works; only the pruning clock is stale
                 logger.warning("MCP GET stream: could not refresh the session's subscriptions")
             await guard.send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})

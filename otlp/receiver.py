@@ -20,7 +20,6 @@ import logging
 import re
 import time
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import DatabaseError
 
@@ -28,7 +27,7 @@ from otlp import decode, response
 from otlp.ingest import Outcome, ingest
 from switchboard import runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, frontdoor, metrics
+from switchboard.lib import asgi, dbthread, frontdoor, metrics
 from switchboard.lib.asgi import Receive, Scope, Send
 from switchboard.models import Endpoint
 
@@ -39,7 +38,7 @@ PREFIX = "/otlp"
 _PATH = re.compile(r"^/otlp/([^/]+)/v1/traces/?$")
 RETRY_AFTER_UNAVAILABLE = "5"
 
-_ingest = database_sync_to_async(ingest, thread_sensitive=False)
+_ingest = dbthread.wrap(ingest)
 
 
 def encode_refusal(refused: frontdoor.Refused, content_type: str | None) -> tuple[str, bytes]:

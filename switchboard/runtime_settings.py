@@ -167,10 +167,9 @@ async def acurrent() -> RuntimeSettings:
     cached = _cached
     if cached is not None and time.monotonic() - cached[0] < CACHE_TTL_SECONDS:
         return cached[1]
-    from channels.db import database_sync_to_async
+    from switchboard.lib import dbthread
 
-    snapshot: RuntimeSettings = await database_sync_to_async(current, thread_sensitive=False)()
-    return snapshot
+    return await dbthread.run(current)
 
 
 async def acurrent_or_defaults() -> RuntimeSettings:

@@ -1,7 +1,10 @@
 """Database work from async code: one hop to a worker thread, a request boundary around it.
 
-The ORM and the lifecycle are sync, so an ASGI surface (MCP, OTLP) runs its database work in a
-worker thread of the event loop's default executor. ``run(func, *args)`` is that hop, doing what
+The ORM and the lifecycle are sync, so async code (MCP, A2A, OTLP, the live pages' consumer, the
+doorbell) runs its database work in a worker thread, and always through this module: ``run(func,
+*args)`` for one call, ``wrap(func)`` for a function called often. Nothing else in the product
+hops to the database (no channels ``database_sync_to_async``, no bare ``sync_to_async`` or
+thread pool), so every hop gets the same boundary. ``run`` is that hop, doing what
 channels' ``database_sync_to_async`` does (Django's request boundary, ``close_old_connections``,
 before and after: a connection past ``CONN_MAX_AGE``, left in a transaction or broken by an error
 is closed) with two differences that matter on a hot path:
@@ -18,6 +21,11 @@ is closed) with two differences that matter on a hot path:
   ``sync_to_async(thread_sensitive=False)`` does, without its per-call machinery: about half the
   CPU per hop.
 
+``thread_sensitive=True`` runs the call in asgiref's one thread for sync code (the thread of an
+enclosing ``async_to_sync``, else its single shared executor) with the same boundary: for a
+caller that must see the same connection as the sync code around it, as channels' consumers do
+under test. Everything else leaves it off, as the executor's threads are many.
+
 docs/decisions/0014-bearer-cache.md has the figures.
 """
 
@@ -28,9 +36,10 @@ import contextvars
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import connections
 
 # A connection used this recently skips the CONN_HEALTH_CHECKS probe.
@@ -78,8 +87,25 @@ def _call[T](func: Callable[..., T], args: tuple[Any, ...]) -> T:
         _after()
 
 
-async def run[T](func: Callable[..., T], /, *args: Any) -> T:
-    """``func(*args)`` in a worker thread, inside a request boundary; its result or exception."""
+async def run[T](func: Callable[..., T], /, *args: Any, thread_sensitive: bool = False) -> T:
+    """``func(*args)`` in a worker thread, inside a request boundary; its result or exception.
+
+    ``thread_sensitive``: in asgiref's one thread for sync code rather than any executor thread.
+    """
+    if thread_sensitive:
+        return await sync_to_async(_call, thread_sensitive=True)(func, args)
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     return await loop.run_in_executor(None, context.run, functools.partial(_call, func, args))
+
+
+def wrap[**P, T](
+    func: Callable[P, T], *, thread_sensitive: bool = False
+) -> Callable[P, Awaitable[T]]:
+    """``func`` as a coroutine function whose every call is one ``run`` (keywords allowed)."""
+
+    async def hop(*args: P.args, **kwargs: P.kwargs) -> T:
+        call = functools.partial(func, **kwargs) if kwargs else func
+        return await run(call, *args, thread_sensitive=thread_sensitive)
+
+    return functools.wraps(func)(hop)

@@ -29,10 +29,18 @@ keep the applications' caps.
 
 ``python -m switchboard.lib.server <daphne arguments>`` is daphne's command line with this server;
 ``manage.py serve`` runs the same.
+
+This reaches into daphne and Twisted (the factory daphne's ``run()`` builds, the request class's
+hooks, the channel's parsed request line), so it runs only on the releases whose internals
+``tests/switchboard/test_server.py`` proved: on another release, or with a hook missing, the
+server refuses to start (``require_proven``) rather than serve without caps
+(docs/decisions/0025-vendor-boundaries.md).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import inspect
 import logging
 import sys
 from io import BytesIO
@@ -42,6 +50,7 @@ from urllib.parse import unquote
 from daphne.cli import CommandLineInterface as DaphneCommandLine
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server as DaphneServer
+from twisted.web import http
 
 from switchboard.lib import frontdoor
 
@@ -53,6 +62,67 @@ LINGER_SECONDS = 5.0
 _routes: frontdoor.RouteTable | None = None
 # Bodies being received per client address, over every connection of this process.
 _receiving: dict[str, int] = {}
+
+# The daphne and Twisted minors whose internals tests/switchboard/test_server.py proved (each
+# pinned to that minor in pyproject.toml). Add one only after that test passes on it.
+PROVEN_MINORS = {"daphne": frozenset({"4.2"}), "twisted": frozenset({"26.10"})}
+# The request hooks ``CappedRequest`` overrides, as Twisted's ``Request`` defines them.
+_REQUEST_HOOKS = ("gotLength", "handleContentChunk", "requestReceived", "connectionLost")
+
+
+def installed_version(distribution: str) -> str:
+    """The installed release of ``distribution`` (tests stand another in)."""
+    return importlib.metadata.version(distribution)
+
+
+def _source_says(func: Any, text: str) -> bool:
+    try:
+        return text in inspect.getsource(func)
+    except (OSError, TypeError):  # no source to read: not a release anyone proved
+        return False
+
+
+def unproven() -> list[str]:
+    """What this server needs of daphne and Twisted and does not find, in words; empty when
+    the installed releases are proven ones and every internal it uses is where it expects."""
+    problems = []
+    for distribution, minors in PROVEN_MINORS.items():
+        version = installed_version(distribution)
+        if ".".join(version.split(".")[:2]) not in minors:
+            proven = ", ".join(f"{m}.x" for m in sorted(minors))
+            problems.append(f"{distribution} {version} is not a proven release ({proven})")
+    for hook in _REQUEST_HOOKS:
+        if not callable(getattr(http.Request, hook, None)):
+            problems.append(f"twisted.web.http.Request has no {hook}()")
+    if "parsePOSTFormSubmission" not in inspect.signature(http.Request.__init__).parameters:
+        problems.append("twisted.web.http.Request() takes no parsePOSTFormSubmission")
+    if not issubclass(WebRequest, http.Request):
+        problems.append("daphne's WebRequest is no twisted.web.http.Request")
+    if not callable(getattr(HTTPFactory, "buildProtocol", None)):
+        problems.append("daphne's HTTPFactory has no buildProtocol()")
+    if not hasattr(http.HTTPChannel, "requestFactory"):
+        problems.append("twisted.web.http.HTTPChannel has no requestFactory")
+    if not _source_says(http.HTTPChannel.lineReceived, "self._path = "):
+        problems.append("twisted.web.http.HTTPChannel no longer keeps the request line's _path")
+    if not _source_says(DaphneServer.run, "self.http_factory = "):
+        problems.append("daphne's Server.run() no longer assigns self.http_factory")
+    if getattr(DaphneCommandLine, "server_class", None) is not DaphneServer:
+        problems.append("daphne's CommandLineInterface has no server_class to replace")
+    return problems
+
+
+def require_proven() -> None:
+    """Exit (status 1, the reasons on stderr) unless ``unproven()`` finds nothing: a server
+    that cannot apply the body caps does not start."""
+    problems = unproven()
+    if problems:
+        raise SystemExit(
+            "switchboard: refusing to start a server that could not cap request bodies: "
+            + "; ".join(problems)
+            + ". Install the locked releases (requirements.lock), or prove new ones with "
+            "tests/switchboard/test_server.py and add them to PROVEN_MINORS in "
+            "switchboard/lib/server.py."
+        )
 
 
 def set_routes(routes: frontdoor.RouteTable | None) -> None:
@@ -253,6 +323,10 @@ class Server(DaphneServer):
 
 class CommandLineInterface(DaphneCommandLine):
     server_class = Server
+
+    def run(self, args: list[str]) -> None:
+        require_proven()
+        super().run(args)
 
 
 def main(argv: list[str] | None = None) -> None:

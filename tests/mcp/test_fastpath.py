@@ -445,3 +445,32 @@ def test_lifecycle_untouched_by_a_refused_call(
     assert answer.path == FAST and b"invalid" in answer.body
     [todo] = Todo.objects.filter(endpoint=endpoint)
     assert todo.state == "claimed" and todo.finished_at is None
+
+
+def test_the_installed_sdk_is_one_this_test_proved() -> None:
+    """The tripwire: after an SDK upgrade this fails until the comparisons above pass on it and
+    its version joins ``PROVEN_SDK_VERSIONS``."""
+    assert set(fastpath.installed_sdk().values()) <= fastpath.PROVEN_SDK_VERSIONS
+    assert fastpath.sdk_proven()
+
+
+def test_an_sdk_release_not_proven_turns_the_fast_path_off_with_one_warning(
+    fast_endpoint: Callable[[tuple[str, ...] | None], str],
+    answered_by: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    key = fast_endpoint(None)
+    endpoint = Endpoint.objects.get(slug="fast")
+    assert _run(CASES["list_todos"], endpoint, key, True, answered_by).path == FAST
+
+    monkeypatch.setattr(fastpath, "installed_sdk", lambda: {"mcp": "2.4.0", "mcp-types": "2.4.0"})
+    monkeypatch.setattr(fastpath, "_proven", None)  # as in a process started on that release
+    with caplog.at_level("WARNING", logger="mcp_server.fastpath"):
+        first = _run(CASES["list_todos"], endpoint, key, True, answered_by)
+        second = _run(CASES["list_todos"], endpoint, key, True, answered_by)
+    assert first.path == SDK and second.path == SDK  # the SDK answered both
+    assert first.status == 200 and json.loads(first.body)["result"]["isError"] is False
+    warnings = [r.getMessage() for r in caplog.records if r.name == "mcp_server.fastpath"]
+    assert len(warnings) == 1
+    assert "mcp 2.4.0, mcp-types 2.4.0" in warnings[0] and "2.3.0" in warnings[0]

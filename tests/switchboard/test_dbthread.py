@@ -7,12 +7,16 @@ the same worker connection, as a busy server's threads do.
 from __future__ import annotations
 
 import asyncio
+import re
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from asgiref.sync import async_to_sync
 from django.db import DatabaseError, connection, connections
 from django.db.backends.postgresql.base import DatabaseWrapper
 
@@ -132,3 +136,52 @@ def test_a_dead_connection_fails_one_hot_call_and_is_replaced_before_an_idle_one
     assert isinstance(hot, DatabaseError), hot
     assert isinstance(second, int) and second != first  # a new backend after the failure
     assert isinstance(idle, int) and idle != second  # probed, found dead, replaced
+
+
+def test_wrap_hops_each_call_to_a_worker_thread_with_its_arguments() -> None:
+    def where(a: int, *, b: int) -> tuple[int, int, int, str]:
+        return threading.get_ident(), a, b, connection.alias
+
+    hop = dbthread.wrap(where)
+    assert hop.__name__ == "where"
+    thread, a, b, alias = asyncio.run(hop(1, b=2))
+    assert (a, b, alias) == (1, 2, "default")
+    assert thread != threading.get_ident()
+
+
+def test_a_thread_sensitive_hop_runs_in_the_thread_of_the_sync_code_around_it(
+    clock: Clock,
+) -> None:
+    """As channels' consumers run under async_to_sync: the caller's own thread (and so its
+    connection), with the same boundary around the call."""
+
+    async def hop() -> int:
+        return await dbthread.run(backend_pid, thread_sensitive=True)
+
+    assert async_to_sync(hop)() == backend_pid()
+    assert run_steps(clock, backend_pid) != [backend_pid()]  # a worker thread's own connection
+
+
+PRODUCT = ("switchboard", "todos", "attempts", "activity", "otlp", "mcp_server", "a2a_server")
+# Every way async code could reach the database other than this module.
+OTHER_HOPS = re.compile(
+    r"database_sync_to_async|(?<!async_to_)sync_to_async\(|run_in_executor|asyncio\.to_thread"
+)
+
+
+def test_no_module_but_dbthread_hops_to_the_database() -> None:
+    root = Path(__file__).resolve().parents[2]
+    found = [
+        f"{path.relative_to(root)}:{n}: {line.strip()}"
+        for package in PRODUCT
+        for path in sorted((root / package).rglob("*.py"))
+        if path != root / "switchboard/lib/dbthread.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if OTHER_HOPS.search(line) and not line.lstrip().startswith("#")
+    ]
+    assert found == []
+    # The scan finds what it is looking for.
+    assert OTHER_HOPS.search("x = database_sync_to_async(f, thread_sensitive=False)")
+    assert OTHER_HOPS.search("await sync_to_async(f)()") and not OTHER_HOPS.search(
+        "async_to_sync(f)"
+    )

@@ -1,5 +1,5 @@
 """Small things a new operator meets in the first hour: the favicon, and `make run` installing
-only what the product needs."""
+only what the product needs, from its lock."""
 
 from __future__ import annotations
 
@@ -43,6 +43,10 @@ def test_make_run_installs_the_runtime_dependencies_and_make_test_the_dev_tools(
     run = _planned("run", tmp_path)
     test = _planned("test", tmp_path)
 
-    assert "pip install --quiet --disable-pip-version-check .\n" in run
-    assert ".[dev]" not in run
-    assert '".[dev]"' in test
+    # The locked set, every file's hash checked, then the project without re-resolving.
+    assert "install --quiet --require-hashes -r requirements.lock\n" in run
+    assert "requirements-dev.lock" not in run
+    assert "install --quiet --require-hashes -r requirements-dev.lock\n" in test
+    for plan in (run, test):
+        assert "install --quiet --no-deps .\n" in plan
+        assert "install --quiet ." not in plan.replace("--no-deps .", "")

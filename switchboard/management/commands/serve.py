@@ -31,8 +31,9 @@ class Command(BaseCommand):
         from django.conf import settings
 
         from switchboard import embedded
-        from switchboard.lib.server import CommandLineInterface
+        from switchboard.lib.server import CommandLineInterface, require_proven
 
+        require_proven()  # before migrating: a server that could not cap bodies does not start
         # manage.py started it already; this covers call_command("serve") and costs nothing.
         embedded.ensure_running()
         # For the commands run beside this server in the checkout (manage.py reads it).
