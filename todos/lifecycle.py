@@ -50,7 +50,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -71,9 +70,28 @@ from switchboard.lib.errors import (
     TodoNotFound,
 )
 from switchboard.lib.sql import fetch_all, fetch_one, load
-from switchboard.lib.text import cut_utf8, strip_control
+from switchboard.lib.text import cut_utf8
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos import events
+from todos.limits import (
+    ACTIVITY_TEXT_MAX_BYTES,
+    ACTOR_REF_MAX_BYTES,
+    BULK_MAX,
+    LEASE_TTL_MAX_SECONDS,
+    LEASE_TTL_MIN_SECONDS,
+    MAX_ATTEMPTS_LIMIT,
+    OWNER_MAX_BYTES,
+    PRIOR_ATTEMPTS,
+    RETRY_AFTER_MAX_SECONDS,
+    SWEEP_BATCH,
+    TITLE_MAX_BYTES,
+    TRACE_ID_BYTES,
+    check_name,
+    new_todo_id,
+)
+from todos.limits import (
+    QUEUE_MAX_BYTES as QUEUE_MAX_BYTES,  # callers read it here too
+)
 from todos.queries import TodoFilters, recent_closed_attempts
 from todos.states import IN_FLIGHT_STATES, PAUSED_STATES
 from todos.types import (
@@ -105,6 +123,8 @@ def _statement(name: str, **fragments: str) -> str:
         # The queue a claim_next takes from, for its paused-queue probe (_queue_open.sql).
         "pause_endpoint": "%(endpoint_id)s",
         "pause_queue": "%(queue)s",
+        # The claim's closed attempts, a constant of the statement (its plan's LIMIT).
+        "prior_attempts": str(PRIOR_ATTEMPTS),
     }
     return load(_SQL, name, **{**defaults, **fragments})
 
@@ -199,22 +219,7 @@ IN_SCOPE = {
     False: _statement("in_scope", scope=HUMAN_SCOPE_SQL),
 }
 
-LEASE_TTL_MIN_SECONDS = 10
-LEASE_TTL_MAX_SECONDS = 24 * 3600
-RETRY_AFTER_MAX_SECONDS = 7 * 24 * 3600
-MAX_ATTEMPTS_LIMIT = 1000
-QUEUE_MAX_BYTES = 128
-OWNER_MAX_BYTES = 256
-TITLE_MAX_BYTES = 1024
-SWEEP_BATCH = 500
-# The most todos one bulk action changes: one statement holds their row locks until it commits,
-# so a click must not lock the table for long (docs/decisions/0020-queue-pause-and-bulk-actions.md).
-BULK_MAX = 10_000
-PRIOR_ATTEMPTS = 5  # closed attempts a claim result carries
-TRACE_ID_BYTES = 16  # todo_attempts.trace_id: a W3C trace id
 INTERRUPT_STATES = tuple(str(state) for state in PAUSED_STATES)  # what interrupt may move to
-ACTIVITY_TEXT_MAX_BYTES = 512  # todo_activity.message
-ACTOR_REF_MAX_BYTES = 128  # todo_activity.actor_ref
 # A note may span lines; any other control character (NUL included) is refused.
 _NOTE_CONTROLS_ALLOWED = frozenset("\n\t")
 
@@ -223,12 +228,6 @@ _ONE_OPEN_KEY = re.compile(r"\(todo_id\)=\(([^)]*)\)")
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def new_todo_id() -> str:
-    """``td_`` + 20 lowercase base32 characters (100 random bits)."""
-    alphabet = "abcdefghijklmnopqrstuvwxyz234567"
-    return "td_" + "".join(secrets.choice(alphabet) for _ in range(20))
 
 
 def _jsonb(field: str, value: Any) -> Jsonb | None:
@@ -247,21 +246,6 @@ def _jsonb(field: str, value: Any) -> Jsonb | None:
         raise InvalidInput(field, f"is not JSON ({exc})") from None
     # Send the text just made (psycopg's default json.dumps would make the same text again).
     return Jsonb(value, dumps=lambda _value: text)
-
-
-def check_name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
-    """A short identifier (queue, owner): a non-empty string without control characters."""
-    if not isinstance(value, str) or not value:
-        raise InvalidInput(field, "must be a non-empty string")
-    if (reason := jsonlimits.text_problem(value)) is not None:
-        raise InvalidInput(field, reason)
-    if len(value.encode()) > max_bytes:
-        raise InvalidInput(field, f"must be at most {max_bytes} bytes")
-    # isprintable() is False for every control character (and for some others): only then is
-    # the per-character check needed.
-    if not value.isprintable() and strip_control(value) != value:
-        raise InvalidInput(field, "must not contain control characters")
-    return value
 
 
 def _ttl(seconds: int | None) -> int:
