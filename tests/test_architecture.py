@@ -86,7 +86,7 @@ def test_the_layers_contract_is_kept() -> None:
         ("attempts/rules.py", "from todos import lifecycle"),
         ("switchboard/scope.py", "import attempts.models"),
         ("switchboard/lib/text.py", "from switchboard import models"),
-        ("todos/lifecycle.py", "from todos.intake import deliveries"),
+        ("todos/lifecycle/agent.py", "from todos.intake import deliveries"),
         ("todos/intake/sources.py", "import mcp_server.tools"),
     ],
 )
