@@ -24,23 +24,9 @@ from switchboard.lib.errors import (
     LeaseConflict,
     TodoNotFound,
 )
-from todos.lifecycle.agent import (
-    claim,
-    claim_next,
-    complete,
-    create,
-    fail,
-    heartbeat,
-    release,
-)
-from todos.lifecycle.bulk import (
-    bulk_cancel,
-    bulk_retry,
-)
-from todos.lifecycle.core import (
-    activity_text,
-    check_commit,
-)
+from todos.lifecycle.agent import claim, claim_next, complete, create, fail, heartbeat, release
+from todos.lifecycle.bulk import bulk_cancel, bulk_retry
+from todos.lifecycle.core import activity_text, check_commit
 from todos.lifecycle.operator import (
     cancel,
     operator_cancel,
@@ -53,17 +39,8 @@ from todos.lifecycle.operator import (
     retry,
     revoke_endpoint,
 )
-from todos.lifecycle.queues import (
-    pause_queue,
-    resume_queue,
-)
-from todos.lifecycle.requester import (
-    INTERRUPT_STATES,
-    answer,
-    interrupt,
-    reject,
-    resume,
-)
+from todos.lifecycle.queues import pause_queue, resume_queue
+from todos.lifecycle.requester import INTERRUPT_STATES, answer, interrupt, reject, resume
 from todos.lifecycle.statements import (
     CANCEL_BY_HUMAN,
     CANCEL_BY_REQUESTER,
@@ -101,12 +78,7 @@ from todos.lifecycle.statements import (
     RING_SCANS,
     bulk_statement,
 )
-from todos.lifecycle.sweeps import (
-    reap,
-    requeue_due_retries,
-    ring,
-    ring_due,
-)
+from todos.lifecycle.sweeps import reap, requeue_due_retries, ring, ring_due
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
     ACTOR_REF_MAX_BYTES,

@@ -11,11 +11,7 @@ from uuid import UUID
 from attempts import rules
 from switchboard import runtime_settings
 from switchboard.lib import metrics
-from switchboard.lib.errors import (
-    InvalidInput,
-    LeaseConflict,
-    TodoNotFound,
-)
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.lib.text import cut_utf8
 from switchboard.scope import Scope
@@ -54,12 +50,7 @@ from todos.limits import (
     TITLE_MAX_BYTES,
     check_name,
 )
-from todos.types import (
-    ClaimResult,
-    FailResult,
-    ReportResult,
-    TodoView,
-)
+from todos.types import ClaimResult, FailResult, ReportResult, TodoView
 
 
 def create(

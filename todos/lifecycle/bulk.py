@@ -10,26 +10,14 @@ from django.db import transaction
 
 from attempts import rules
 from switchboard.lib import metrics
-from switchboard.lib.errors import (
-    InvalidInput,
-)
+from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
 from todos import events
-from todos.lifecycle.core import (
-    activity_params,
-    counted,
-    run,
-)
-from todos.lifecycle.statements import (
-    bulk_statement,
-)
-from todos.limits import (
-    BULK_MAX,
-)
+from todos.lifecycle.core import activity_params, counted, run
+from todos.lifecycle.statements import bulk_statement
+from todos.limits import BULK_MAX
 from todos.queries import TodoFilters
-from todos.types import (
-    BulkResult,
-)
+from todos.types import BulkResult
 
 
 def _bulk_params(seen_at: dt.datetime, limit: int) -> dict[str, Any]:

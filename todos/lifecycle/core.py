@@ -73,10 +73,7 @@ from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.lib.text import cut_utf8
 from switchboard.scope import Scope
 from todos import events
-from todos.lifecycle.statements import (
-    IN_ENDPOINT_SCOPE,
-    IN_HUMAN_SCOPE,
-)
+from todos.lifecycle.statements import IN_ENDPOINT_SCOPE, IN_HUMAN_SCOPE
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
     ACTOR_REF_MAX_BYTES,
@@ -89,12 +86,7 @@ from todos.limits import (
     check_name,
 )
 from todos.queries import recent_closed_attempts
-from todos.types import (
-    AttemptView,
-    ClaimResult,
-    FailResult,
-    TodoView,
-)
+from todos.types import AttemptView, ClaimResult, FailResult, TodoView
 
 # A note may span lines; any other control character (NUL included) is refused.
 _NOTE_CONTROLS_ALLOWED = frozenset("\n\t")

@@ -39,13 +39,7 @@ from todos.lifecycle.statements import (
     RETRY,
     REVOKE_ENDPOINT,
 )
-from todos.types import (
-    ClaimResult,
-    FailResult,
-    ReportResult,
-    RevokeResult,
-    TodoView,
-)
+from todos.types import ClaimResult, FailResult, ReportResult, RevokeResult, TodoView
 
 
 def retry(human_id: int, todo_id: str, *, actor_id: int | None = None) -> ReportResult:

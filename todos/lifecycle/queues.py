@@ -9,9 +9,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from switchboard.lib.errors import (
-    InvalidInput,
-)
+from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_one
 from todos.lifecycle.statements import (
     PAUSE_QUEUE_BY_HUMAN,
@@ -19,12 +17,8 @@ from todos.lifecycle.statements import (
     RESUME_QUEUE_BY_HUMAN,
     RESUME_QUEUE_BY_SYSTEM,
 )
-from todos.limits import (
-    check_name,
-)
-from todos.types import (
-    QueueChange,
-)
+from todos.limits import check_name
+from todos.types import QueueChange
 
 
 def _queue_params(

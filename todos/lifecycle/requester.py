@@ -14,9 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from attempts import rules
-from switchboard.lib.errors import (
-    InvalidInput,
-)
+from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
 from todos.lifecycle.core import (
     by_endpoint,
@@ -27,17 +25,9 @@ from todos.lifecycle.core import (
     lease_ttl,
     run_single,
 )
-from todos.lifecycle.statements import (
-    INTERRUPT,
-    REJECT,
-    RESUME_BY_HUMAN,
-    RESUME_BY_REQUESTER,
-)
+from todos.lifecycle.statements import INTERRUPT, REJECT, RESUME_BY_HUMAN, RESUME_BY_REQUESTER
 from todos.states import PAUSED_STATES
-from todos.types import (
-    ReportResult,
-    TodoView,
-)
+from todos.types import ReportResult, TodoView
 
 INTERRUPT_STATES = tuple(str(state) for state in PAUSED_STATES)  # what interrupt may move to
 

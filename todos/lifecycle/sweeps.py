@@ -11,24 +11,10 @@ from switchboard import runtime_settings
 from switchboard.lib import metrics
 from switchboard.lib.sql import fetch_all, fetch_one
 from todos import events
-from todos.lifecycle.core import (
-    activity_params,
-    counted,
-    run,
-)
-from todos.lifecycle.statements import (
-    REAP,
-    REQUEUE_DUE_RETRIES,
-    RING,
-    RING_DUE,
-)
-from todos.limits import (
-    SWEEP_BATCH,
-)
-from todos.types import (
-    RingResult,
-    SweepResult,
-)
+from todos.lifecycle.core import activity_params, counted, run
+from todos.lifecycle.statements import REAP, REQUEUE_DUE_RETRIES, RING, RING_DUE
+from todos.limits import SWEEP_BATCH
+from todos.types import RingResult, SweepResult
 
 
 def reap(limit: int = SWEEP_BATCH) -> SweepResult:
