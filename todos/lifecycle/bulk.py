@@ -13,10 +13,10 @@ from switchboard.lib import metrics
 from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
 from todos import events
+from todos.filters import TodoFilters
 from todos.lifecycle.core import activity_params, counted, run
 from todos.lifecycle.statements import bulk_statement
 from todos.limits import BULK_MAX
-from todos.queries import TodoFilters
 from todos.types import BulkResult
 
 

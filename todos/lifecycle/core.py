@@ -61,6 +61,7 @@ from django.db import IntegrityError, transaction
 from psycopg.types.json import Jsonb
 
 from attempts import fence, rules
+from attempts.queries import recent_closed_attempts
 from switchboard import runtime_settings
 from switchboard.lib import jsonlimits, metrics, redact
 from switchboard.lib.errors import (
@@ -85,7 +86,6 @@ from todos.limits import (
     TRACE_ID_BYTES,
     check_name,
 )
-from todos.queries import recent_closed_attempts
 from todos.types import AttemptView, ClaimResult, FailResult, TodoView
 
 # A note may span lines; any other control character (NUL included) is refused.
