@@ -61,6 +61,13 @@ CLAIM_PUSHES = load(_SQL, "claim_pushes")
 RECORD_PUSH = load(_SQL, "record_push")
 UNCLAIM_PUSHES = load(_SQL, "unclaim_pushes")
 QUEUE_TEST_PUSH = load(_SQL, "queue_test_push")
+# By name, for ``manage.py sql``.
+STATEMENTS = {
+    "claim_pushes": CLAIM_PUSHES,
+    "record_push": RECORD_PUSH,
+    "unclaim_pushes": UNCLAIM_PUSHES,
+    "queue_test_push": QUEUE_TEST_PUSH,
+}
 
 
 @dataclass

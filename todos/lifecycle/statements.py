@@ -165,7 +165,11 @@ def named() -> dict[str, str]:
     found = {
         name.lower(): value
         for name, value in globals().items()
-        if name.isupper() and not name.startswith("_") and isinstance(value, str)
+        # ``*_SQL`` are the scope fragments this module imports, not statements.
+        if name.isupper()
+        and not name.startswith("_")
+        and not name.endswith("_SQL")
+        and isinstance(value, str)
     }
     found |= {f"ring_due_{scan}": text for scan, text in RING_DUE.items()}
     found |= {f"bulk_{action}": bulk_statement(action, "TRUE") for action in BULK_ACTIONS}
