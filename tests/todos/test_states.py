@@ -145,7 +145,7 @@ def reach_every_state(p: Personas) -> dict[str, str]:
     ids["failed, dead letter: pending when its endpoint was revoked"] = pending
     ids["failed, dead letter: claimed when its endpoint was revoked"] = held
 
-    for state in states.PAUSED_STATES:
+    for state in states.AWAITING_INPUT_STATES:
         lifecycle.interrupt(ep, claim(state.value), owner=OWNER, state=state)
     lifecycle.complete(ep, claim("completed"), owner=OWNER)
     ids["canceled"] = new_todo(ep).id

@@ -1,11 +1,14 @@
 """The A2A states, between a todo's holder and whoever asked for the work.
 
 The holder ``interrupt``s its claim to ask for input (or authorization): the todo waits on a
-human (``states.AWAITING_INPUT_STATES``) and its lease is held, never reaped. An answer
-resumes the claim (resume.sql: the lease restarts and the holder reads the answer under
-``input_request.response``): ``resume`` is the owning human's answer from the Board, ``answer``
-the endpoint's A2A requester's. Both words name the same transition; ``resume`` is the one a
-human makes. The holder may also ``reject`` the task for good.
+human (``states.AWAITING_INPUT_STATES``), its lease held, never reaped. One word each:
+
+- **resume** is the transition back (resume.sql: claimed again, the lease restarts), and
+  ``resume()`` is the owning human making it from the Board, with or without a response;
+- **answer** is a response to the holder's request: ``answer()`` is the endpoint's A2A
+  requester resuming the claim with one. The holder reads it under ``input_request.response``.
+
+The holder may also ``reject`` the task for good.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from todos.lifecycle.core import (
     run_single,
 )
 from todos.lifecycle.statements import INTERRUPT, REJECT, RESUME_BY_HUMAN, RESUME_BY_REQUESTER
-from todos.states import PAUSED_STATES
+from todos.states import AWAITING_INPUT_STATES
 from todos.types import ReportResult, TodoView
 
-INTERRUPT_STATES = tuple(str(state) for state in PAUSED_STATES)  # what interrupt may move to
+# What interrupt may move a claim to.
+INTERRUPT_STATES = tuple(str(state) for state in AWAITING_INPUT_STATES)
 
 
 def interrupt(
@@ -41,7 +45,8 @@ def interrupt(
     input_request: Any = None,
     lease_token: str | None = None,
 ) -> ReportResult:
-    """Pause the holder's claim awaiting input (or authorization); it is never reaped meanwhile."""
+    """Hold the holder's claim while it waits on input (or authorization) from a human: its
+    lease stops running and it is never reaped meanwhile, until ``resume`` or ``answer``."""
     if state not in INTERRUPT_STATES:
         raise InvalidInput("state", f"must be one of {', '.join(INTERRUPT_STATES)}")
     params = {
@@ -63,9 +68,10 @@ def resume(
     lease_ttl_seconds: int | None = None,
     actor_id: int | None = None,
 ) -> ReportResult:
-    """The owning human answers an interrupted todo; the holder's lease restarts.
+    """Resume an interrupted todo as its owning human: claimed again, the holder's lease
+    restarts; ``response``, when given, is the human's answer.
 
-    ``actor_id`` is who answered when it is not ``human_id`` (staff in the admin).
+    ``actor_id`` is who pressed resume when it is not ``human_id`` (staff in the admin).
     """
     params = {
         "response": jsonb("response", response),
@@ -85,9 +91,9 @@ def answer(
     requester: str,
     lease_ttl_seconds: int | None = None,
 ) -> ReportResult:
-    """The endpoint's A2A requester answers its interrupted todo (``resume`` in the endpoint's
-    scope); the holder's lease restarts and it reads the answer under
-    ``input_request.response``. Recorded as an ``a2a_state`` row of ``requester``."""
+    """Answer an interrupted todo as the endpoint's A2A requester: the same resume as
+    ``resume``'s, in the endpoint's scope and always with a response, which the holder reads
+    under ``input_request.response``. Recorded as an ``a2a_state`` row of ``requester``."""
     params = {
         "response": jsonb("response", response),
         "ttl_seconds": lease_ttl(lease_ttl_seconds),
