@@ -294,9 +294,9 @@ class Cursor:
     """A keyset position: the (created_at, id) of the last row shown, and for a sort other than
     newest first, the sort and the row's sort key (``SORT_KEYS``).
 
-    Its text is opaque to clients (base64url of ``["<created_at>", "<id>"]``, the time in UTC
-    with its microseconds, which the keyset needs; a sorted list's adds the sort and the key);
-    the Board carries it in its URLs and MCP returns it as ``next_cursor``.
+    Its text is opaque to clients (``switchboard/lib/keyset.py`` of ``["<created_at>", "<id>"]``,
+    the time in UTC with its microseconds, which the keyset needs; a sorted list's adds the sort
+    and the key); the Board carries it in its URLs and MCP returns it as ``next_cursor``.
     """
 
     created_at: dt.datetime
