@@ -19,8 +19,6 @@ opening the feed's first page moves ``activity_seen_at`` to now.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import json
 import re
@@ -32,6 +30,7 @@ from typing import Any, Self
 from activity.models import Kind
 from activity.trail import Said
 from attempts.models import Outcome
+from switchboard.lib import keyset
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.models import Human
 from switchboard.scope import HUMAN_ENDPOINTS_SQL
@@ -96,23 +95,20 @@ class Cursor:
     seq: int
 
     def encode(self) -> str:
-        text = json.dumps([self.at.isoformat(), self.kind, self.todo_id, self.seq])
-        return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+        return keyset.encode([keyset.stamp(self.at), self.kind, self.todo_id, self.seq])
 
     @classmethod
     def decode(cls, text: str) -> Cursor | None:
         """The cursor ``text`` encodes, or None for anything else (the feed then starts over)."""
-        if not text or len(text) > 200:
+        value = keyset.decode(text, max_chars=200)
+        if value is None or len(value) != 4:
             return None
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            stamp, kind, todo_id, seq = json.loads(raw)
-            at = dt.datetime.fromisoformat(stamp)
-        except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
+        stamp, kind, todo_id, seq = value
+        at = keyset.parse_stamp(stamp)
+        if at is None:
             return None
         valid = (
-            at.tzinfo is not None
-            and kind in KINDS
+            kind in KINDS
             and isinstance(todo_id, str)
             and _TODO_ID.fullmatch(todo_id) is not None
             and type(seq) is int

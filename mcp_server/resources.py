@@ -18,7 +18,7 @@ from mcp_server import shapes, tools, verbs
 from mcp_server.schemas import ATTEMPTS_LIMIT_DEFAULT
 from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput, TodoNotFound
-from todos import lifecycle, queries
+from todos import limits, queries
 
 SCHEME = "switchboard://"
 TODO_TEMPLATE = "switchboard://todos/{id}"
@@ -50,7 +50,7 @@ def _parse(uri: str) -> tuple[str, str]:
     # PostgreSQL cannot compare (NUL, a lone surrogate) must not reach it.
     try:
         if kind == "queues":
-            lifecycle.check_name("queue", name)
+            limits.check_name("queue", name)
         elif jsonlimits.text_problem(name) is not None:
             raise ResourceError(uri)
     except InvalidInput:

@@ -23,7 +23,7 @@ from typing import Any
 
 from attempts.fence import TOKEN_BYTES
 from attempts.rules import ARTIFACT_MAX_BYTES
-from todos.lifecycle import (
+from todos.limits import (
     LEASE_TTL_MAX_SECONDS,
     LEASE_TTL_MIN_SECONDS,
     QUEUE_MAX_BYTES,

@@ -248,7 +248,7 @@ def endpoint_mint_key(request: BoardRequest, slug: str) -> HttpResponse:
 def endpoint_push_test(request: BoardRequest, slug: str) -> HttpResponse:
     """Queue a test push ring; the sweeper sends it (never this request)."""
     endpoint = _own_endpoint(request, slug)
-    if lifecycle.queue_test_push(endpoint.id) is None:
+    if push.queue_test_push(endpoint.id) is None:
         messages.error(
             request, f"{endpoint.slug} has no push URL (or is revoked): nothing to ring."
         )

@@ -32,7 +32,8 @@ OUTSIDE_THE_LAYERS = {
 
 
 def _layer_modules() -> list[str]:
-    (contract,) = CONFIG["contracts"]
+    # The first contract places every module; the others order modules inside one package.
+    contract = CONFIG["contracts"][0]
     return [
         name.strip()
         for layer in contract["layers"]
@@ -78,7 +79,7 @@ def test_every_product_module_sits_in_a_layer() -> None:
 def test_the_layers_contract_is_kept() -> None:
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 1 kept, 0 broken." in result.stdout
+    assert f"Contracts: {len(CONFIG['contracts'])} kept, 0 broken." in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -87,7 +88,7 @@ def test_the_layers_contract_is_kept() -> None:
         ("attempts/rules.py", "from todos import lifecycle"),
         ("switchboard/scope.py", "import attempts.models"),
         ("switchboard/lib/text.py", "from switchboard import models"),
-        ("todos/lifecycle.py", "from todos.intake import deliveries"),
+        ("todos/lifecycle/agent.py", "from todos.intake import deliveries"),
         ("todos/intake/sources.py", "import mcp_server.tools"),
         # The humans' surfaces: one page module importing another (each group is independent),
         # a shared piece importing a page, pure presentation importing a shared piece.
@@ -100,6 +101,24 @@ def test_the_layers_contract_is_kept() -> None:
         ("todos/markup.py", "from todos import overview_views"),
         ("todos/present.py", "from todos import pages"),
         ("todos/intake/traces.py", "from todos.intake import source_views"),
+        # One into each group of the todos core, top to bottom. The lifecycle and the reads are
+        # siblings: the lifecycle reading through queries closed a circle back to the models.
+        ("todos/lifecycle/core.py", "from todos import sweeps"),
+        ("todos/lifecycle/core.py", "from todos import queries"),
+        ("todos/queries.py", "from todos import lifecycle"),
+        ("todos/push.py", "from todos import lifecycle"),
+        ("todos/filters.py", "from todos import queries"),
+        ("todos/types.py", "from todos import filters"),
+        ("todos/events.py", "from todos import types"),
+        # Rule.clean once imported the lifecycle, inside the method: still an import.
+        ("todos/models.py", "from todos import lifecycle"),
+        ("todos/states.py", "from todos import models"),
+        ("todos/limits.py", "from todos import states"),
+        ("todos/intake/routing.py", "from todos import limits"),
+        # Inside the lifecycle: an actor never imports another, core never an actor.
+        ("todos/lifecycle/agent.py", "from todos.lifecycle import operator"),
+        ("todos/lifecycle/core.py", "from todos.lifecycle import bulk"),
+        ("todos/lifecycle/statements.py", "from todos.lifecycle import core"),
     ],
 )
 def test_a_reverse_import_breaks_the_contract(tmp_path: Path, module: str, planted: str) -> None:

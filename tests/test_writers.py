@@ -71,11 +71,11 @@ WRITERS: dict[str, set[str]] = {
     _source_file(sources): {"Source", "Rule"},
     # Revoking an endpoint is a lifecycle transition: one statement sets revoked_at and
     # dead-letters the endpoint's unfinished todos, so it lives with the other transitions.
-    _relative(Path(_source_file(lifecycle)).parent / "sql" / "revoke_endpoint.sql"): {"Endpoint"},
+    _relative(lifecycle.statements.SQL_DIR / "revoke_endpoint.sql"): {"Endpoint"},
     # A ring queues its push in its own statement; the sweeper's sender (todos/push.py) takes,
-    # records and hands back pushes through the lifecycle's statements, the Board's test ring too.
+    # records and hands back pushes through its own statements, the Board's test ring too.
     **{
-        _relative(Path(_source_file(lifecycle)).parent / "sql" / f"{name}.sql"): {"PushAttempt"}
+        _relative(lifecycle.statements.SQL_DIR / f"{name}.sql"): {"PushAttempt"}
         for name in (
             "_ring_arms",
             "claim_pushes",
@@ -613,7 +613,7 @@ def test_the_scanner_lets_each_writer_write_only_its_own_models() -> None:
     assert check_text(IMPORTS + "Source.objects.create(slug='x')", credentials_path) == [
         f"{credentials_path}:3: Source.objects.create() writes Source"
     ]
-    sql = _relative(Path(_source_file(lifecycle)).parent / "sql" / "revoke_endpoint.sql")
+    sql = _relative(lifecycle.statements.SQL_DIR / "revoke_endpoint.sql")
     assert check_text("UPDATE endpoints SET revoked_at = now()", sql) == []
     assert check_text("-- no UPDATE rules here\nupdate rules set enabled = false", sql) == [
         f"{sql}:2: SQL 'update rules' writes Rule"

@@ -11,8 +11,10 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Now
 
+from switchboard.lib.errors import InvalidInput
 from switchboard.models import Endpoint, Human, slug_validator
-from todos import states
+from todos import limits, states
+from todos.intake import routing
 from todos.states import State, TodoQuerySet  # State: also importable from here, as before
 
 
@@ -82,10 +84,6 @@ class Rule(models.Model):
         """Refuse what intake could not route: a bad match, a foreign or revoked endpoint, a
         queue or budget outside the schema's bounds. Admin, the Board and ``create_rule`` call
         this through ``full_clean``."""
-        from switchboard.lib.errors import InvalidInput
-        from todos import lifecycle
-        from todos.intake import routing
-
         errors: dict[str, str] = {}
         try:
             routing.parse_match(self.match)
@@ -102,17 +100,17 @@ class Rule(models.Model):
                 errors["endpoint"] = "This endpoint is revoked; todos for it are refused."
         try:
             # The lifecycle's own check, plus no spaces around the name (a rule is typed in).
-            queue = lifecycle.check_name("queue", self.queue)
+            queue = limits.check_name("queue", self.queue)
             queue_ok = queue == queue.strip()
         except InvalidInput:
             queue_ok = False
         if not queue_ok:
             errors["queue"] = (
-                f"A queue is 1 to {lifecycle.QUEUE_MAX_BYTES} bytes,"
+                f"A queue is 1 to {limits.QUEUE_MAX_BYTES} bytes,"
                 " without spaces around it or controls."
             )
-        if not 1 <= self.max_attempts <= lifecycle.MAX_ATTEMPTS_LIMIT:
-            errors["max_attempts"] = f"Between 1 and {lifecycle.MAX_ATTEMPTS_LIMIT}."
+        if not 1 <= self.max_attempts <= limits.MAX_ATTEMPTS_LIMIT:
+            errors["max_attempts"] = f"Between 1 and {limits.MAX_ATTEMPTS_LIMIT}."
         if errors:
             raise ValidationError(errors)
 

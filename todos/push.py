@@ -6,6 +6,11 @@ rings, and only after that transaction commits. The sweeper then sends what is d
 request: a slow or failing receiver costs the sweeper at most one timeout per endpoint and pass
 and never touches the todo, which stays claimable whatever the push's fate.
 
+The outbox: a ring's own statement queues its push (``_ring_arms.sql``); this module is the only
+other writer of ``push_attempts`` and ``push_circuits``: it takes, records and hands back pushes
+(``claim_pushes``, ``record_push``, ``unclaim_pushes``), and queues the Board's test ring
+(``queue_test_push``), one statement each.
+
 - Body: ``{"queue", "todo_id", "ring_id", "reason"}`` (compact JSON), signed with the endpoint's
   push secret (``switchboard/lib/webhook_out.py``); ``ring_id`` is the same id as the todo's
   ``rung`` activity row, so a receiver can drop a duplicate delivery.
@@ -25,17 +30,22 @@ import json
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.client import HTTPException
+from pathlib import Path
 from typing import Any
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import connection
 
 from switchboard import runtime_settings
 from switchboard.lib import webhook_out
-from todos import lifecycle
+from switchboard.lib.sql import fetch_all, fetch_one, load
+from switchboard.lib.text import cut_utf8
+from todos.limits import ACTIVITY_TEXT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +55,19 @@ RETRY_FIRST_SECONDS = 5.0
 RETRY_MAX_SECONDS = 300.0
 KEEP_PER_ENDPOINT = 200  # finished pushes kept per endpoint for the Board
 USER_AGENT = "Switchboard-Push/1"
+
+_SQL = Path(__file__).resolve().parent / "sql"
+CLAIM_PUSHES = load(_SQL, "claim_pushes")
+RECORD_PUSH = load(_SQL, "record_push")
+UNCLAIM_PUSHES = load(_SQL, "unclaim_pushes")
+QUEUE_TEST_PUSH = load(_SQL, "queue_test_push")
+# By name, for ``manage.py sql``.
+STATEMENTS = {
+    "claim_pushes": CLAIM_PUSHES,
+    "record_push": RECORD_PUSH,
+    "unclaim_pushes": UNCLAIM_PUSHES,
+    "queue_test_push": QUEUE_TEST_PUSH,
+}
 
 
 @dataclass
@@ -64,6 +87,62 @@ class PushReport:
     failed: int = 0  # tries that failed (retried later or failed for good)
     handed_back: int = 0
     opened: list[str] = field(default_factory=list)  # endpoints whose breaker this pass opened
+
+
+# --- the outbox -----------------------------------------------------------------------------
+
+
+def claim_pushes(limit: int, lease_seconds: float) -> list[dict[str, Any]]:
+    """Take up to ``limit`` queued push rings that are due (``claim_pushes.sql``), counting a
+    try each; send them after this commits (``send_due``)."""
+    return fetch_all(CLAIM_PUSHES, {"limit": limit, "lease_seconds": lease_seconds})
+
+
+def record_push(
+    push_id: int,
+    *,
+    delivered: bool,
+    retry: bool,
+    status_code: int | None,
+    error: str,
+    duration_ms: int | None,
+    backoff_seconds: float,
+    keep: int,
+) -> dict[str, Any] | None:
+    """Record one try of a push ring and move the endpoint's circuit breaker
+    (``record_push.sql``); return the breaker's ``failures`` and ``open_until``."""
+    current = runtime_settings.current()
+    return fetch_one(
+        RECORD_PUSH,
+        {
+            "id": push_id,
+            "delivered": delivered,
+            "retry": retry,
+            "status_code": status_code,
+            "error": cut_utf8(error, ACTIVITY_TEXT_MAX_BYTES)[0] if error else "",
+            "duration_ms": duration_ms,
+            "backoff_seconds": backoff_seconds,
+            "breaker_failures": current.push_breaker_failures,
+            "breaker_seconds": current.push_breaker_seconds,
+            "keep": keep,
+        },
+    )
+
+
+def unclaim_pushes(push_ids: Sequence[int]) -> None:
+    """Hand back push rings taken but not tried (``unclaim_pushes.sql``)."""
+    if push_ids:
+        fetch_all(UNCLAIM_PUSHES, {"ids": list(push_ids)})
+
+
+def queue_test_push(endpoint_id: UUID) -> UUID | None:
+    """Queue a test push ring for the endpoint; its ring id, or None without a push URL."""
+    ring_id = uuid4()
+    row = fetch_one(QUEUE_TEST_PUSH, {"endpoint_id": endpoint_id, "ring_id": ring_id})
+    return ring_id if row is not None else None
+
+
+# --- sending ---------------------------------------------------------------------------------
 
 
 def body(job: dict[str, Any]) -> bytes:
@@ -130,7 +209,7 @@ def send_due(*, allow_private: bool | None = None, limit: int = BATCH) -> PushRe
     timeout = float(current.push_timeout_seconds)
     # The lease outlives a whole pass's sends to one endpoint, so no other sweeper retakes a
     # push while it is being sent.
-    jobs = lifecycle.claim_pushes(limit, lease_seconds=timeout * (limit + 1) + 30)
+    jobs = claim_pushes(limit, lease_seconds=timeout * (limit + 1) + 30)
     report = PushReport()
     if not jobs:
         return report
@@ -147,7 +226,7 @@ def send_due(*, allow_private: bool | None = None, limit: int = BATCH) -> PushRe
             tries = tries_of[out.push_id]
             retry = out.retry and tries < current.push_max_tries
             backoff = min(RETRY_FIRST_SECONDS * 2 ** (tries - 1), RETRY_MAX_SECONDS)
-            circuit = lifecycle.record_push(
+            circuit = record_push(
                 out.push_id,
                 delivered=out.delivered,
                 retry=retry,
@@ -168,7 +247,7 @@ def send_due(*, allow_private: bool | None = None, limit: int = BATCH) -> PushRe
                 and circuit["open_until"] is not None
             ):
                 report.opened.append(str(out.endpoint_id))
-        lifecycle.unclaim_pushes(untried)
+        unclaim_pushes(untried)
         report.handed_back += len(untried)
     return report
 

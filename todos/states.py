@@ -47,10 +47,12 @@ class State(models.TextChoices):
     REJECTED = "rejected"
 
 
-# The holder paused its claim for a human (A2A interrupt); the lease is paused, never reaped.
-PAUSED_STATES = (State.INPUT_REQUIRED, State.AUTH_REQUIRED)
-# A holder has the todo: its lease runs (claimed) or is paused. SQL: _in_flight.sql.
-IN_FLIGHT_STATES = (State.CLAIMED, *PAUSED_STATES)
+# The holder's claim waits on a human's input or authorization (A2A interrupt): its lease is held
+# without an expiry, never reaped, until an answer resumes it. Not a queue pause
+# (todos/lifecycle/queues.py), which stops claims and leaves leases alone.
+AWAITING_INPUT_STATES = (State.INPUT_REQUIRED, State.AUTH_REQUIRED)
+# A holder has the todo: its lease runs (claimed) or is held awaiting input. SQL: _in_flight.sql.
+IN_FLIGHT_STATES = (State.CLAIMED, *AWAITING_INPUT_STATES)
 # No holder works on it and no claim takes it as it stands (A2A's terminal task states). Every
 # one is finished except ``failed`` with a retry scheduled, which comes back by itself: use
 # ``is_finished``/``is_unfinished`` for "done for good".
@@ -107,7 +109,7 @@ def is_claimable(todo: TodoRow, now: dt.datetime) -> bool:
 
 
 def is_in_flight(todo: TodoRow) -> bool:
-    """A holder has it (its lease runs or is paused): todos/sql/_in_flight.sql."""
+    """A holder has it (its lease runs or is held awaiting input): todos/sql/_in_flight.sql."""
     return todo.state in IN_FLIGHT_STATES
 
 
@@ -224,7 +226,8 @@ class TodoQuerySet(models.QuerySet["Todo"]):
         return self.filter(claimable_q())
 
     def in_flight(self) -> Self:
-        """Held by an agent, its lease running or paused. Agrees with todos/sql/_in_flight.sql::
+        """Held by an agent, its lease running or held awaiting input. Agrees with
+        todos/sql/_in_flight.sql::
 
         t.state IN ('claimed', 'input-required', 'auth-required')
         """

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from todos import lifecycle, overview, push, retention
+from todos import lifecycle, limits, overview, push, retention
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def reap_all(report: PassReport) -> None:
         result = lifecycle.reap()
         report.reaped_requeued.extend(result.requeued)
         report.reaped_dead_lettered.extend(result.dead_lettered)
-        if len(result.requeued) + len(result.dead_lettered) < lifecycle.SWEEP_BATCH:
+        if len(result.requeued) + len(result.dead_lettered) < limits.SWEEP_BATCH:
             return
 
 
@@ -129,7 +129,7 @@ def requeue_all(report: PassReport) -> None:
     while True:
         ids = lifecycle.requeue_due_retries()
         report.retries_requeued.extend(ids)
-        if len(ids) < lifecycle.SWEEP_BATCH:
+        if len(ids) < limits.SWEEP_BATCH:
             return
 
 
@@ -140,7 +140,7 @@ def ring_all(report: PassReport, *, unclaimed: bool = False) -> None:
         while True:
             rung = lifecycle.ring_due(scan)
             report.rung.extend(r.todo_id for r in rung)
-            if len(rung) < lifecycle.SWEEP_BATCH:
+            if len(rung) < limits.SWEEP_BATCH:
                 break
 
 

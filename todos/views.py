@@ -24,7 +24,7 @@ from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
-from todos import lifecycle, queries
+from todos import lifecycle, limits, queries
 from todos.pages import error_message, not_found, possible_id, scope, text
 from todos.states import State
 
@@ -146,7 +146,7 @@ def bulk_action(request: BoardRequest, action: str) -> HttpResponse:
     """A bulk action on the list's current filter (its query string, on both requests).
 
     GET: the confirm page, with how many todos the action would change now (at most
-    ``lifecycle.BULK_MAX``, said when there are more). POST: the action, re-checking every todo
+    ``limits.BULK_MAX``, said when there are more). POST: the action, re-checking every todo
     against the count's time (``seen_at``), then back to the list with how many it changed.
     """
     if action not in BULK_WORDS:
@@ -162,7 +162,7 @@ def bulk_action(request: BoardRequest, action: str) -> HttpResponse:
         "things": things,
         "filters": filters,
         "query": _query(filters),
-        "cap_text": f"{lifecycle.BULK_MAX:,}",
+        "cap_text": f"{limits.BULK_MAX:,}",
     }
     if request.method == "POST":
         try:
@@ -178,15 +178,15 @@ def bulk_action(request: BoardRequest, action: str) -> HttpResponse:
             return render(request, BULK_CONFIRM, context, status=400)
         acted, counted = len(result.acted), _counted(request)
         notice = f"{done} {acted} {'todo' if acted == 1 else 'todos'}."
-        if counted is not None and acted < min(counted, lifecycle.BULK_MAX):
-            notice += f" {min(counted, lifecycle.BULK_MAX) - acted} of those counted had changed."
+        if counted is not None and acted < min(counted, limits.BULK_MAX):
+            notice += f" {min(counted, limits.BULK_MAX) - acted} of those counted had changed."
         messages.success(request, notice)
         return redirect(reverse("todo_list") + (f"?{context['query']}" if context["query"] else ""))
-    count = queries.bulk_count(scope(request), filters, action, lifecycle.BULK_MAX + 1)
+    count = queries.bulk_count(scope(request), filters, action, limits.BULK_MAX + 1)
     context |= {
-        "count": min(count.n, lifecycle.BULK_MAX),
-        "count_text": f"{min(count.n, lifecycle.BULK_MAX):,}",
-        "more": count.n > lifecycle.BULK_MAX,
+        "count": min(count.n, limits.BULK_MAX),
+        "count_text": f"{min(count.n, limits.BULK_MAX):,}",
+        "more": count.n > limits.BULK_MAX,
         "seen_at": count.seen_at.isoformat(),
     }
     return render(request, BULK_CONFIRM, context)
@@ -220,7 +220,7 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
     try:
         if endpoint is None:
             raise InvalidInput("endpoint", "choose one of your endpoints")
-        lifecycle.check_name("queue", queue)
+        limits.check_name("queue", queue)
         if request.method == "POST":
             change = (lifecycle.pause_queue if action == "pause" else lifecycle.resume_queue)(
                 endpoint.id, queue, human_id=request.user.id

@@ -89,6 +89,7 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     ),
     activity="",
     activity_bump="",
+    prior_attempts=str(lifecycle.PRIOR_ATTEMPTS),
 )
 # The per-endpoint claim index that statement reads, as todos/migrations/0001 created it.
 CLAIMABLE_PER_ENDPOINT_IDX = (

@@ -87,10 +87,10 @@ def use(variant: str) -> None:
     with connection.cursor() as cur:
         if variant == "expr":
             cur.execute(EXPR_INDEX)
-            lifecycle.CREATE = CREATE_WITHOUT_SEARCH
+            lifecycle.agent.CREATE = CREATE_WITHOUT_SEARCH  # what create() runs
         else:
             cur.execute("DROP INDEX IF EXISTS todos_search_idx")
-            lifecycle.CREATE = _PRODUCT_CREATE
+            lifecycle.agent.CREATE = _PRODUCT_CREATE
 
 
 def _backend_cpu() -> float:

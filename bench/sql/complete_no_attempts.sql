@@ -6,7 +6,7 @@
 UPDATE todos t
    SET state = 'completed', result = %(result)s, owner = NULL, lease_expires_at = NULL,
        finished_at = now(), updated_at = now()
- -- By todos_pkey alone, as the product's statements (see "Plans" in todos/lifecycle.py).
+ -- By todos_pkey alone, as the product's statements (see "Plans" in todos/lifecycle/core.py).
  WHERE t.id = %(id)s
    AND CASE WHEN t.state = 'claimed' AND t.endpoint_id = %(endpoint_id)s AND t.owner = %(owner)s
             THEN true ELSE false END

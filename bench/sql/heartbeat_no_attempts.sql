@@ -5,7 +5,7 @@
 -- Uses index: todos_pkey.
 UPDATE todos t
    SET lease_expires_at = now() + %(ttl_seconds)s * interval '1 second', updated_at = now()
- -- By todos_pkey alone, as the product's statements (see "Plans" in todos/lifecycle.py).
+ -- By todos_pkey alone, as the product's statements (see "Plans" in todos/lifecycle/core.py).
  WHERE t.id = %(id)s
    AND CASE WHEN t.state = 'claimed' AND t.endpoint_id = %(endpoint_id)s AND t.owner = %(owner)s
             THEN true ELSE false END

@@ -146,7 +146,7 @@ def test_the_table_names_every_operator_function() -> None:
     human_first = {
         name
         for name, func in inspect.getmembers(lifecycle, inspect.isfunction)
-        if func.__module__ == lifecycle.__name__
+        if func.__module__.startswith(lifecycle.__name__ + ".")
         and not name.startswith("_")
         and next(iter(inspect.signature(func).parameters), None) == "human_id"
         and name != "revoke_endpoint"  # an endpoint-wide action, recorded by its attempts

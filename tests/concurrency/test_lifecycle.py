@@ -1,4 +1,4 @@
-"""Race tests of the lifecycle (the concurrency argument in ``todos/lifecycle.py``).
+"""Race tests of the lifecycle (the concurrency argument in ``todos/lifecycle/core.py``).
 
 Every test here commits for real (``transaction=True``) and runs its actors in threads, each on
 its own Django connection, closed when the thread ends (``Crew``, tests/concurrency/harness.py).

@@ -15,7 +15,7 @@ from tests.admin_helpers import admin_messages, admin_page, admin_url
 from tests.base import Personas
 from tests.factories import SourceFactory
 from tests.reach import BOT, claimed, expire_lease
-from todos import lifecycle
+from todos import lifecycle, limits
 from todos.models import Event, Todo
 
 pytestmark = pytest.mark.django_db
@@ -134,7 +134,7 @@ def test_links_to_a_todo_survive_the_admins_id_quoting(
     admin_client: Client, personas: Personas, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The admin reads "_24" in a URL as "$": an unquoted link to td_24… finds no todo.
-    monkeypatch.setattr(lifecycle, "new_todo_id", lambda: "td_24aaaaaaaaaaaaaaaaaa")
+    monkeypatch.setattr(limits, "new_todo_id", lambda: "td_24aaaaaaaaaaaaaaaaaa")
     source = SourceFactory(owner=personas.alice)
     event = Event.objects.create(source=source, disposition="routed", payload={})
     todo_id = claimed(personas.endpoint_a.id, "work", owner=BOT, event_id=event.pk).todo.id

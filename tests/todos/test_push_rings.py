@@ -189,7 +189,7 @@ def test_a_failing_receiver_never_blocks_the_sweep_and_opens_the_breaker(
 
     # A test ring is sent even so, and a delivery closes the breaker.
     receiver.status = 200
-    assert lifecycle.queue_test_push(endpoint.id) is not None
+    assert push.queue_test_push(endpoint.id) is not None
     report = sweeps.run_pass()
     assert report.pushes is not None and report.pushes.delivered == 1
     assert json.loads(receiver.requests[-1][1])["reason"] == "test"
@@ -217,7 +217,7 @@ def test_a_push_is_tried_again_with_backoff_then_failed_and_a_4xx_is_not_retried
     assert pushes(endpoint) == [("push", "failed", 2, 500)]
 
     receiver.status = 404
-    lifecycle.queue_test_push(endpoint.id)
+    push.queue_test_push(endpoint.id)
     sweeps.run_pass()
     assert pushes(endpoint)[-1] == ("test", "failed", 1, 404)
 

@@ -37,7 +37,8 @@ from todos.types import TodoView
 
 pytestmark = pytest.mark.django_db
 
-SQL = lifecycle._SQL  # the directory the lifecycle loads its statements and fragments from
+# The directory the lifecycle loads its statements and fragments from.
+SQL = lifecycle.statements.SQL_DIR
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def reach_every_state(p: Personas) -> dict[str, str]:
     ids["failed, dead letter: pending when its endpoint was revoked"] = pending
     ids["failed, dead letter: claimed when its endpoint was revoked"] = held
 
-    for state in states.PAUSED_STATES:
+    for state in states.AWAITING_INPUT_STATES:
         lifecycle.interrupt(ep, claim(state.value), owner=OWNER, state=state)
     lifecycle.complete(ep, claim("completed"), owner=OWNER)
     ids["canceled"] = new_todo(ep).id
@@ -229,7 +230,11 @@ def test_the_fragments_are_the_text_the_statements_run() -> None:
     assert fragment("claimable") in lifecycle.CLAIM
     assert fragment("claimable") in lifecycle.CLAIM_NEXT
     assert fragment("claimable") in lifecycle.OPERATOR_CLAIM
-    for statement in (*lifecycle.CANCEL.values(), lifecycle.REVOKE_ENDPOINT):
+    for statement in (
+        lifecycle.CANCEL_BY_HUMAN,
+        lifecycle.CANCEL_BY_REQUESTER,
+        lifecycle.REVOKE_ENDPOINT,
+    ):
         assert fragment("unfinished") in statement
     assert fragment("in_flight") in fragment("unfinished")
     dead_letter_list = queries.page_statement(

@@ -23,7 +23,7 @@ from tests.base import Personas
 from tests.factories import SourceFactory
 from tests.reach import DAY, claimed, expire_lease, make_retry_due, new_todo, set_finished_at
 from tests.rows import attempt_rows, todo_row
-from todos import lifecycle, retention, sweeps
+from todos import lifecycle, limits, retention, sweeps
 from todos.models import Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -280,7 +280,7 @@ def test_each_reap_batch_commits_before_the_pass_ends(
         c = claimed(personas.endpoint_a.id)
         expire_lease(c.todo.id)
         ids.append(c.todo.id)
-    monkeypatch.setattr(lifecycle, "SWEEP_BATCH", 1)
+    monkeypatch.setattr(limits, "SWEEP_BATCH", 1)
     reap = lifecycle.reap
     seen: list[tuple[int, bool]] = []
 

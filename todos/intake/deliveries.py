@@ -38,7 +38,7 @@ from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, load
 from todos import lifecycle
 from todos.intake import routing
-from todos.lifecycle import TITLE_MAX_BYTES
+from todos.limits import TITLE_MAX_BYTES
 from todos.models import Event, EventDisposition, SignatureScheme, Source
 
 SQL_DIR = Path(__file__).parent / "sql"

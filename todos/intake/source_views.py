@@ -21,8 +21,6 @@ as plain strings and are escaped there, never marked safe.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
@@ -50,7 +48,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from switchboard.lib import jsonlimits
+from switchboard.lib import jsonlimits, keyset
 from switchboard.lib.guards import (
     BoardRequest,
     confirmed,
@@ -311,27 +309,23 @@ EVENTS_SEARCH_MAX_CHARS = 200
 @dataclass(frozen=True, slots=True)
 class EventCursor:
     """A keyset position in a source's events: the (received_at, id) of the last one shown,
-    newest first, carried as opaque text (base64url of ``["<received_at>", id]``)."""
+    newest first, carried as opaque text (``switchboard/lib/keyset.py``)."""
 
     received_at: dt.datetime
     id: int
 
     def encode(self) -> str:
-        stamp = self.received_at.astimezone(dt.UTC).isoformat()
-        raw = json.dumps([stamp, self.id], separators=(",", ":"))
-        return base64.urlsafe_b64encode(raw.encode()).rstrip(b"=").decode()
+        return keyset.encode([keyset.stamp(self.received_at), self.id])
 
     @classmethod
     def decode(cls, text: str) -> EventCursor | None:
         """The cursor ``text`` names, or None (the events then start from the newest)."""
-        if not text or len(text) > 200:
+        value = keyset.decode(text, max_chars=200)
+        if value is None or len(value) != 2:
             return None
-        try:
-            stamp, event_id = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-            received_at = dt.datetime.fromisoformat(stamp)
-        except (binascii.Error, ValueError, TypeError):
-            return None
-        if received_at.tzinfo is None or type(event_id) is not int or not 0 < event_id < 2**63:
+        stamp, event_id = value
+        received_at = keyset.parse_stamp(stamp)
+        if received_at is None or type(event_id) is not int or not 0 < event_id < 2**63:
             return None
         return cls(received_at, event_id)
 

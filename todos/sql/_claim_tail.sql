@@ -53,7 +53,7 @@ prior AS (
     -- The newest closed attempts as they stand once this statement commits: the one the takeover
     -- closed (seen only through `closed`, the snapshot still has it open), then those closed
     -- before, less any the cap just pruned. Read here, under the row lock, so the claim needs
-    -- no second round trip.
+    -- no second round trip. How many: todos/limits.py PRIOR_ATTEMPTS, spliced in at load.
     SELECT p.* FROM (
         SELECT c.* FROM closed c
         UNION ALL
@@ -62,7 +62,7 @@ prior AS (
            AND a.seq > cand.prior_total + 1 - %(attempts_cap)s
     ) p
     ORDER BY p.seq DESC
-    LIMIT 5
+    LIMIT @{prior_attempts}
 )
 SELECT upd.*,
        (SELECT seq FROM opened) AS attempt_seq,

@@ -1,6 +1,6 @@
 -- ring_due: the sweep's rings, each taking the shared gate as ring.sql does. A pending todo is
 --   due a ring when the gate is open (no ring in the last `gate_seconds`) and @{due} holds, one
---   of three scans (todos/lifecycle.py fills it in):
+--   of three scans (todos/lifecycle/statements.py fills it in):
 --   - `gate` (_due_gate.sql, every pass): it became claimable again after its last ring
 --     (released, reaped, requeued inside the gate's minute); the ring the gate held back goes out;
 --   - `push` (_due_push.sql, every pass): its endpoint has a push URL and nobody's MCP stream

@@ -1,0 +1,187 @@
+"""The todo lifecycle: the only writer of ``todos``, ``todo_attempts``, ``todo_activity`` and
+``queue_pauses``, one module per actor. Callers use the names below (``lifecycle.claim_next``,
+``from todos.lifecycle import BULK_MAX``); the modules are how it is kept:
+
+- ``core.py``: what every transition shares (running a statement, classifying a miss, counting
+  on commit, building results), and the concurrency argument that makes them safe together;
+- ``statements.py``: the SQL, loaded once from ``todos/sql/`` (``manage.py sql NAME`` prints one);
+- ``agent.py``: create, and the holder's claim_next, claim, heartbeat, complete, fail, release;
+- ``requester.py``: the A2A states: interrupt, resume and answer, reject;
+- ``operator.py``: the humans' retry, cancel, revoke_endpoint and ``operator_*`` transitions;
+- ``bulk.py``: a human's retry or cancel of every todo a filter selects;
+- ``queues.py``: pausing and resuming a queue;
+- ``sweeps.py``: the sweeper's reap, requeue_due_retries, ring and ring_due.
+
+The limits are ``todos/limits.py``'s, named here too; the push outbox is ``todos/push.py``.
+"""
+
+from __future__ import annotations
+
+# The errors a transition raises, importable with it.
+from switchboard.lib.errors import (
+    AttemptInvariantViolated,
+    InvalidInput,
+    LeaseConflict,
+    TodoNotFound,
+)
+from todos.lifecycle.agent import claim, claim_next, complete, create, fail, heartbeat, release
+from todos.lifecycle.bulk import bulk_cancel, bulk_retry
+from todos.lifecycle.core import activity_text, check_commit
+from todos.lifecycle.operator import (
+    cancel,
+    operator_cancel,
+    operator_claim,
+    operator_complete,
+    operator_extend,
+    operator_fail,
+    operator_release,
+    operator_retry,
+    retry,
+    revoke_endpoint,
+)
+from todos.lifecycle.queues import pause_queue, resume_queue
+from todos.lifecycle.requester import INTERRUPT_STATES, answer, interrupt, reject, resume
+from todos.lifecycle.statements import (
+    CANCEL_BY_HUMAN,
+    CANCEL_BY_REQUESTER,
+    CLAIM,
+    CLAIM_NEXT,
+    CLAIM_NEXT_QUEUES,
+    COMPLETE,
+    CREATE,
+    FAIL,
+    HEARTBEAT,
+    HEARTBEAT_NOTE,
+    IN_ENDPOINT_SCOPE,
+    IN_HUMAN_SCOPE,
+    INTERRUPT,
+    OPERATOR_CLAIM,
+    OPERATOR_COMPLETE,
+    OPERATOR_EXTEND,
+    OPERATOR_FAIL,
+    OPERATOR_RELEASE,
+    PAUSE_QUEUE_BY_HUMAN,
+    PAUSE_QUEUE_BY_SYSTEM,
+    REAP,
+    REJECT,
+    RELEASE,
+    REPORTED,
+    REQUEUE_DUE_RETRIES,
+    RESUME_BY_HUMAN,
+    RESUME_BY_REQUESTER,
+    RESUME_QUEUE_BY_HUMAN,
+    RESUME_QUEUE_BY_SYSTEM,
+    RETRY,
+    REVOKE_ENDPOINT,
+    RING,
+    RING_DUE,
+    RING_SCANS,
+    bulk_statement,
+)
+from todos.lifecycle.sweeps import reap, requeue_due_retries, ring, ring_due
+from todos.limits import (
+    ACTIVITY_TEXT_MAX_BYTES,
+    ACTOR_REF_MAX_BYTES,
+    BULK_MAX,
+    LEASE_TTL_MAX_SECONDS,
+    LEASE_TTL_MIN_SECONDS,
+    MAX_ATTEMPTS_LIMIT,
+    OWNER_MAX_BYTES,
+    PRIOR_ATTEMPTS,
+    QUEUE_MAX_BYTES,
+    RETRY_AFTER_MAX_SECONDS,
+    SWEEP_BATCH,
+    TITLE_MAX_BYTES,
+    TRACE_ID_BYTES,
+    check_name,
+    new_todo_id,
+)
+
+__all__ = [
+    "ACTIVITY_TEXT_MAX_BYTES",
+    "ACTOR_REF_MAX_BYTES",
+    "BULK_MAX",
+    "CANCEL_BY_HUMAN",
+    "CANCEL_BY_REQUESTER",
+    "CLAIM",
+    "CLAIM_NEXT",
+    "CLAIM_NEXT_QUEUES",
+    "COMPLETE",
+    "CREATE",
+    "FAIL",
+    "HEARTBEAT",
+    "HEARTBEAT_NOTE",
+    "INTERRUPT",
+    "INTERRUPT_STATES",
+    "IN_ENDPOINT_SCOPE",
+    "IN_HUMAN_SCOPE",
+    "LEASE_TTL_MAX_SECONDS",
+    "LEASE_TTL_MIN_SECONDS",
+    "MAX_ATTEMPTS_LIMIT",
+    "OPERATOR_CLAIM",
+    "OPERATOR_COMPLETE",
+    "OPERATOR_EXTEND",
+    "OPERATOR_FAIL",
+    "OPERATOR_RELEASE",
+    "OWNER_MAX_BYTES",
+    "PAUSE_QUEUE_BY_HUMAN",
+    "PAUSE_QUEUE_BY_SYSTEM",
+    "PRIOR_ATTEMPTS",
+    "QUEUE_MAX_BYTES",
+    "REAP",
+    "REJECT",
+    "RELEASE",
+    "REPORTED",
+    "REQUEUE_DUE_RETRIES",
+    "RESUME_BY_HUMAN",
+    "RESUME_BY_REQUESTER",
+    "RESUME_QUEUE_BY_HUMAN",
+    "RESUME_QUEUE_BY_SYSTEM",
+    "RETRY",
+    "RETRY_AFTER_MAX_SECONDS",
+    "REVOKE_ENDPOINT",
+    "RING",
+    "RING_DUE",
+    "RING_SCANS",
+    "SWEEP_BATCH",
+    "TITLE_MAX_BYTES",
+    "TRACE_ID_BYTES",
+    "AttemptInvariantViolated",
+    "InvalidInput",
+    "LeaseConflict",
+    "TodoNotFound",
+    "activity_text",
+    "answer",
+    "bulk_cancel",
+    "bulk_retry",
+    "bulk_statement",
+    "cancel",
+    "check_commit",
+    "check_name",
+    "claim",
+    "claim_next",
+    "complete",
+    "create",
+    "fail",
+    "heartbeat",
+    "interrupt",
+    "new_todo_id",
+    "operator_cancel",
+    "operator_claim",
+    "operator_complete",
+    "operator_extend",
+    "operator_fail",
+    "operator_release",
+    "operator_retry",
+    "pause_queue",
+    "reap",
+    "reject",
+    "release",
+    "requeue_due_retries",
+    "resume",
+    "resume_queue",
+    "retry",
+    "revoke_endpoint",
+    "ring",
+    "ring_due",
+]

@@ -1,0 +1,294 @@
+"""The agent's transitions: create (intake and the Board's enqueue), then the holder's claim,
+heartbeat, complete, fail and release, each guarded on the holder (endpoint, owner and, when
+the claim asked for one, the fence token)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from attempts import rules
+from switchboard import runtime_settings
+from switchboard.lib import metrics
+from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
+from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.lib.text import cut_utf8
+from switchboard.scope import Scope
+from todos import events, limits
+from todos.lifecycle.core import (
+    activity_text,
+    claim_params,
+    claimed_result,
+    counted,
+    fail_params,
+    fail_result,
+    holder_params,
+    jsonb,
+    lease_ttl,
+    release_closes,
+    report_params,
+    run,
+    run_single,
+)
+from todos.lifecycle.statements import (
+    CLAIM,
+    CLAIM_NEXT,
+    CLAIM_NEXT_QUEUES,
+    COMPLETE,
+    CREATE,
+    FAIL,
+    HEARTBEAT,
+    HEARTBEAT_NOTE,
+    RELEASE,
+    REPORTED,
+)
+from todos.limits import (
+    ACTOR_REF_MAX_BYTES,
+    MAX_ATTEMPTS_LIMIT,
+    OWNER_MAX_BYTES,
+    TITLE_MAX_BYTES,
+    check_name,
+)
+from todos.types import ClaimResult, FailResult, ReportResult, TodoView
+
+
+def create(
+    endpoint_id: UUID,
+    *,
+    queue: str,
+    title: str = "",
+    payload: Any = None,
+    work_order: str = "",
+    max_attempts: int = 5,
+    event_id: int | None = None,
+    routing_trace: Any = None,
+    assignee: str | None = None,
+) -> TodoView:
+    """Create a pending todo on a live endpoint's queue and ring the doorbell."""
+    check_name("queue", queue)
+    if not isinstance(title, str) or len(title.encode()) > TITLE_MAX_BYTES:
+        raise InvalidInput("title", f"must be a string of at most {TITLE_MAX_BYTES} bytes")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
+        raise InvalidInput("max_attempts", "must be an integer")
+    if not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
+        raise InvalidInput("max_attempts", f"must be between 1 and {MAX_ATTEMPTS_LIMIT}")
+    params = {
+        "id": limits.new_todo_id(),
+        "endpoint_id": endpoint_id,
+        "queue": queue,
+        "title": title.replace("\x00", ""),
+        "event_id": event_id,
+        "payload": jsonb("payload", {} if payload is None else payload),
+        "work_order": (work_order or "").replace("\x00", ""),
+        "routing_trace": jsonb("routing_trace", routing_trace),
+        "assignee": None if assignee is None else check_name("assignee", assignee, OWNER_MAX_BYTES),
+        "max_attempts": max_attempts,
+    }
+    rows = fetch_all(CREATE, params)
+    if not rows:
+        raise InvalidInput("endpoint", "unknown or revoked")
+    counted("create")
+    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
+    return TodoView.from_row(rows[0])
+
+
+def claim_next(
+    endpoint_id: UUID,
+    queues: Sequence[str],
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    claimant: str | None = None,
+    session: str | None = None,
+    require_fence: bool = False,
+    trace_id: bytes | None = None,
+) -> ClaimResult | None:
+    """Claim the oldest claimable todo on ``queues``; None when there is nothing to claim.
+
+    ``trace_id`` (16 bytes) is the new attempt's trace: spans of it bind to the attempt.
+    """
+    if isinstance(queues, str) or not queues:
+        raise InvalidInput("queues", "must be a non-empty list of queue names")
+    # Distinct, in the order given: claim_next_queues.sql reads each queue's heads once.
+    queue_list = list(dict.fromkeys(check_name("queues", q) for q in queues))
+    params, token = claim_params(
+        owner=owner,
+        lease_ttl_seconds=lease_ttl_seconds,
+        claimant=claimant,
+        session=session,
+        require_fence=require_fence,
+        claimer_kind="endpoint",
+        claimer_endpoint_id=endpoint_id,
+        trace_id=trace_id,
+    )
+    params.update(endpoint_id=endpoint_id, queue=queue_list[0], queues=queue_list)
+    rows = run(CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES, params, None)
+    if not rows:
+        metrics.transition("claim_next", "empty")
+        return None
+    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
+    return claimed_result(rows[0], token, "claim_next")
+
+
+def claim(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    claimant: str | None = None,
+    session: str | None = None,
+    require_fence: bool = False,
+    trace_id: bytes | None = None,
+) -> ClaimResult:
+    """Claim one todo by id, under the same predicate as ``claim_next`` (``trace_id`` too)."""
+    params, token = claim_params(
+        owner=owner,
+        lease_ttl_seconds=lease_ttl_seconds,
+        claimant=claimant,
+        session=session,
+        require_fence=require_fence,
+        claimer_kind="endpoint",
+        claimer_endpoint_id=endpoint_id,
+        trace_id=trace_id,
+    )
+    row = run_single("claim", CLAIM, params, Scope.of_endpoint(endpoint_id), todo_id)
+    return claimed_result(row, token, "claim")
+
+
+def heartbeat(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    lease_token: str | None = None,
+    note: str | None = None,
+) -> ReportResult:
+    """Extend the holder's lease; keep ``note``, if given, as a progress note on the attempt.
+
+    The note is cut to 512 bytes and masked (``activity_text``); past the attempt's note cap
+    it is counted in the attempt's ``notes_dropped`` instead of stored.
+    """
+    params = {
+        **holder_params(endpoint_id, owner, lease_token),
+        "ttl_seconds": lease_ttl(lease_ttl_seconds),
+    }
+    scope = Scope.of_endpoint(endpoint_id)
+    if note is None:
+        row = run_single("heartbeat", HEARTBEAT, params, scope, todo_id, announce=False)
+        counted("heartbeat")
+        return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+    text, truncated = activity_text("note", note)
+    current = runtime_settings.current()
+    params |= {
+        "note": text,
+        "note_truncated": truncated,
+        "actor_ref": cut_utf8(owner, ACTOR_REF_MAX_BYTES)[0],
+        "notes_cap": current.notes_max_per_attempt,
+        "activity_cap": current.activity_max_per_todo,
+    }
+    row = run_single("heartbeat", HEARTBEAT_NOTE, params, scope, todo_id)
+    counted("heartbeat", activity="note" if row["noted"] else None)
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def _report(
+    transition: str, outcome: str, sql: str, params: dict[str, Any], endpoint_id: UUID, todo_id: str
+) -> tuple[dict[str, Any], bool]:
+    """Run the holder's complete or fail (``outcome`` is the one it closes its attempt with).
+
+    Returns the row and whether the report had already taken effect: a retry from the same
+    holder of the same attempt, whose first answer was lost, matches nothing, and answers the
+    same success from the todo as it stands without changing anything (reported.sql). Any
+    other miss raises as ``_single``'s does. The transition stays one statement; only a miss
+    pays the second read, as it always did (in_scope.sql).
+    """
+    scope = Scope.of_endpoint(endpoint_id)
+    rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
+    if rows:
+        events.announce(todo_id, rows[0]["endpoint_id"], rows[0]["state"])
+        return rows[0], False
+    holder = {k: params[k] for k in ("endpoint_id", "owner", "token_hash")}
+    row = fetch_one(REPORTED, {"id": todo_id, "outcome": outcome, **holder, **scope.params})
+    if row is not None and row["replayed"]:
+        metrics.transition(transition, "replayed")
+        return row, True
+    metrics.transition(transition, "miss")
+    if row is None:
+        raise TodoNotFound(todo_id)
+    raise LeaseConflict(todo_id, transition)
+
+
+def complete(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    result: Any = None,
+    summary: str | None = None,
+    artifact: str | None = None,
+    lease_token: str | None = None,
+) -> ReportResult:
+    """Complete the holder's todo; its attempt closes completed/done.
+
+    A retry of a complete that already took effect (same holder, same attempt) answers the same
+    success and changes nothing: the retry's result, summary and artifact are not stored.
+    """
+    params = {
+        **holder_params(endpoint_id, owner, lease_token),
+        **report_params(result, summary, artifact),
+    }
+    row, replayed = _report("complete", "completed", COMPLETE, params, endpoint_id, todo_id)
+    if not replayed:
+        counted("complete", ("completed", "done"))
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def fail(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    result: Any = None,
+    summary: str | None = None,
+    artifact: str | None = None,
+    lease_token: str | None = None,
+    retryable: bool = True,
+    retry_after_seconds: int | None = None,
+) -> FailResult:
+    """Fail the holder's todo: a retry after backoff while budget is left, else dead letter.
+
+    A retry of a fail that already took effect (same holder, same attempt) answers the same
+    success from the todo as it now stands (its retry may since have been requeued) and
+    changes nothing.
+    """
+    params = {
+        **holder_params(endpoint_id, owner, lease_token),
+        **report_params(result, summary, artifact),
+        **fail_params(retryable, retry_after_seconds),
+    }
+    row, replayed = _report("fail", "failed", FAIL, params, endpoint_id, todo_id)
+    return fail_result(row, "fail", count=not replayed)
+
+
+def release(
+    endpoint_id: UUID,
+    todo_id: str,
+    *,
+    owner: str,
+    summary: str | None = None,
+    lease_token: str | None = None,
+) -> ReportResult:
+    """Give the todo back to its queue; the attempt is not refunded, so the release of the last
+    allowed attempt dead-letters it instead (release.sql)."""
+    text, truncated = rules.summary(summary)
+    params = {
+        **holder_params(endpoint_id, owner, lease_token),
+        "summary": text,
+        "summary_truncated": truncated,
+    }
+    row = run_single("release", RELEASE, params, Scope.of_endpoint(endpoint_id), todo_id)
+    counted("release", release_closes(row))
+    return ReportResult(TodoView.from_row(row), row["attempt_seq"])

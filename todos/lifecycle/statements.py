@@ -1,0 +1,176 @@
+"""The lifecycle's statements, loaded once at import from ``todos/sql/`` (a missing file or
+fragment fails start-up), their shared fragments spliced in at load, never per call.
+
+Each variant a caller chooses between is a constant of its own, named for who runs it
+(``CANCEL_BY_HUMAN``, ``CANCEL_BY_REQUESTER``, ``PAUSE_QUEUE_BY_SYSTEM`` …), so a call site says
+which statement it runs. ``manage.py sql NAME`` prints any of them as it runs (``named()``).
+
+Agent variants guard on the holder (endpoint, owner, fence); operator variants on the human's
+scope and are never fenced: the owning human can always recover a stuck attempt.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from switchboard.lib.errors import InvalidInput
+from switchboard.lib.sql import load
+from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL
+from todos.limits import BULK_ACTIONS, PRIOR_ATTEMPTS
+from todos.states import IN_FLIGHT_STATES
+
+SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+# The owning human, on the todo's current attempt (see _current_attempt.sql); never fenced.
+_OPERATOR_GUARD = HUMAN_SCOPE_SQL + " AND @{current_attempt}"
+
+
+def statement(name: str, **fragments: str) -> str:
+    """``todos/sql/<name>.sql`` with its fragments spliced in: the defaults below, which
+    ``fragments`` override."""
+    # Agent transitions guard on the holder (``_holder.sql``) and on their snapshot seeing the
+    # open attempt they close (``_current_attempt.sql``), unless told otherwise. They write no
+    # activity: an agent's own transitions are recorded by its attempt.
+    defaults = {
+        "guard": "@{holder} AND @{current_attempt}",
+        "activity": "",
+        "activity_bump": "",
+        # The queue a claim_next takes from, for its paused-queue probe (_queue_open.sql).
+        "pause_endpoint": "%(endpoint_id)s",
+        "pause_queue": "%(queue)s",
+        # The claim's closed attempts, a constant of the statement (its plan's LIMIT).
+        "prior_attempts": str(PRIOR_ATTEMPTS),
+    }
+    return load(SQL_DIR, name, **{**defaults, **fragments})
+
+
+def _recorded(name: str, *, attempt: str, from_state: str, **fragments: str) -> str:
+    """A statement that also writes its activity row (``_activity_arm.sql``).
+
+    ``attempt`` and ``from_state`` are SQL expressions over the statement's CTEs: the attempt
+    the row names, and the state the todo left.
+    """
+    return statement(
+        name,
+        activity=",\n@{activity_arm}",
+        activity_bump="activity_seq = t.activity_seq + 1, ",
+        activity_attempt=attempt,
+        activity_from=from_state,
+        **fragments,
+    )
+
+
+CREATE = statement("create")
+# One queue (the usual call) and several (docs/decisions/0013-claim-per-queue.md).
+CLAIM_NEXT = statement("claim_next")
+CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue")
+# A todo's own queue, where a statement reaches the todo first (claim by id, rings).
+_ITS_QUEUE = {"pause_endpoint": "t.endpoint_id", "pause_queue": "t.queue"}
+# Operator variants, A2A transitions and the retry sweep also write one activity row each
+# (``_recorded``): the attempt it names and the state the todo left are expressions over the
+# statement's own CTEs.
+_HELD = {"attempt": "upd.attempts_total", "from_state": "'claimed'"}
+# An agent's claim by id is refused on a paused queue, as claim_next would not take the todo;
+# the owning human's is not: a pause stops the agents
+# (docs/decisions/0020-queue-pause-and-bulk-actions.md).
+CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE)
+OPERATOR_CLAIM = _recorded(
+    "claim",
+    attempt="upd.attempts_total",
+    from_state="upd.prior_state",
+    scope=HUMAN_SCOPE_SQL,
+    queue_open="TRUE",
+)
+# A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
+HEARTBEAT = statement("heartbeat", guard="@{holder}")
+HEARTBEAT_NOTE = statement("heartbeat_note", guard="@{holder}")
+OPERATOR_EXTEND = _recorded("heartbeat", guard=HUMAN_SCOPE_SQL, **_HELD)
+COMPLETE = statement("complete")
+OPERATOR_COMPLETE = _recorded("complete", guard=_OPERATOR_GUARD, **_HELD)
+FAIL = statement("fail")
+OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
+RELEASE = statement("release")
+OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
+REAP = statement("reap")
+RING = statement("ring", **_ITS_QUEUE)
+RING_SCANS = ("gate", "push", "unclaimed")  # ring_due's scans; see ring_due.sql
+RING_DUE = {
+    scan: statement("ring_due", due=f"@{{due_{scan}}}", **_ITS_QUEUE) for scan in RING_SCANS
+}
+REQUEUE_DUE_RETRIES = _recorded("requeue_due_retries", attempt="NULL::int", from_state="'failed'")
+RETRY = _recorded("retry", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL)
+_CANCELED = {"attempt": "(SELECT seq FROM closed)", "from_state": "upd.from_state"}
+# A cancel from the Board (the owning human) or over A2A (the endpoint's requester).
+CANCEL_BY_HUMAN = _recorded("cancel", scope=HUMAN_SCOPE_SQL, **_CANCELED)
+CANCEL_BY_REQUESTER = _recorded("cancel", scope=ENDPOINT_SCOPE_SQL, **_CANCELED)
+REVOKE_ENDPOINT = statement("revoke_endpoint")
+# A queue's pause and resume: by a human (their own endpoints only) or the system (a command).
+_OWN_ENDPOINT = "e.owner_id = %(scope_human_id)s"
+PAUSE_QUEUE_BY_HUMAN = statement("pause_queue", owner=_OWN_ENDPOINT)
+PAUSE_QUEUE_BY_SYSTEM = statement("pause_queue", owner="TRUE")
+RESUME_QUEUE_BY_HUMAN = statement("resume_queue", owner=_OWN_ENDPOINT)
+RESUME_QUEUE_BY_SYSTEM = statement("resume_queue", owner="TRUE")
+# The A2A states: the holder asks for input (interrupt) or refuses (reject); an answer resumes
+# the claim, given by the owning human (the Board) or the endpoint's requester (a2a_server).
+INTERRUPT = _recorded("interrupt", **_HELD)
+_RESUMED = {"attempt": "upd.attempts_total", "from_state": "upd.from_state"}
+RESUME_BY_HUMAN = _recorded("resume", scope=HUMAN_SCOPE_SQL, **_RESUMED)
+RESUME_BY_REQUESTER = _recorded("resume", scope=ENDPOINT_SCOPE_SQL, **_RESUMED)
+REJECT = _recorded("reject", **_HELD)
+# The holder's complete and fail classify a miss with REPORTED instead: it may be a retry.
+REPORTED = statement("reported", scope=ENDPOINT_SCOPE_SQL)
+# A miss's classification (core.miss), in the caller's scope.
+IN_ENDPOINT_SCOPE = statement("in_scope", scope=ENDPOINT_SCOPE_SQL)
+IN_HUMAN_SCOPE = statement("in_scope", scope=HUMAN_SCOPE_SQL)
+
+# --- bulk actions: one statement per filter combination, built on first use -------------------
+
+# The attempt a bulk cancel closed: the todo's open one when it was in flight (the target
+# requires that attempt to be visible, so the statement's `closed` arm closed it), else none.
+_BULK_CANCELED_ATTEMPT = (
+    "CASE WHEN upd.from_state IN ("
+    + ", ".join(f"'{state}'" for state in IN_FLIGHT_STATES)
+    + ") THEN upd.attempts_total END"
+)
+
+
+@cache
+def bulk_statement(action: str, selection: str) -> str:
+    """The statement of one bulk action (``retry``, ``cancel``) for one filter combination
+    (``TodoFilters.where``'s text), in the human's scope, built once per combination."""
+    if action == "retry":
+        return _recorded(
+            "bulk_retry",
+            attempt="NULL::int",
+            from_state="upd.from_state",
+            scope=HUMAN_SCOPE_SQL,
+            selection=selection,
+        )
+    if action == "cancel":
+        return _recorded(
+            "bulk_cancel",
+            attempt=_BULK_CANCELED_ATTEMPT,
+            from_state="upd.from_state",
+            scope=HUMAN_SCOPE_SQL,
+            selection=selection,
+            bulk_canceled_attempt=_BULK_CANCELED_ATTEMPT,
+        )
+    raise InvalidInput("action", "must be retry or cancel")
+
+
+def named() -> dict[str, str]:
+    """Every statement of this module by its lower-case name, as it runs: the constants, each
+    ``ring_due`` scan as ``ring_due_<scan>``, and each bulk action unfiltered (``bulk_retry``,
+    ``bulk_cancel``: a filter adds its predicate in place of ``TRUE``)."""
+    found = {
+        name.lower(): value
+        for name, value in globals().items()
+        # ``*_SQL`` are the scope fragments this module imports, not statements.
+        if name.isupper()
+        and not name.startswith("_")
+        and not name.endswith("_SQL")
+        and isinstance(value, str)
+    }
+    found |= {f"ring_due_{scan}": text for scan, text in RING_DUE.items()}
+    found |= {f"bulk_{action}": bulk_statement(action, "TRUE") for action in BULK_ACTIONS}
+    return dict(sorted(found.items()))

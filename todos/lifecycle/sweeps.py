@@ -1,0 +1,114 @@
+"""The sweeper's transitions (todos/sweeps.py runs them): reap lapsed leases, requeue due
+retries, and ring, gated per todo across every process (docs/decisions/0015-rings-never-lost.md)."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from django.db import transaction
+
+from switchboard import runtime_settings
+from switchboard.lib import metrics
+from switchboard.lib.sql import fetch_all, fetch_one
+from todos import events
+from todos.lifecycle.core import activity_params, counted, run
+from todos.lifecycle.statements import REAP, REQUEUE_DUE_RETRIES, RING, RING_DUE
+from todos.limits import SWEEP_BATCH
+from todos.types import RingResult, SweepResult
+
+
+def reap(limit: int = SWEEP_BATCH) -> SweepResult:
+    """Reap up to ``limit`` lapsed leases: requeue them, or dead-letter those out of budget."""
+    rows = run(REAP, {"limit": limit}, None)
+    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
+    requeued = tuple(r["id"] for r in rows if r["state"] == "pending")
+    dead = tuple(r["id"] for r in rows if r["state"] == "failed")
+
+    def count() -> None:
+        if requeued:
+            metrics.transition("reap", "requeued", len(requeued))
+            metrics.attempt_closed("reaped", "requeued", len(requeued))
+        if dead:
+            metrics.transition("reap", "dead_lettered", len(dead))
+            metrics.attempt_closed("reaped", "dead_lettered", len(dead))
+
+    transaction.on_commit(count)
+    return SweepResult(requeued=requeued, dead_lettered=dead)
+
+
+def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
+    """Move up to ``limit`` failed todos whose retry is due back to pending; return their ids.
+
+    Each requeue is recorded as a ``retried`` activity row of the system.
+    """
+    params = {"limit": limit, **activity_params("retried", "system", "sweeper", "requeue")}
+    rows = fetch_all(REQUEUE_DUE_RETRIES, params)
+    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
+    ids = tuple(r["id"] for r in rows)
+    if ids:
+        counted("requeue_due_retries", n=len(ids), activity="retried")
+    return ids
+
+
+def ring(
+    todo_id: str, *, reason: str, ringer: str, subscribers: int | None = None
+) -> RingResult | None:
+    """Ring a pending todo if the shared gate is open (``ring.sql``); None when not rung.
+
+    The gate is the todo's ``last_ringed_at``: at most one ring per todo per
+    ``ring_gate_seconds`` across every process. A ring writes ``last_ringed_at``,
+    ``ring_attempts``, a ``rung`` activity row and (for an endpoint with a push URL) a queued
+    push, and notifies ``todo_rung`` at commit, which every process's doorbell hands to its own
+    open MCP streams. Never waits: a todo locked by a claim in progress is not rung. A ring the
+    gate refuses is owed, and ``ring_due`` rings it when the gate opens.
+    """
+    current = runtime_settings.current()
+    row = fetch_one(
+        RING,
+        {
+            "id": todo_id,
+            "gate_seconds": current.ring_gate_seconds,
+            "ring_id": uuid4(),
+            "reason": reason,
+            "ringer": ringer,
+            "subscribers": subscribers,
+            "activity_cap": current.activity_max_per_todo,
+        },
+    )
+    if row is None:
+        return None
+    transaction.on_commit(lambda: metrics.activity("rung"))
+    events.announce(todo_id, row["endpoint_id"], "pending")
+    return RingResult(row["id"], row["endpoint_id"], row["queue"], reason, row["ring_attempts"])
+
+
+def ring_due(scan: str, limit: int = SWEEP_BATCH) -> list[RingResult]:
+    """Ring up to ``limit`` pending todos that ``scan`` finds due a ring (``ring_due.sql``); each
+    writes what ``ring`` writes, with ``scan`` as its reason.
+
+    ``gate``: a ring the gate held back, now that it is open. ``push``: a first ring for a push
+    endpoint's todo nobody's stream rang. ``unclaimed``: a re-ring of a todo left unclaimed
+    ``ring_unclaimed_after_seconds``, with backoff, at most ``ring_unclaimed_max_attempts``
+    rings in all.
+    """
+    current = runtime_settings.current()
+    rows = fetch_all(
+        RING_DUE[scan],
+        {
+            "gate_seconds": current.ring_gate_seconds,
+            "unclaimed_seconds": current.ring_unclaimed_after_seconds,
+            "max_rings": current.ring_unclaimed_max_attempts,
+            "limit": limit,
+            "reason": scan,
+            "subscribers": None,
+            "activity_cap": current.activity_max_per_todo,
+        },
+    )
+    if rows:
+        n = len(rows)
+        transaction.on_commit(lambda: metrics.activity("rung", n))
+        events.announce_all((r["id"], r["endpoint_id"], "pending") for r in rows)
+    return [
+        RingResult(r["id"], r["endpoint_id"], r["queue"], r["reason"], r["ring_attempts"])
+        for r in rows
+    ]
