@@ -34,9 +34,10 @@ statement's generic plan stays a few buffers whatever the statistics;
 
 Announcements
 -------------
-Every transition that changes what a Board page shows announces its todos after commit
-(``todos/events.py``; the live pages listen). A plain heartbeat does not: it changes nothing a
-page shows, and it is the hottest path.
+Every statement that changes what a page or a consumer shows announces its todos itself, with
+``pg_notify('todo_changed', …)`` (``todos/sql/_notify_*.sql``), which PostgreSQL delivers at
+commit to every process's listener (``switchboard/lib/changefeed.py``). A plain heartbeat does
+not: it changes nothing a page shows, and it is the hottest path.
 
 Misses
 ------
@@ -73,7 +74,6 @@ from switchboard.lib.errors import (
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.lib.text import cut_utf8, strip_control
 from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
-from todos import events
 from todos.queries import TodoFilters, recent_closed_attempts
 from todos.states import IN_FLIGHT_STATES, PAUSED_STATES
 from todos.types import (
@@ -105,6 +105,8 @@ def _statement(name: str, **fragments: str) -> str:
         # The queue a claim_next takes from, for its paused-queue probe (_queue_open.sql).
         "pause_endpoint": "%(endpoint_id)s",
         "pause_queue": "%(queue)s",
+        # heartbeat.sql announces only the owning human's extension (OPERATOR_EXTEND).
+        "extend_notify": "",
     }
     return load(_SQL, name, **{**defaults, **fragments})
 
@@ -152,7 +154,9 @@ OPERATOR_CLAIM = _recorded(
 # A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
 HEARTBEAT = _statement("heartbeat", guard="@{holder}")
 HEARTBEAT_NOTE = _statement("heartbeat_note", guard="@{holder}")
-OPERATOR_EXTEND = _recorded("heartbeat", guard=HUMAN_SCOPE_SQL, **_HELD)
+OPERATOR_EXTEND = _recorded(
+    "heartbeat", guard=HUMAN_SCOPE_SQL, extend_notify=", @{notify_changed} AS notified", **_HELD
+)
 COMPLETE = _statement("complete")
 OPERATOR_COMPLETE = _recorded("complete", guard=_OPERATOR_GUARD, **_HELD)
 FAIL = _statement("fail")
@@ -431,18 +435,12 @@ def _single(
     params: dict[str, Any],
     scope: Scope,
     todo_id: str,
-    *,
-    announce: bool = True,
 ) -> dict[str, Any]:
-    """Run a single-todo statement; announce the change after commit (``todos/events.py``)
-    unless told not to (a plain heartbeat changes nothing a page shows)."""
+    """Run a single-todo statement (it announces its change itself: ``_notify_*.sql``)."""
     rows = _run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if not rows:
         raise _miss(scope, todo_id, transition)
-    row = rows[0]
-    if announce:
-        events.announce(todo_id, row["endpoint_id"], row["state"])
-    return row
+    return rows[0]
 
 
 def _report(
@@ -459,7 +457,6 @@ def _report(
     scope = Scope.of_endpoint(endpoint_id)
     rows = _run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if rows:
-        events.announce(todo_id, rows[0]["endpoint_id"], rows[0]["state"])
         return rows[0], False
     holder = {k: params[k] for k in ("endpoint_id", "owner", "token_hash")}
     row = fetch_one(REPORTED, {"id": todo_id, "outcome": outcome, **holder, **scope.params})
@@ -569,7 +566,6 @@ def create(
     if not rows:
         raise InvalidInput("endpoint", "unknown or revoked")
     _counted("create")
-    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
     return TodoView.from_row(rows[0])
 
 
@@ -610,7 +606,6 @@ def claim_next(
     if not rows:
         metrics.transition("claim_next", "empty")
         return None
-    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
     return _claimed(rows[0], token, "claim_next")
 
 
@@ -657,7 +652,7 @@ def heartbeat(
     params = {**_holder(endpoint_id, owner, lease_token), "ttl_seconds": _ttl(lease_ttl_seconds)}
     scope = Scope.of_endpoint(endpoint_id)
     if note is None:
-        row = _single("heartbeat", HEARTBEAT, params, scope, todo_id, announce=False)
+        row = _single("heartbeat", HEARTBEAT, params, scope, todo_id)
         _counted("heartbeat")
         return ReportResult(TodoView.from_row(row), row["attempt_seq"])
     text, truncated = activity_text("note", note)
@@ -939,7 +934,6 @@ def revoke_endpoint(human_id: int, endpoint_id: UUID) -> RevokeResult:
     closed = int(row["attempts_closed"])
     if row["revoked"]:
         _counted("revoke_endpoint")
-        events.announce_all((todo_id, endpoint_id, "failed") for todo_id in dead)
         if closed:
             transaction.on_commit(
                 lambda: metrics.attempt_closed("revoked", "dead_lettered", closed)
@@ -1112,7 +1106,6 @@ def _bulk(
     rows = _run(
         bulk_statement(action, selection), {**params, **selection_params, **scope.params}, None
     )
-    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
     return rows
 
 
@@ -1237,7 +1230,6 @@ def resume_queue(
 def reap(limit: int = SWEEP_BATCH) -> SweepResult:
     """Reap up to ``limit`` lapsed leases: requeue them, or dead-letter those out of budget."""
     rows = _run(REAP, {"limit": limit}, None)
-    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
     requeued = tuple(r["id"] for r in rows if r["state"] == "pending")
     dead = tuple(r["id"] for r in rows if r["state"] == "failed")
 
@@ -1260,7 +1252,6 @@ def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
     """
     params = {"limit": limit, **_activity("retried", "system", "sweeper", "requeue")}
     rows = fetch_all(REQUEUE_DUE_RETRIES, params)
-    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
     ids = tuple(r["id"] for r in rows)
     if ids:
         _counted("requeue_due_retries", n=len(ids), activity="retried")
@@ -1295,7 +1286,6 @@ def ring(
     if row is None:
         return None
     transaction.on_commit(lambda: metrics.activity("rung"))
-    events.announce(todo_id, row["endpoint_id"], "pending")
     return RingResult(row["id"], row["endpoint_id"], row["queue"], reason, row["ring_attempts"])
 
 
@@ -1324,7 +1314,6 @@ def ring_due(scan: str, limit: int = SWEEP_BATCH) -> list[RingResult]:
     if rows:
         n = len(rows)
         transaction.on_commit(lambda: metrics.activity("rung", n))
-        events.announce_all((r["id"], r["endpoint_id"], "pending") for r in rows)
     return [
         RingResult(r["id"], r["endpoint_id"], r["queue"], r["reason"], r["ring_attempts"])
         for r in rows
