@@ -139,6 +139,7 @@ class Feed:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self.connections = 0  # LISTEN sessions opened so far (1 + reconnects)
+        self.backend_pid: int | None = None  # the listening session's, in pg_stat_activity
 
     def subscribe(self, consumer: Consumer) -> None:
         """Tell ``consumer`` of every change from now on (once, however often called)."""
@@ -209,6 +210,7 @@ class Feed:
                     autocommit=True, **connection_kwargs()
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    self.backend_pid = conn.info.backend_pid
                     self.connections += 1
                     if self.connections > 1:
                         logger.info("change feed: listening again; consumers re-read")
