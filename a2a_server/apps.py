@@ -16,8 +16,8 @@ class A2aServerConfig(AppConfig):
 
     def ready(self) -> None:
         # Open streams and blocking sends wake on every committed change of their todo
-        # (a2a_server/watch.py); the todos core announces them (todos/events.py).
+        # (a2a_server/watch.py), heard on this process's one change feed.
         from a2a_server import watch
-        from todos import events
+        from switchboard.lib import changefeed
 
-        events.subscribe(watch.heard)
+        changefeed.FEED.subscribe(watch.heard)

@@ -237,7 +237,7 @@ class TodoRequestHandler(RequestHandler):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                await watch.changed(changed, min(left, watch.POLL_SECONDS))
+                await watch.changed(changed, left)
                 current = await _in_thread(read_task)(endpoint, current.id)
         return current
 

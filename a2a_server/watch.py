@@ -1,11 +1,14 @@
 """Waiting for a todo to change: what a blocking ``SendMessage`` and the streams wait on.
 
-``heard`` listens to the lifecycle's after-commit announcements (``todos/events.py``, the same
-events the Board's live pages hear). A waiter registers the todo it follows with the event loop
-it runs on; ``heard`` runs on the thread that committed and wakes the waiters of that todo on
-their own loops. A change committed by another process (the sweeper's reap, a second web
-process) is not announced here, so a waiter also re-reads its todo every ``POLL_SECONDS``:
-in-process changes arrive at once, the others within that bound.
+``heard`` is a consumer of the process's change feed (``switchboard/lib/changefeed.py``): every
+committed change to a todo, whichever process made it (a second web process, the sweeper's
+reap), is announced by the statement that made it and heard here within the time a NOTIFY
+takes. A waiter registers the todo it follows with the event loop it runs on; ``heard`` wakes
+the waiters of that todo on their own loops. No poll: after the feed reconnects (notifications
+sent while it was away are lost) it tells ``RESYNC``, and every waiter re-reads once.
+
+A waiter's event starts set: its first wait returns at once, so a change committed between the
+caller's first read and the registration is read, never missed.
 """
 
 from __future__ import annotations
@@ -14,18 +17,27 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from uuid import UUID
 
-POLL_SECONDS = 2.0
+from switchboard.lib import changefeed
+from switchboard.lib.changefeed import Change
+
+# Changes that leave a task as it was: spans are telemetry, not the task's state.
+_IGNORED = frozenset({changefeed.SPANS, changefeed.SPANS_DUE})
 
 _lock = threading.Lock()
 _waiters: dict[str, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
 
 
-def heard(todo_id: str, endpoint_id: UUID, state: str) -> None:
-    """The ``todos.events`` listener: wake whoever waits on ``todo_id``."""
+def heard(change: Change) -> None:
+    """The change feed's consumer: wake whoever waits on the changed todo (everyone on
+    ``RESYNC``)."""
+    if change.kind in _IGNORED:
+        return
     with _lock:
-        waiting = tuple(_waiters.get(todo_id, ()))
+        if change.kind == changefeed.RESYNC:
+            waiting = tuple(entry for entries in _waiters.values() for entry in entries)
+        else:
+            waiting = tuple(_waiters.get(change.todo_id, ()))
     for loop, event in waiting:
         with suppress(RuntimeError):  # the loop closed; its waiter is gone with it
             loop.call_soon_threadsafe(event.set)
@@ -33,8 +45,9 @@ def heard(todo_id: str, endpoint_id: UUID, state: str) -> None:
 
 @contextmanager
 def following(todo_id: str) -> Iterator[asyncio.Event]:
-    """An event set whenever ``todo_id`` changes in this process, while the block runs."""
+    """An event set whenever ``todo_id`` changes, while the block runs (set at the start)."""
     entry = (asyncio.get_running_loop(), asyncio.Event())
+    entry[1].set()
     with _lock:
         _waiters.setdefault(todo_id, set()).add(entry)
     try:
@@ -48,8 +61,9 @@ def following(todo_id: str) -> Iterator[asyncio.Event]:
                     del _waiters[todo_id]
 
 
-async def changed(event: asyncio.Event, timeout: float = POLL_SECONDS) -> None:
-    """Wait until ``event`` is set or ``timeout`` passes; clear it for the next wait."""
+async def changed(event: asyncio.Event, timeout: float | None = None) -> None:
+    """Wait until ``event`` is set (or ``timeout`` passes, when given); clear it for the next
+    wait."""
     with suppress(TimeoutError):
         await asyncio.wait_for(event.wait(), timeout)
     event.clear()

@@ -11,9 +11,9 @@ class ActivityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The Board's live updates hear every committed change (activity/live.py); the todos
-        # core announces them (todos/events.py) and imports nothing of this app.
+        # The Board's live updates hear every committed change (activity/live.py) on this
+        # process's one change feed; the statements announce them (todos/sql/_notify_*.sql).
         from activity import live
-        from todos import events
+        from switchboard.lib import changefeed
 
-        events.subscribe(live.relay)
+        changefeed.FEED.subscribe(live.relay)

@@ -3,13 +3,18 @@ WebSocket consumer (→ htmx fragments rendered from the pages' own partials).
 
 Flow
 ----
-1. A transition commits; ``todos.events`` tells ``relay(todo_id, endpoint_id, state)``.
-2. The relay maps the endpoint to its owning human and ``group_send``s ``todo.changed`` to the
-   group ``live.human.<id>``: that human's sockets only, in every process sharing the channel
-   layer (Redis when ``REDIS_URL`` is set; the in-memory layer reaches this process only).
+1. A transition commits; its statement announced the change (``todos/sql/_notify_*.sql``), and
+   every process's change feed (``switchboard/lib/changefeed.py``) tells ``relay(change)``.
+2. The relay maps the endpoint to its owning human and sends ``todo.changed`` to that human's
+   sockets open in this process (``_sockets``), each by its own channel name. Every process
+   hears every change itself, so no layer needs to carry it between processes (no Redis), and
+   each socket is sent it once: a shared Redis layer would get the same ``group_send`` from
+   every process that heard the change, so the relay never sends to a group, only to the
+   sockets connected here.
 3. Each socket re-reads what its page shows through the owner-scoped reads, in the scope of
    the socket's own human (so even a misrouted message could show nothing foreign), and sends
-   out-of-band fragments that htmx's ws extension swaps in.
+   out-of-band fragments that htmx's ws extension swaps in. After the feed reconnects
+   (``RESYNC``: changes may have been missed) every socket re-reads once.
 
 What a socket watches
 ---------------------
@@ -25,28 +30,26 @@ The todo list connects with the ids of its rows and gets a row's state cell when
 
 Cost
 ----
-The relay runs on the transition's thread after commit. It looks the owner up once per
-endpoint per process (an endpoint's owner is set at creation and never changes,
-switchboard/credentials.py and the admin's read-only owner, so the cache never goes stale and
-holds one entry per endpoint), hands the send to an event loop and returns: it never waits on
-the layer, and a layer that is down is logged, never raised into the transition.
+The relay runs on the feed's event loop and must not block it. A process with no socket open
+does nothing. It looks the owner up once per endpoint per process, in a thread (an endpoint's
+owner is set at creation and never changes, switchboard/credentials.py and the admin's
+read-only owner, so the cache never goes stale and holds one entry per endpoint), and sends in a
+task of its own: a layer that is down is logged, never raised into the feed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
-import concurrent.futures
 import logging
-import threading
-from collections.abc import Coroutine, Mapping
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 from urllib.parse import parse_qs
 from uuid import UUID
 
 from channels.generic.websocket import AsyncWebsocketConsumer
-from channels.layers import BaseChannelLayer, InMemoryChannelLayer, get_channel_layer
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import HttpRequest
 from django.middleware.csrf import get_token
@@ -63,7 +66,8 @@ from activity.markup import (
     trail_rows,
 )
 from activity.trail import CLAIM, END, TimelineEntry, Trail, todo_trail
-from switchboard.lib import dbthread
+from switchboard.lib import changefeed, dbthread
+from switchboard.lib.changefeed import Change
 from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
@@ -79,20 +83,21 @@ STATE_CELL = "todos/todo_list.html#state_cell"
 CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_FOUND = 4404
 SEND_TIMEOUT_SECONDS = 5.0
-FLUSH_SECONDS = 2.0  # at exit, how long sends still in flight may take
+FLUSH_SECONDS = 2.0  # how long flush() waits for sends in flight
 ROWS_MAX = 200  # row ids a list socket watches (a page shows 50)
 _ID_MAX = 64
 _INT_MAX = 2**31 - 1
 
 
-def group_name(human_id: int) -> str:
-    """The channel-layer group of one human's sockets."""
-    return f"live.human.{human_id}"
-
-
 # --- the relay -------------------------------------------------------------------------------
 
 _owners: dict[UUID, int] = {}
+# This process's open sockets: human id → their channel names. Only the loop touches it.
+_sockets: dict[int, set[str]] = {}
+_tasks: set[asyncio.Task[None]] = set()
+# Changes that redraw nothing by themselves: the store's raw spans (otlp/refresh.py passes them
+# on, throttled, as SPANS_DUE).
+_IGNORED = frozenset({changefeed.SPANS})
 
 
 def _owner(endpoint_id: UUID) -> int | None:
@@ -104,89 +109,56 @@ def _owner(endpoint_id: UUID) -> int | None:
     return owner
 
 
-class _Sender:
-    """Runs each ``group_send`` on an event loop, off the caller's thread.
+def relay(change: Change) -> None:
+    """The change feed's consumer: tell the owning human's sockets in this process that the
+    todo changed (every socket here on ``RESYNC``).
 
-    The in-memory layer reaches only this process's sockets, and its queues belong to the loop
-    those sockets run on: its sends go to that loop (recorded by each socket that connects);
-    while none is running, nobody here listens and nothing is sent. A layer shared between
-    processes (Redis) gets a loop of its own on a daemon thread, so a process without sockets
-    (the sweeper) still reaches the others; sends still in flight at exit get FLUSH_SECONDS.
+    Never raises: a live update that cannot go out is logged.
     """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._server_loop: asyncio.AbstractEventLoop | None = None
-        self._own_loop: asyncio.AbstractEventLoop | None = None
-        self._pending: set[concurrent.futures.Future[None]] = set()
-
-    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._server_loop = loop
-
-    def loop_for(self, layer: BaseChannelLayer) -> asyncio.AbstractEventLoop | None:
-        if isinstance(layer, InMemoryChannelLayer):
-            loop = self._server_loop
-            return loop if loop is not None and loop.is_running() else None
-        with self._lock:
-            if self._own_loop is None:
-                loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="live-relay", daemon=True).start()
-                atexit.register(self.flush)
-                self._own_loop = loop
-            return self._own_loop
-
-    def submit(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> None:
-        try:
-            future = asyncio.run_coroutine_threadsafe(coro, loop)
-        except RuntimeError:  # the loop closed since loop_for
-            coro.close()
-            raise
-        with self._lock:
-            self._pending.add(future)
-        future.add_done_callback(self._done)
-
-    def _done(self, future: concurrent.futures.Future[None]) -> None:
-        with self._lock:
-            self._pending.discard(future)
-        if not future.cancelled() and (exc := future.exception()) is not None:
-            logger.warning("live update not sent: %r", exc)
-
-    def flush(self, timeout: float = FLUSH_SECONDS) -> None:
-        """Wait up to ``timeout`` seconds for the sends in flight."""
-        with self._lock:
-            pending = tuple(self._pending)
-        concurrent.futures.wait(pending, timeout)
-
-
-_sender = _Sender()
-
-
-async def _send(layer: BaseChannelLayer, group: str, message: dict[str, Any]) -> None:
-    await asyncio.wait_for(layer.group_send(group, message), SEND_TIMEOUT_SECONDS)
-
-
-def relay(todo_id: str, endpoint_id: UUID, state: str) -> None:
-    """Tell the owning human's sockets that ``todo_id`` changed (``todos.events`` listener).
-
-    Never raises: a live update that cannot go out is logged, and the transition stands.
-    """
+    if not _sockets or change.kind in _IGNORED:
+        return
     try:
-        layer = get_channel_layer()
-        loop = None if layer is None else _sender.loop_for(layer)
-        if layer is None or loop is None:
+        task = asyncio.get_running_loop().create_task(_relay(change))
+    except Exception:
+        logger.warning("live update for todo %s not sent", change.todo_id, exc_info=True)
+        return
+    _tasks.add(task)
+    task.add_done_callback(_done)
+
+
+def _done(task: asyncio.Task[None]) -> None:
+    _tasks.discard(task)
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        logger.warning("live update not sent: %r", exc)
+
+
+async def _relay(change: Change) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    if change.kind == changefeed.RESYNC:
+        channels = [name for names in _sockets.values() for name in names]
+        message = {"type": "todo.changed", "todo_id": "", "state": "", "resync": True}
+    else:
+        if change.endpoint_id is None:
             return
-        owner = _owner(endpoint_id)
+        owner = _owners.get(change.endpoint_id)
+        if owner is None:
+            owner = await dbthread.run(_owner, change.endpoint_id)
         if owner is None:
             return
-        message = {"type": "todo.changed", "todo_id": todo_id, "state": state}
-        _sender.submit(loop, _send(layer, group_name(owner), message))
-    except Exception:
-        logger.warning("live update for todo %s not sent", todo_id, exc_info=True)
+        channels = list(_sockets.get(owner, ()))
+        message = {"type": "todo.changed", "todo_id": change.todo_id, "state": change.state}
+    for name in channels:
+        await asyncio.wait_for(layer.send(name, message), SEND_TIMEOUT_SECONDS)
 
 
 def flush(timeout: float = FLUSH_SECONDS) -> None:
-    """Wait up to ``timeout`` seconds for the relay's sends in flight (benchmarks, tests)."""
-    _sender.flush(timeout)
+    """Wait up to ``timeout`` seconds for the relay's sends in flight (benchmarks, tests); call
+    it from another thread than the feed's loop."""
+    deadline = time.monotonic() + timeout
+    while _tasks and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 # --- what a page shows -------------------------------------------------------------------------
@@ -362,9 +334,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.human_id = user.pk
         cookies = self.scope.get("cookies", {})
         self.csrf_token = _masked_csrf_token(cookies.get(settings.CSRF_COOKIE_NAME))
-        _sender.attach(asyncio.get_running_loop())
-        # Join before the first read: a change committed meanwhile is pushed again, never lost.
-        await self.channel_layer.group_add(group_name(self.human_id), self.channel_name)
+        # Register before the first read: a change committed meanwhile is pushed again, never
+        # lost. The feed runs by now (switchboard/asgi.py starts it before the first request).
+        _sockets.setdefault(self.human_id, set()).add(self.channel_name)
         self.joined = True
         await self.accept()
         if self.watermark is not None:
@@ -372,15 +344,26 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.joined:
-            await self.channel_layer.group_discard(group_name(self.human_id), self.channel_name)
+            names = _sockets.get(self.human_id)
+            if names is not None:
+                names.discard(self.channel_name)
+                if not names:
+                    del _sockets[self.human_id]
 
     async def todo_changed(self, event: dict[str, Any]) -> None:
         todo_id = event.get("todo_id")
         if self.watermark is not None:
-            if todo_id == self.watermark.todo_id:
+            if todo_id == self.watermark.todo_id or event.get("resync"):
                 await self._push_trail()
+            return
+        if event.get("resync"):
+            shown = sorted(self.rows)
         elif isinstance(todo_id, str) and todo_id in self.rows:
-            html = await dbthread.run(state_cell, self.human_id, todo_id, thread_sensitive=True)
+            shown = [todo_id]
+        else:
+            return
+        for row in shown:
+            html = await dbthread.run(state_cell, self.human_id, row, thread_sensitive=True)
             if html is not None:
                 await self.send(text_data=html)
 

@@ -13,10 +13,11 @@ login form, opens the todo's trail page there and connects the WebSocket the pag
 a browser would. Then, one at a time, this process runs ``--transitions`` transitions on that
 todo through ``todos.lifecycle`` (notes over heartbeats, and every 20th transition a release
 and a claim, so each attempt stays under its note cap) and times each from the moment the
-transition returned (committed) to the moment its fragment arrived: the relay in this process,
-Redis, the server's socket re-reading the trail and rendering it, the frame. That is the path
-of a deployment with several processes (a sweeper, another web process); in one process the
-in-memory layer skips Redis.
+transition returned (committed) to the moment its fragment arrived: the statement's NOTIFY, the
+server's change feed and relay (switchboard/lib/changefeed.py), the server's socket re-reading
+the trail and rendering it, the frame. That is the path of a deployment with several processes
+(a sweeper, another web process): the change reaches the server from the database, not
+through Redis.
 
 Each push carries the live container whole (everything since the page's first paint), so later
 pushes are larger; it prints the median and 95th percentile of the latency against the budget

@@ -14,3 +14,11 @@ class McpServerConfig(AppConfig):
     label = "mcp"
     verbose_name = "MCP"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Subscription streams ring on ready and rung changes (mcp_server/doorbell.py), heard on
+        # this process's one change feed.
+        from mcp_server import doorbell
+        from switchboard.lib import changefeed
+
+        changefeed.FEED.subscribe(doorbell.DOORBELL.heard)

@@ -1,11 +1,11 @@
-"""The doorbell: ``todo_ready`` notifications pushed to subscribed MCP clients.
+"""The doorbell: ``ready`` and ``rung`` changes pushed to subscribed MCP clients.
 
-Every transition that makes a todo claimable runs ``pg_notify('todo_ready', …)`` in its
-transaction, so the payload ``{"endpoint_id", "queue", "todo_id"}`` reaches listeners when the
-todo is committed, whichever process (web, sweeper, admin) made the change. Each server process
-holds one LISTEN connection (psycopg's async connection on the event loop, not a Django one:
-the ORM is sync-only and a LISTEN session must stay open for the life of the process) and fans
-each notification out to its own open subscription streams:
+Every transition that makes a todo claimable announces a ``ready`` change in its own statement
+(``todos/sql/_notify_ready.sql``), so it reaches every process when the todo is committed,
+whichever process (web, sweeper, admin) made the change. The doorbell is a consumer of the
+process's one change feed (``switchboard/lib/changefeed.py``: one LISTEN connection, shared with
+the Board's live relay, the A2A waiters and the OTLP refresh) and fans each change out to its own
+open subscription streams:
 
 - modern ``subscriptions/listen`` streams (``mcp_server.server.subscriptions_listen``): the
   queue URIs are fixed by the listen request, so matching is in memory;
@@ -22,15 +22,15 @@ subscriptions; ``mcp_server.presence`` writes them where every process's can be 
 The gate: at most one ring per todo per ``ring_gate_seconds`` (a minute by default), shared by
 every process, because it lives in the todo's row: a process that has streams for the endpoint
 rings through ``lifecycle.ring`` (``todos/sql/ring.sql``), which takes the gate, writes the
-`rung` row and notifies ``todo_rung`` at commit; every process then pushes that ring to its own
+`rung` row and announces a ``rung`` change at commit; every process then pushes that ring to its own
 streams. Of N processes ringing one todo, one statement wins, so subscribers hear it once, not N
 times. A ring the gate refuses is owed, not dropped: the sweeper rings it when the gate opens
 (``lifecycle.ring_due``), and that ring reaches the streams the same way. A due retry's requeue
 clears the gate in the row, so its ring goes out even inside the minute.
 
-The listener reconnects with backoff when its connection drops (a database restart, a
-terminated backend). Notifications sent while it is away are lost (PostgreSQL queues them only
-for connected listeners), so after a reconnect every open stream is rung once for each queue it
+The feed reconnects with backoff when its connection drops (a database restart, a terminated
+backend). Notifications sent while it is away are lost (PostgreSQL queues them only for
+connected listeners), so on its ``RESYNC`` every open stream is rung once for each queue it
 watches: the events are level triggers ("read the queue again"), and one spare read is cheaper
 than a todo nobody hears about.
 """
@@ -38,8 +38,6 @@ than a todo nobody hears about.
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager, suppress
@@ -47,41 +45,25 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-import psycopg
 from django.db import DatabaseError, transaction
 from django.db import connection as django_connection
 
 from mcp_server import presence, resources
-from switchboard.lib import dbthread
+from switchboard.lib import changefeed, dbthread
+from switchboard.lib.changefeed import Change
 from todos import lifecycle
 
 logger = logging.getLogger(__name__)
 
-CHANNEL = "todo_ready"
-RUNG_CHANNEL = "todo_rung"
-# How long a notification may wait before the listener checks that its connection still works
-# (a silently dropped TCP connection otherwise waits forever).
-HEALTH_CHECK_SECONDS = 30.0
-# How long the first MCP request waits for the first LISTEN before serving anyway; the listener
-# keeps trying in the background if the database is slow or down.
-READY_TIMEOUT_SECONDS = 5.0
 # How long a ring waits for the gate's statement before going out from this process anyway (a
 # slow or failing database must not silence the doorbell).
 RECORD_TIMEOUT_SECONDS = 1.0
-BACKOFF_FIRST_SECONDS = 0.2
-BACKOFF_MAX_SECONDS = 5.0
-APPLICATION_NAME = "switchboard-doorbell"
 SUBSCRIPTION_RETENTION = "7 days"
 # Legacy subscriptions are rows a client creates at will (one per queue URI, and any queue name
 # is a URI): a cap per session keeps one client from filling mcp_subscriptions and making every
 # ring's lookup slow. Far above the queues one agent watches.
 MAX_SUBSCRIPTIONS_PER_SESSION = 100
 _SUBSCRIBE_LOCK = 0x5B5B  # the first key of the per-session advisory lock (arbitrary, stable)
-
-# OPTIONS keys Django's PostgreSQL backend consumes itself; the rest are libpq parameters.
-_DJANGO_ONLY_OPTIONS = frozenset(
-    {"pool", "server_side_binding", "isolation_level", "assume_role", "cursor_factory"}
-)
 
 
 # --- streams -----------------------------------------------------------------------------------
@@ -193,42 +175,16 @@ _subscribed = dbthread.wrap(subscribed)
 _ring = dbthread.wrap(lifecycle.ring)
 
 
-# --- the listener ------------------------------------------------------------------------------
-
-
-def connection_kwargs() -> dict[str, Any]:
-    """libpq parameters for the LISTEN connection, from Django's own database settings.
-
-    HOST may be a socket directory (the embedded server's); libpq takes a path as host as is.
-    """
-    db = django_connection.settings_dict
-    options = {k: v for k, v in (db.get("OPTIONS") or {}).items() if k not in _DJANGO_ONLY_OPTIONS}
-    kwargs: dict[str, Any] = {
-        **options,
-        "dbname": db.get("NAME"),
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-        "host": db.get("HOST") or None,
-        "port": str(db["PORT"]) if db.get("PORT") else None,
-        # Named, so operators (and the tests) can find it in pg_stat_activity.
-        "application_name": APPLICATION_NAME,
-        "connect_timeout": 5,
-    }
-    if kwargs["host"] and not str(kwargs["host"]).startswith("/"):
-        # TCP: notice a peer that vanished without a FIN within about a minute.
-        kwargs.update(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
-    return {k: v for k, v in kwargs.items() if v is not None}
+# --- the doorbell ------------------------------------------------------------------------------
 
 
 class Doorbell:
-    """The process's LISTEN connection and the registry of its open streams."""
+    """The registry of this process's open streams, and the change feed's consumer that rings
+    them (``heard``)."""
 
     def __init__(self) -> None:
         self._streams: dict[UUID, set[Stream]] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._ready: asyncio.Event | None = None
         self._pending_rings: set[asyncio.Task[None]] = set()
-        self.connections = 0  # LISTEN sessions opened so far (1 + reconnects)
         # Reports this registry's counts for the Board's fleet view (mcp_server/presence.py).
         self.presence = presence.Reporter(self.counts)
 
@@ -263,81 +219,36 @@ class Doorbell:
     # lifecycle
 
     async def start(self) -> None:
-        """Start the listener if it is not running; wait (bounded) for its first LISTEN."""
+        """Start reporting presence and the change feed (if it does not run yet); waiting for
+        the feed's first LISTEN means a client that subscribes on the very first request
+        already hears the next ring."""
         self.presence.start()
-        if self._task is None or self._task.done():
-            self._ready = asyncio.Event()
-            # An empty context: the task outlives the request that started it.
-            self._task = asyncio.get_running_loop().create_task(
-                self._run(self._ready), name="mcp-doorbell", context=contextvars.Context()
-            )
-        assert self._ready is not None
-        try:
-            await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_SECONDS)
-        except TimeoutError:
-            logger.warning("doorbell: not listening yet; continuing to try in the background")
+        await changefeed.FEED.start()
 
     async def stop(self) -> None:
+        # The feed stays: other consumers of this process hear it too.
         await self.presence.stop()
-        if self._task is not None:
-            self._task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._task
-        self._task = None
-
-    async def _run(self, ready: asyncio.Event) -> None:
-        delay = BACKOFF_FIRST_SECONDS
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(
-                    autocommit=True, **connection_kwargs()
-                ) as conn:
-                    await conn.execute(f"LISTEN {RUNG_CHANNEL}")
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    self.connections += 1
-                    if self.connections > 1:
-                        logger.info("doorbell: listening again")
-                        self._ring_everything()
-                    ready.set()
-                    delay = BACKOFF_FIRST_SECONDS
-                    await self._listen(conn)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # psycopg.Error, OSError: the connection is gone
-                logger.warning("doorbell: listener lost (%s); reconnecting in %.1fs", exc, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, BACKOFF_MAX_SECONDS)
-
-    async def _listen(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        while True:
-            received = False
-            async for notify in conn.notifies(timeout=HEALTH_CHECK_SECONDS):
-                received = True
-                self.handle(notify.payload, notify.channel)
-            if not received:
-                await conn.execute("SELECT 1")  # raises if the connection died quietly
 
     # fan-out
 
-    def handle(self, payload: str, channel: str = CHANNEL) -> None:
-        """One notification: ``todo_ready`` tries the shared gate, ``todo_rung`` rings."""
-        try:
-            data = json.loads(payload)
-            endpoint_id = UUID(str(data["endpoint_id"]))
-            queue = str(data["queue"])
-            todo_id = str(data["todo_id"])
-        except (ValueError, KeyError, TypeError):
-            logger.warning("doorbell: ignoring malformed payload %r", payload[:200])
+    def heard(self, change: Change) -> None:
+        """The change feed's consumer: ``ready`` tries the shared gate, ``rung`` rings,
+        ``RESYNC`` rings every open stream once; other changes are not the doorbell's."""
+        if change.kind == changefeed.RESYNC:
+            self._ring_everything()
             return
-        if endpoint_id not in self._streams:
+        if change.kind not in (changefeed.READY, changefeed.RUNG):
+            return
+        endpoint_id = change.endpoint_id
+        if endpoint_id is None or endpoint_id not in self._streams:
             # Nobody here listens for this endpoint: nothing to ring, and the gate is left to a
             # process that has someone to ring (or to the sweeper, for a push URL).
             return
-        uri = resources.queue_uri(queue)
-        if channel == RUNG_CHANNEL:
+        uri = resources.queue_uri(change.queue)
+        if change.kind == changefeed.RUNG:
             self._ring(endpoint_id, uri)
         else:
-            self._spawn(self._gate_then_ring(endpoint_id, uri, todo_id))
+            self._spawn(self._gate_then_ring(endpoint_id, uri, change.todo_id))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -347,7 +258,7 @@ class Doorbell:
     async def _gate_then_ring(self, endpoint_id: UUID, uri: str, todo_id: str) -> None:
         """Find the streams here that hear ``uri``; if any, ring the todo through the gate.
 
-        The ring itself reaches the streams through ``todo_rung`` after the gate's statement
+        The ring itself reaches the streams through a ``rung`` change after the gate's statement
         commits (so a claim the ring prompts never meets that write), in every process. A gate
         that refuses is the end of it here. Only when the statement fails or is slow is this
         process's ring pushed directly: a database in trouble must not silence the doorbell.

@@ -539,9 +539,10 @@ class McpRuntime:
             raise RuntimeError("the MCP session manager stopped while starting")
         self._manager, self._task, self._stop = manager, task, stop
         logger.info("MCP session manager started")
-        # The doorbell's LISTEN connection starts with the manager, for the same reason (no
-        # lifespan under daphne); waiting for its first LISTEN means a client that subscribes
-        # on the very first request already hears the next ring.
+        # The doorbell (and the process's change feed, if the first request did not start it:
+        # switchboard/asgi.py) starts with the manager, for the same reason (no lifespan under
+        # daphne); waiting for the first LISTEN means a client that subscribes on the very first
+        # request already hears the next ring.
         await doorbell.DOORBELL.start()
 
     async def stop(self) -> None:

@@ -9,3 +9,11 @@ class OtlpConfig(AppConfig):
     name = "otlp"
     verbose_name = "OTLP traces"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The store announces the todos it wrote spans for; the refresh throttles them for the
+        # trail pages (otlp/refresh.py), on this process's one change feed.
+        from otlp import refresh
+        from switchboard.lib import changefeed
+
+        changefeed.FEED.subscribe(refresh.heard)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from otlp import bind, decode, refresh, store, translate
+from otlp import bind, decode, store, translate
 from switchboard import runtime_settings
 
 
@@ -101,8 +101,6 @@ def ingest(
         attempt_cap=current.spans_max_per_attempt,
         todo_cap=current.spans_max_per_todo,
     )
-    if stored.accepted:
-        refresh.spans_stored(endpoint_id, (row.todo_id for row in prepared.rows))
     return Outcome(
         accepted=stored.accepted,
         unbound=prepared.unbound,

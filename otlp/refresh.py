@@ -1,66 +1,57 @@
 """Tell open trail pages that a todo has new spans, at most once per todo per second.
 
+The store announces every batch it wrote spans from (``otlp/sql/store.sql``: a ``spans``
+change per todo, heard by this process's change feed, ``switchboard/lib/changefeed.py``).
 Exporters send batches every few seconds per process, and several processes of one agent may
 send for one todo at once; a page re-reads its whole trail on every announcement, so a burst
-of batches would make a burst of reads. ``spans_stored`` announces a todo at once when it was
-not announced in the last second, and otherwise once more when that second is up (one timer
-per todo, however many batches arrive meanwhile): the last batch is always shown, at most a
-second late. Per process: with several web processes a todo may be refreshed once per second
-by each, which stays bounded.
+of batches would make a burst of reads. ``heard`` passes a todo on at once when it was not
+passed on in the last second, and otherwise once more when that second is up (one timer per
+todo, however many batches arrive meanwhile): the last batch is always shown, at most a second
+late. It passes a todo on as a ``spans_due`` change told to the feed's consumers, which the
+Board's live relay redraws (it ignores the raw ``spans``): this module imports no consumer.
+Per process: every web process hears every batch and throttles on its own, which stays bounded.
+
+Everything runs on the feed's event loop, so the map needs no lock.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
+import dataclasses
 import time
-from collections.abc import Iterable
-from uuid import UUID
 
-from django.db import connection
-
-from todos import events
+from switchboard.lib import changefeed
+from switchboard.lib.changefeed import Change
 
 INTERVAL_SECONDS = 1.0
 
-_lock = threading.Lock()
-_last: dict[str, float] = {}  # todo id → monotonic time of its last announcement
+_last: dict[str, float] = {}  # todo id → monotonic time it was last passed on
 _pending: set[str] = set()  # todos with a timer waiting
 
 
-def spans_stored(endpoint_id: UUID, todo_ids: Iterable[str]) -> None:
-    """Announce each todo that just had spans committed, coalesced as the docstring says."""
+def heard(change: Change) -> None:
+    """The change feed's consumer: pass a ``spans`` change on, coalesced as the docstring says."""
+    if change.kind != changefeed.SPANS or not change.todo_id:
+        return
     now = time.monotonic()
-    due: list[str] = []
-    with _lock:
-        for todo_id in set(todo_ids):
-            last = _last.get(todo_id)
-            if last is None or now - last >= INTERVAL_SECONDS:
-                _last[todo_id] = now
-                due.append(todo_id)
-            elif todo_id not in _pending:
-                _pending.add(todo_id)
-                timer = threading.Timer(
-                    last + INTERVAL_SECONDS - now, _later, args=(endpoint_id, todo_id)
-                )
-                timer.daemon = True
-                timer.start()
-        _prune(now)
-    _announce(endpoint_id, due)
+    last = _last.get(change.todo_id)
+    if last is None or now - last >= INTERVAL_SECONDS:
+        _last[change.todo_id] = now
+        _pass_on(change)
+    elif change.todo_id not in _pending:
+        _pending.add(change.todo_id)
+        asyncio.get_running_loop().call_later(last + INTERVAL_SECONDS - now, _later, change)
+    _prune(now)
 
 
-def _later(endpoint_id: UUID, todo_id: str) -> None:
-    with _lock:
-        _pending.discard(todo_id)
-        _last[todo_id] = time.monotonic()
-    try:
-        _announce(endpoint_id, [todo_id])
-    finally:
-        connection.close()  # a listener may have read the database on this timer's thread
+def _later(change: Change) -> None:
+    _pending.discard(change.todo_id)
+    _last[change.todo_id] = time.monotonic()
+    _pass_on(change)
 
 
-def _announce(endpoint_id: UUID, todo_ids: list[str]) -> None:
-    # The state is unchanged by spans; listeners re-read what they show.
-    events.announce_all((todo_id, endpoint_id, "") for todo_id in todo_ids)
+def _pass_on(change: Change) -> None:
+    changefeed.FEED.tell(dataclasses.replace(change, kind=changefeed.SPANS_DUE))
 
 
 def _prune(now: float) -> None:

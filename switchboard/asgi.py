@@ -7,7 +7,11 @@ transport (``a2a_server.transport``, around the A2A SDK's Starlette routes), ``/
 trace receiver (``otlp.receiver``, which reads the body under its cap itself), everything else to
 Django. The ``lifespan`` entry starts and stops the MCP session manager on servers that send
 lifespan events (uvicorn); daphne sends none, and the manager then starts on the first MCP
-request (``mcp_server.server.McpRuntime``). Around it all, ``ForwardedMiddleware`` believes
+request (``mcp_server.server.McpRuntime``). The process's change feed
+(``switchboard/lib/changefeed.py``: one LISTEN connection for the doorbell, the live pages, A2A
+and the OTLP refresh) starts before the first request or socket of any kind is served (or at
+the lifespan's start), since every consumer serves something a request opened. Around it all,
+``ForwardedMiddleware`` believes
 X-Forwarded-For/-Proto from ``SWITCHBOARD_TRUSTED_PROXIES`` only (switchboard/lib/proxies.py).
 ``ROUTES`` is the front door's route table (switchboard/lib/frontdoor.py): a row per surface
 (prefix, the surface's door: rates, body cap, how it encodes a refusal; its ASGI app). ``http``
@@ -43,7 +47,7 @@ from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
-from switchboard.lib import frontdoor, metrics, proxies, server  # noqa: E402
+from switchboard.lib import changefeed, frontdoor, metrics, proxies, server  # noqa: E402
 from switchboard.lib.proxies import ForwardedMiddleware  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
 
@@ -99,7 +103,16 @@ server.set_routes(ROUTES)
 # cannot open one with the human's cookies.
 websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(live.urlpatterns)))
 
-application = ForwardedMiddleware(
-    ProtocolTypeRouter({"http": http, "websocket": websocket, "lifespan": mcp_server.lifespan}),
-    settings.SWITCHBOARD_TRUSTED_PROXIES,
-)
+router = ProtocolTypeRouter({"http": http, "websocket": websocket, "lifespan": mcp_server.lifespan})
+
+
+async def with_feed(scope: Any, receive: Any, send: Any) -> None:
+    """``router``, once the change feed listens on this loop: the first request waits (bounded)
+    for its first LISTEN, so a stream or socket it opens hears the next change; later ones only
+    check that it still runs."""
+    if not changefeed.FEED.running:
+        await changefeed.FEED.start()
+    await router(scope, receive, send)
+
+
+application = ForwardedMiddleware(with_feed, settings.SWITCHBOARD_TRUSTED_PROXIES)

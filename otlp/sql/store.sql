@@ -5,8 +5,9 @@
 -- Times arrive as microseconds since the epoch: exact, and no timestamp parsing per span.
 -- params: the span columns as arrays (todo_ids … truncated, one element per span, no key
 --   twice); binding_todos, binding_traces; drop_todos, drop_seqs, drop_counts
--- returns: written (rows inserted or updated), bound (new bindings), dropped (attempts bumped)
--- Uses index: todo_spans_pkey, todo_trace_bindings_pkey, todo_attempts_pkey.
+-- returns: written (rows inserted or updated), bound (new bindings), dropped (attempts bumped),
+--   notified (todos announced: one `todo_changed` notification of kind `spans` each)
+-- Uses index: todo_spans_pkey, todo_trace_bindings_pkey, todo_attempts_pkey, todos_pkey.
 WITH input AS (
     SELECT *
       FROM unnest(%(todo_ids)s::text[], %(trace_ids)s::bytea[], %(span_ids)s::bytea[],
@@ -38,7 +39,7 @@ written AS (
            attributes = EXCLUDED.attributes, truncated = EXCLUDED.truncated,
            received_at = now()
      WHERE s.end_at IS DISTINCT FROM EXCLUDED.end_at
-    RETURNING 1
+    RETURNING s.todo_id
 ),
 bound AS (
     INSERT INTO todo_trace_bindings (todo_id, trace_id)
@@ -56,4 +57,14 @@ dropped AS (
 )
 SELECT (SELECT count(*) FROM written) AS written,
        (SELECT count(*) FROM bound) AS bound,
-       (SELECT count(*) FROM dropped) AS dropped
+       (SELECT count(*) FROM dropped) AS dropped,
+       -- One `spans` notification per todo that had spans written, delivered at commit
+       -- (switchboard/lib/changefeed.py; otlp/refresh.py throttles what the pages re-read).
+       -- Ids and facts only. A volatile call in a sub-select is never pruned away.
+       (SELECT count(*)
+          FROM (SELECT pg_notify('todo_changed',
+                                 json_build_object('kind', 'spans', 'todo_id', t.id,
+                                                   'endpoint_id', t.endpoint_id,
+                                                   'queue', t.queue, 'state', t.state)::text)
+                  FROM todos t
+                 WHERE t.id = ANY(ARRAY(SELECT DISTINCT w.todo_id FROM written w))) n) AS notified

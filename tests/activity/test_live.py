@@ -4,8 +4,8 @@ channels' WebsocketCommunicator, on the in-memory channel layer.
 A page is painted with Django's test client and its socket opened with that client's cookies
 at the URL the page's ``ws-connect`` names, so the watermarks are the first paint's own. The
 transitions run in the thread database_sync_to_async uses, committed (the socket reads from
-another connection than the test's), so their after-commit announcements reach the relay as in
-a server.
+another connection than the test's), so their announcements reach this process's change feed
+(started by the application on the test's loop) and the relay as in a server.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from django.test import Client
 
 from activity import live
 from switchboard.asgi import application
+from switchboard.lib import changefeed
+from switchboard.lib.changefeed import Change
 from tests.base import Personas
 from tests.live import run
 from tests.reach import OWNER, claimed, new_todo
@@ -291,12 +293,13 @@ def test_alice_never_hears_of_bobs_todos(
             assert "bob&#x27;s" in container(await bobs_trail.receive_from(WAIT), bobs)
             assert await trail.receive_nothing(QUIET)
             assert await rows.receive_nothing(QUIET)
-            # Even a message misrouted to alice's group shows her nothing of bob's todo: her
-            # socket reads in her own scope.
+            # Even a message misrouted to alice's sockets shows her nothing of bob's todo: her
+            # sockets read in her own scope.
             layer = get_channel_layer()
             assert layer is not None
             changed = {"type": "todo.changed", "todo_id": bobs, "state": "pending"}
-            await layer.group_send(live.group_name(personas.alice.id), changed)
+            for name in live._sockets[personas.alice.id]:
+                await layer.send(name, changed)
             assert await rows.receive_nothing(QUIET)
 
     live_test(go)
@@ -341,26 +344,67 @@ def test_the_relay_logs_a_layer_that_is_down_and_returns(
         raise ConnectionError("layer down")
 
     monkeypatch.setattr(live, "get_channel_layer", down)
+    monkeypatch.setattr(live, "_sockets", {personas.alice.id: {"inbox"}})
     held = claimed(personas.endpoint_a.id)
-    live.relay(held.todo.id, personas.endpoint_a.id, "claimed")
+    change = Change(changefeed.CHANGED, held.todo.id, personas.endpoint_a.id, "default", "claimed")
+
+    async def go() -> None:
+        live.relay(change)
+        while live._tasks:
+            await asyncio.sleep(0.01)
+
+    live_test(go)
     assert "not sent" in caplog.text
-    done = lifecycle.complete(personas.endpoint_a.id, held.todo.id, owner=OWNER)
-    assert done.todo.state == "completed"
 
 
-def test_the_relay_sends_only_to_the_owning_humans_group(personas: Personas) -> None:
+def test_the_relay_sends_only_to_the_owning_humans_sockets_in_this_process(
+    personas: Personas,
+) -> None:
     async def go() -> None:
         layer = get_channel_layer()
         assert layer is not None
-        live._sender.attach(asyncio.get_running_loop())
+        await changefeed.FEED.start()  # as the first request of a server does
         inboxes = {}
         for human in (personas.alice, personas.bob):
             inboxes[human.id] = await layer.new_channel()
-            await layer.group_add(live.group_name(human.id), inboxes[human.id])
-        todo = await db(new_todo, personas.endpoint_b.id)
-        message = await asyncio.wait_for(layer.receive(inboxes[personas.bob.id]), WAIT)
-        assert message == {"type": "todo.changed", "todo_id": todo.id, "state": "pending"}
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(layer.receive(inboxes[personas.alice.id]), QUIET)
+            live._sockets[human.id] = {inboxes[human.id]}
+        try:
+            todo = await db(new_todo, personas.endpoint_b.id)
+            message = await asyncio.wait_for(layer.receive(inboxes[personas.bob.id]), WAIT)
+            assert message == {"type": "todo.changed", "todo_id": todo.id, "state": "pending"}
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(layer.receive(inboxes[personas.alice.id]), QUIET)
+        finally:
+            live._sockets.clear()
+
+    live_test(go)
+
+
+def _terminate(pid: int) -> None:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+def test_after_the_feed_reconnects_an_open_page_re_reads(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    held = claimed(ep)
+    todo_id = held.todo.id
+    path = ws_path(paint(alice_client, f"/todos/{todo_id}"))
+
+    async def go() -> None:
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            await ws.receive_from(WAIT)
+            pid = changefeed.FEED.backend_pid
+            assert pid is not None
+            before = changefeed.FEED.connections
+            await db(_terminate, pid)
+            # The feed comes back (backoff from 0.2 s) and tells every consumer to re-read:
+            # the page is sent its container again, unasked.
+            assert container(await ws.receive_from(WAIT), todo_id).strip() == ""
+            assert changefeed.FEED.connections == before + 1
+            assert changefeed.FEED.backend_pid != pid
 
     live_test(go)

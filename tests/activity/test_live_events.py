@@ -1,18 +1,26 @@
-"""The lifecycle's after-commit announcements (todos/events.py): what the live pages hear.
+"""The change feed's announcements (todos/sql/_notify_*.sql): what every consumer hears.
 
-Every transition that changes what a Board page shows announces its todo once, after commit;
-a plain heartbeat announces nothing; a rolled-back transition announces nothing.
+Every transition that changes what a page or a consumer shows announces its todo once, from its
+own statement, delivered at commit; a plain heartbeat announces nothing; a rolled-back
+transition announces nothing. A second psycopg connection LISTENs on ``todo_changed``, as each
+process's listener does (switchboard/lib/changefeed.py); the tests commit for real.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
+from switchboard.lib import changefeed
+from switchboard.lib.changefeed import Change
 from tests.base import Personas
+from tests.concurrency.harness import raw_connection
 from tests.reach import (
     OWNER,
     claimed,
@@ -21,38 +29,59 @@ from tests.reach import (
     make_retry_due,
     new_todo,
 )
-from todos import events, lifecycle
+from todos import lifecycle
+from todos.queries import TodoFilters
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 type Heard = list[tuple[str, UUID, str]]
+_SENTINEL = "sentinel"
+
+
+def _drain(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """Every payload up to this test's sentinel, sent after the work committed (notifications
+    arrive in commit order)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_notify(%s, %s)", [changefeed.CHANNEL, _SENTINEL])
+    out: list[dict[str, Any]] = []
+    for note in conn.notifies(timeout=5.0):
+        if note.payload == _SENTINEL:
+            return out
+        out.append(json.loads(note.payload))
+    raise AssertionError(f"the sentinel never arrived; heard {out}")
 
 
 @pytest.fixture
-def heard() -> Iterator[Heard]:
-    """What a listener subscribed for the test hears."""
-    log: Heard = []
+def listener() -> Iterator[psycopg.Connection[Any]]:
+    with raw_connection(autocommit=True) as conn:
+        conn.execute(f"LISTEN {changefeed.CHANNEL}")
+        yield conn
 
-    def listener(todo_id: str, endpoint_id: UUID, state: str) -> None:
-        log.append((todo_id, endpoint_id, state))
 
-    events.subscribe(listener)
-    yield log
-    events.unsubscribe(listener)
+@pytest.fixture
+def payloads(listener: psycopg.Connection[Any]) -> Callable[[Callable[[], object]], list[dict]]:
+    """Run ``work`` (it commits); return the payloads it announced."""
+
+    def run(work: Callable[[], object]) -> list[dict[str, Any]]:
+        _drain(listener)  # whatever the set-up announced
+        work()
+        return _drain(listener)
+
+    return run
 
 
 @pytest.fixture
 def committed(
-    django_capture_on_commit_callbacks: Callable[..., object], heard: Heard
+    payloads: Callable[[Callable[[], object]], list[dict[str, Any]]],
 ) -> Callable[[Callable[[], object]], Heard]:
-    """Run ``work`` as if its transaction committed; return what was heard at commit only."""
+    """Run ``work`` (it commits); return (todo, endpoint, state) of each change it announced."""
 
     def run(work: Callable[[], object]) -> Heard:
-        heard.clear()
-        with django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
-            work()
-            assert heard == [], "announced before the commit"
-        return list(heard)
+        return [
+            (p["todo_id"], UUID(p["endpoint_id"]), p["state"])
+            for p in payloads(work)
+            if p["kind"] != changefeed.RUNG or p["todo_id"]
+        ]
 
     return run
 
@@ -181,23 +210,69 @@ def test_a_rolled_back_transition_announces_nothing(
     assert committed(rolled_back) == []
 
 
-def test_a_listener_that_raises_neither_fails_the_transition_nor_silences_the_others(
-    personas: Personas, django_capture_on_commit_callbacks: Callable[..., object]
+def test_a_consumer_that_raises_does_not_silence_the_others(
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    after: Heard = []
+    feed = changefeed.Feed()
+    after: list[Change] = []
 
-    def broken(todo_id: str, endpoint_id: UUID, state: str) -> None:
-        raise RuntimeError("listener down")
+    def broken(change: Change) -> None:
+        raise RuntimeError("consumer down")
 
-    def listener(todo_id: str, endpoint_id: UUID, state: str) -> None:
-        after.append((todo_id, endpoint_id, state))
+    feed.subscribe(broken)
+    feed.subscribe(after.append)
+    feed.handle(json.dumps({"kind": "changed", "todo_id": "td_1", "endpoint_id": str(UUID(int=1))}))
+    feed.handle("not json")  # logged and dropped
+    assert after == [Change(kind="changed", todo_id="td_1", endpoint_id=UUID(int=1))]
+    assert "consumer failed" in caplog.text and "malformed" in caplog.text
 
-    events.subscribe(broken)
-    events.subscribe(listener)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
-            todo = new_todo(personas.endpoint_a.id)
-    finally:
-        events.unsubscribe(broken)
-        events.unsubscribe(listener)
-    assert after == [(todo.id, personas.endpoint_a.id, "pending")]
+
+def test_the_announcement_waits_for_the_commit(
+    personas: Personas, listener: psycopg.Connection[Any]
+) -> None:
+    _drain(listener)
+    with transaction.atomic():
+        todo_id = new_todo(personas.endpoint_a.id).id
+        assert list(listener.notifies(timeout=0.2, stop_after=1)) == []
+    assert [p["todo_id"] for p in _drain(listener)] == [todo_id]
+
+
+def test_the_payload_is_ids_and_facts_and_the_kind_says_ready_or_changed(
+    personas: Personas, payloads: Callable[[Callable[[], object]], list[dict[str, Any]]]
+) -> None:
+    ep = personas.endpoint_a.id
+    made: list[str] = []
+    (created,) = payloads(lambda: made.append(new_todo(ep, "triage").id))
+    assert created == {
+        "kind": "ready",
+        "todo_id": made[0],
+        "endpoint_id": str(ep),
+        "queue": "triage",
+        "state": "pending",
+    }
+    (claim,) = payloads(lambda: lifecycle.claim(ep, made[0], owner=OWNER))
+    assert claim["kind"] == "changed" and claim["state"] == "claimed"
+
+
+def test_reaping_into_the_dead_letter_announces_a_change_not_a_ring(
+    personas: Personas, payloads: Callable[[Callable[[], object]], list[dict[str, Any]]]
+) -> None:
+    ep = personas.endpoint_a.id
+    lapsed = claimed(ep, max_attempts=1).todo.id
+    expire_lease(lapsed)
+    (reaped,) = payloads(lifecycle.reap)
+    assert (reaped["kind"], reaped["todo_id"], reaped["state"]) == ("changed", lapsed, "failed")
+
+
+def test_a_bulk_cancel_announces_every_todo_it_canceled(
+    personas: Personas, committed: Callable[..., Heard]
+) -> None:
+    ep = personas.endpoint_a.id
+    pending, held = new_todo(ep).id, claimed(ep).todo.id
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now() + interval '1 minute'")
+        seen_at = cursor.fetchone()[0]
+    heard = committed(
+        lambda: lifecycle.bulk_cancel(personas.alice.id, TodoFilters(), seen_at=seen_at)
+    )
+    assert sorted(heard) == sorted([(pending, ep, "canceled"), (held, ep, "canceled")])

@@ -17,12 +17,18 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_the_doorbell_rings_once_the_delivery_commits(hook: Hook, personas: Personas):
     with raw_connection(autocommit=True) as listener:
-        listener.execute("LISTEN todo_ready")
+        listener.execute("LISTEN todo_changed")
 
         response = hook.post(delivery="d-1")
 
         (todo_id,) = response.json()["todo_ids"]
         notes = [json.loads(n.payload) for n in listener.notifies(timeout=2.0, stop_after=1)]
     assert notes == [
-        {"endpoint_id": str(personas.endpoint_a.id), "queue": "ci-fix", "todo_id": todo_id}
+        {
+            "kind": "ready",
+            "todo_id": todo_id,
+            "endpoint_id": str(personas.endpoint_a.id),
+            "queue": "ci-fix",
+            "state": "pending",
+        }
     ]

@@ -284,7 +284,7 @@ def test_the_gate_is_shared_delays_a_ring_and_a_due_retry_passes_it(
 
 DOORBELL_BACKENDS = """
     SELECT pid FROM pg_stat_activity
-     WHERE datname = current_database() AND application_name = 'switchboard-doorbell'
+     WHERE datname = current_database() AND application_name = 'switchboard-changefeed'
 """
 
 

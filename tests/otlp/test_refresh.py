@@ -1,11 +1,12 @@
-"""New spans refresh an open trail page: announced after commit, at most once per todo a second,
+"""New spans refresh an open trail page: the store announces them at commit (one ``spans``
+change per todo it wrote spans for), the refresh passes each todo on at most once a second,
 and the push redraws the open attempt's waterfall."""
 
 from __future__ import annotations
 
-import time
+import asyncio
+import json
 import uuid
-from typing import Any
 
 import pytest
 
@@ -13,37 +14,77 @@ from activity import live
 from otlp import refresh
 from otlp.store import store
 from otlp.translate import collect, translate
+from switchboard.lib import changefeed
+from switchboard.lib.changefeed import Change
 from tests.base import Personas
+from tests.concurrency.harness import raw_connection
 from tests.otlp.helpers import SpanSpec, claimed_with_trace, request, trace_id
-from todos import events
 
 
 @pytest.fixture
-def heard(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The todos announced, with this test's listener the only one (not the Board's relay)."""
+def passed_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The todos the refresh passes on, with this test's consumer the feed's only one."""
     got: list[str] = []
+    feed = changefeed.Feed()
 
-    def listener(todo_id: str, endpoint_id: Any, state: str) -> None:
-        got.append(todo_id)
+    def consumer(change: Change) -> None:
+        if change.kind == changefeed.SPANS_DUE:
+            got.append(change.todo_id)
 
-    monkeypatch.setattr(events, "_listeners", [listener])
+    feed.subscribe(consumer)
+    monkeypatch.setattr(changefeed, "FEED", feed)
     monkeypatch.setattr(refresh, "_last", {})
+    monkeypatch.setattr(refresh, "_pending", set())
     return got
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_burst_of_batches_is_announced_now_and_once_more_a_second_later(
-    heard: list[str],
+def _spans(todo_id: str) -> Change:
+    return Change(kind=changefeed.SPANS, todo_id=todo_id, endpoint_id=uuid.uuid4())
+
+
+def test_a_burst_of_batches_is_passed_on_now_and_once_more_a_second_later(
+    passed_on: list[str],
 ) -> None:
-    endpoint = uuid.uuid4()
+    async def burst() -> None:
+        refresh.heard(_spans("td_a"))
+        refresh.heard(_spans("td_b"))
+        refresh.heard(_spans("td_a"))  # within the second: one timer
+        refresh.heard(_spans("td_a"))  # still the same timer
+        refresh.heard(Change(kind=changefeed.CHANGED, todo_id="td_c"))  # not spans: ignored
+        assert sorted(passed_on) == ["td_a", "td_b"]
+        await asyncio.sleep(refresh.INTERVAL_SECONDS + 0.3)
 
-    refresh.spans_stored(endpoint, ["td_a", "td_b"])
-    refresh.spans_stored(endpoint, ["td_a"])  # within the second: one timer
-    refresh.spans_stored(endpoint, ["td_a"])  # still the same timer
+    asyncio.run(burst())
+    assert sorted(passed_on) == ["td_a", "td_a", "td_b"]
 
-    assert sorted(heard) == ["td_a", "td_b"]
-    time.sleep(refresh.INTERVAL_SECONDS + 0.3)
-    assert sorted(heard) == ["td_a", "td_a", "td_b"]
+
+@pytest.mark.django_db(transaction=True)
+def test_the_store_announces_each_todo_it_wrote_spans_for_once_at_commit(
+    personas: Personas,
+) -> None:
+    trace = trace_id()
+    claim = claimed_with_trace(personas.endpoint_a.id, trace)
+    specs = [SpanSpec(trace, name=f"step {n}") for n in range(3)]
+    rows = [
+        translate(c, claim.todo.id, claim.attempt_seq, False)
+        for c in collect(request(specs)).candidates
+    ]
+    with raw_connection(autocommit=True) as listener:
+        listener.execute(f"LISTEN {changefeed.CHANNEL}")
+        store(rows, set(), attempt_cap=100, todo_cap=100)
+        notes = [json.loads(n.payload) for n in listener.notifies(timeout=2.0, stop_after=2)]
+        assert notes == [
+            {
+                "kind": "spans",
+                "todo_id": claim.todo.id,
+                "endpoint_id": str(personas.endpoint_a.id),
+                "queue": claim.todo.queue,
+                "state": "claimed",
+            }
+        ]
+        # The same batch again writes nothing (the spans are unchanged): nothing to redraw.
+        store(rows, set(), attempt_cap=100, todo_cap=100)
+        assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
 
 
 @pytest.mark.django_db

@@ -1,12 +1,15 @@
-"""The doorbell: transitions that make a todo claimable NOTIFY todo_ready when they commit.
+"""The doorbell: transitions that make a todo claimable announce a ``ready`` change on the
+change feed (``todo_changed``) when they commit; a recorded ring announces ``rung``.
 
-A second psycopg connection LISTENs, as the server's listener does; these tests commit for real
-(transaction=True), since a NOTIFY is delivered only at COMMIT.
+A second psycopg connection LISTENs, as the server's listener does, and keeps the kind under
+test (the feed carries every change); these tests commit for real (transaction=True), since a
+NOTIFY is delivered only at COMMIT.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
@@ -24,17 +27,30 @@ from todos.queries import TodoFilters
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def of_kind(conn: psycopg.Connection[Any], kind: str, n: int, timeout: float) -> list[dict]:
+    """Up to ``n`` ``todo_changed`` payloads of ``kind``, waiting at most ``timeout`` s in all."""
+    out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n and (left := deadline - time.monotonic()) > 0:
+        for note in conn.notifies(timeout=left, stop_after=1):
+            assert note.channel == "todo_changed"
+            data = json.loads(note.payload)
+            if data["kind"] == kind:
+                out.append(data)
+    return out
+
+
 class Listener:
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
 
     def received(self, n: int = 1, timeout: float = 2.0) -> list[dict[str, Any]]:
-        """Up to ``n`` notifications, waiting at most ``timeout`` seconds in all."""
-        out = []
-        for note in self.conn.notifies(timeout=timeout, stop_after=n):
-            assert note.channel == "todo_ready"
-            out.append(json.loads(note.payload))
-        return out
+        """Up to ``n`` rings (``ready`` changes: endpoint, queue, todo), waiting at most
+        ``timeout`` seconds in all."""
+        return [
+            {k: note[k] for k in ("endpoint_id", "queue", "todo_id")}
+            for note in of_kind(self.conn, "ready", n, timeout)
+        ]
 
     def until(self, todo_id: str) -> list[dict[str, Any]]:
         """Every notification up to and including the first for ``todo_id``."""
@@ -49,7 +65,7 @@ class Listener:
 @pytest.fixture
 def listener() -> Iterator[Listener]:
     with raw_connection(autocommit=True) as conn:
-        conn.execute("LISTEN todo_ready")
+        conn.execute("LISTEN todo_changed")
         yield Listener(conn)
 
 
@@ -180,7 +196,7 @@ def test_transitions_that_leave_nothing_to_claim_do_not_ring(
 @pytest.fixture
 def rung_listener() -> Iterator[psycopg.Connection[Any]]:
     with raw_connection(autocommit=True) as conn:
-        conn.execute("LISTEN todo_rung")
+        conn.execute("LISTEN todo_changed")
         yield conn
 
 
@@ -194,7 +210,7 @@ def test_resuming_a_queue_rings_its_claimers_once(
 
     lifecycle.resume_queue(ep, "triage", human_id=personas.alice.id)
 
-    notes = [json.loads(n.payload) for n in rung_listener.notifies(timeout=2.0, stop_after=2)]
+    notes = of_kind(rung_listener, "rung", 2, 2.0)
     assert [(n["endpoint_id"], n["queue"], n["reason"]) for n in notes] == [
         (str(ep), "triage", "resumed")
     ]
@@ -205,7 +221,7 @@ def test_a_resume_that_changed_nothing_rings_nobody(
 ) -> None:
     lifecycle.resume_queue(personas.endpoint_a.id, "triage", human_id=personas.alice.id)
 
-    assert list(rung_listener.notifies(timeout=0.5, stop_after=1)) == []
+    assert of_kind(rung_listener, "rung", 1, 0.5) == []
 
 
 def test_a_bulk_retry_rings_once_per_queue_it_refilled(

@@ -15,7 +15,7 @@ from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.lib.text import cut_utf8
 from switchboard.scope import Scope
-from todos import events, limits
+from todos import limits
 from todos.lifecycle.core import (
     activity_text,
     claim_params,
@@ -89,7 +89,6 @@ def create(
     if not rows:
         raise InvalidInput("endpoint", "unknown or revoked")
     counted("create")
-    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
     return TodoView.from_row(rows[0])
 
 
@@ -127,7 +126,6 @@ def claim_next(
     if not rows:
         metrics.transition("claim_next", "empty")
         return None
-    events.announce(rows[0]["id"], endpoint_id, rows[0]["state"])
     return claimed_result(rows[0], token, "claim_next")
 
 
@@ -177,7 +175,7 @@ def heartbeat(
     }
     scope = Scope.of_endpoint(endpoint_id)
     if note is None:
-        row = run_single("heartbeat", HEARTBEAT, params, scope, todo_id, announce=False)
+        row = run_single("heartbeat", HEARTBEAT, params, scope, todo_id)
         counted("heartbeat")
         return ReportResult(TodoView.from_row(row), row["attempt_seq"])
     text, truncated = activity_text("note", note)
@@ -208,7 +206,6 @@ def _report(
     scope = Scope.of_endpoint(endpoint_id)
     rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if rows:
-        events.announce(todo_id, rows[0]["endpoint_id"], rows[0]["state"])
         return rows[0], False
     holder = {k: params[k] for k in ("endpoint_id", "owner", "token_hash")}
     row = fetch_one(REPORTED, {"id": todo_id, "outcome": outcome, **holder, **scope.params})

@@ -12,7 +12,6 @@ from attempts import rules
 from switchboard.lib import metrics
 from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
-from todos import events
 from todos.filters import TodoFilters
 from todos.lifecycle.core import activity_params, counted, run
 from todos.lifecycle.statements import bulk_statement
@@ -41,7 +40,6 @@ def _bulk(
     rows = run(
         bulk_statement(action, selection), {**params, **selection_params, **scope.params}, None
     )
-    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
     return rows
 
 

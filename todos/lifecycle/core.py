@@ -37,9 +37,10 @@ statement's generic plan stays a few buffers whatever the statistics;
 
 Announcements
 -------------
-Every transition that changes what a Board page shows announces its todos after commit
-(``todos/events.py``; the live pages listen). A plain heartbeat does not: it changes nothing a
-page shows, and it is the hottest path.
+Every statement that changes what a page or a consumer shows announces its todos itself, with
+``pg_notify('todo_changed', …)`` (``todos/sql/_notify_*.sql``), which PostgreSQL delivers at
+commit to every process's listener (``switchboard/lib/changefeed.py``). A plain heartbeat does
+not: it changes nothing a page shows, and it is the hottest path.
 
 Misses
 ------
@@ -73,7 +74,6 @@ from switchboard.lib.errors import (
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.lib.text import cut_utf8
 from switchboard.scope import Scope
-from todos import events
 from todos.lifecycle.statements import IN_ENDPOINT_SCOPE, IN_HUMAN_SCOPE
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
@@ -280,18 +280,12 @@ def run_single(
     params: dict[str, Any],
     scope: Scope,
     todo_id: str,
-    *,
-    announce: bool = True,
 ) -> dict[str, Any]:
-    """Run a single-todo statement; announce the change after commit (``todos/events.py``)
-    unless told not to (a plain heartbeat changes nothing a page shows)."""
+    """Run a single-todo statement (it announces its change itself: ``_notify_*.sql``)."""
     rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if not rows:
         raise miss(scope, todo_id, transition)
-    row = rows[0]
-    if announce:
-        events.announce(todo_id, row["endpoint_id"], row["state"])
-    return row
+    return rows[0]
 
 
 def _claim_result(row: dict[str, Any], lease_token: str | None) -> ClaimResult:

@@ -14,7 +14,6 @@ from attempts import rules
 from switchboard.lib import metrics
 from switchboard.lib.sql import fetch_one
 from switchboard.scope import Scope
-from todos import events
 from todos.lifecycle.core import (
     activity_params,
     by_human,
@@ -110,7 +109,6 @@ def revoke_endpoint(human_id: int, endpoint_id: UUID) -> RevokeResult:
     closed = int(row["attempts_closed"])
     if row["revoked"]:
         counted("revoke_endpoint")
-        events.announce_all((todo_id, endpoint_id, "failed") for todo_id in dead)
         if closed:
             transaction.on_commit(
                 lambda: metrics.attempt_closed("revoked", "dead_lettered", closed)

@@ -40,6 +40,8 @@ def statement(name: str, **fragments: str) -> str:
         "pause_queue": "%(queue)s",
         # The claim's closed attempts, a constant of the statement (its plan's LIMIT).
         "prior_attempts": str(PRIOR_ATTEMPTS),
+        # heartbeat.sql announces only the owning human's extension (OPERATOR_EXTEND).
+        "extend_notify": "",
     }
     return load(SQL_DIR, name, **{**defaults, **fragments})
 
@@ -84,7 +86,9 @@ OPERATOR_CLAIM = _recorded(
 # A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
 HEARTBEAT = statement("heartbeat", guard="@{holder}")
 HEARTBEAT_NOTE = statement("heartbeat_note", guard="@{holder}")
-OPERATOR_EXTEND = _recorded("heartbeat", guard=HUMAN_SCOPE_SQL, **_HELD)
+OPERATOR_EXTEND = _recorded(
+    "heartbeat", guard=HUMAN_SCOPE_SQL, extend_notify=", @{notify_changed} AS notified", **_HELD
+)
 COMPLETE = statement("complete")
 OPERATOR_COMPLETE = _recorded("complete", guard=_OPERATOR_GUARD, **_HELD)
 FAIL = statement("fail")

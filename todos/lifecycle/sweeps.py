@@ -10,7 +10,6 @@ from django.db import transaction
 from switchboard import runtime_settings
 from switchboard.lib import metrics
 from switchboard.lib.sql import fetch_all, fetch_one
-from todos import events
 from todos.lifecycle.core import activity_params, counted, run
 from todos.lifecycle.statements import REAP, REQUEUE_DUE_RETRIES, RING, RING_DUE
 from todos.limits import SWEEP_BATCH
@@ -20,7 +19,6 @@ from todos.types import RingResult, SweepResult
 def reap(limit: int = SWEEP_BATCH) -> SweepResult:
     """Reap up to ``limit`` lapsed leases: requeue them, or dead-letter those out of budget."""
     rows = run(REAP, {"limit": limit}, None)
-    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
     requeued = tuple(r["id"] for r in rows if r["state"] == "pending")
     dead = tuple(r["id"] for r in rows if r["state"] == "failed")
 
@@ -43,7 +41,6 @@ def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
     """
     params = {"limit": limit, **activity_params("retried", "system", "sweeper", "requeue")}
     rows = fetch_all(REQUEUE_DUE_RETRIES, params)
-    events.announce_all((r["id"], r["endpoint_id"], r["state"]) for r in rows)
     ids = tuple(r["id"] for r in rows)
     if ids:
         counted("requeue_due_retries", n=len(ids), activity="retried")
@@ -78,7 +75,6 @@ def ring(
     if row is None:
         return None
     transaction.on_commit(lambda: metrics.activity("rung"))
-    events.announce(todo_id, row["endpoint_id"], "pending")
     return RingResult(row["id"], row["endpoint_id"], row["queue"], reason, row["ring_attempts"])
 
 
@@ -107,7 +103,6 @@ def ring_due(scan: str, limit: int = SWEEP_BATCH) -> list[RingResult]:
     if rows:
         n = len(rows)
         transaction.on_commit(lambda: metrics.activity("rung", n))
-        events.announce_all((r["id"], r["endpoint_id"], "pending") for r in rows)
     return [
         RingResult(r["id"], r["endpoint_id"], r["queue"], r["reason"], r["ring_attempts"])
         for r in rows

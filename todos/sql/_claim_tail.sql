@@ -65,7 +65,7 @@ prior AS (
     LIMIT @{prior_attempts}
 )
 SELECT upd.*,
-       (SELECT seq FROM opened) AS attempt_seq,
+       (SELECT seq FROM opened) AS attempt_seq, @{notify_changed} AS notified,
        (SELECT COALESCE(jsonb_agg(to_jsonb(p) - 'lease_token_hash' ORDER BY p.seq DESC), '[]')
           FROM prior p) AS prior_attempts,
        -- True when this statement's snapshot predates the attempt that last touched the todo (it

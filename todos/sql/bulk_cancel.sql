@@ -34,4 +34,6 @@ closed AS (
      WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
     RETURNING a.todo_id
 )@{activity}
-SELECT upd.id, upd.endpoint_id, upd.state, @{bulk_canceled_attempt} AS attempt_seq FROM upd
+SELECT upd.id, upd.endpoint_id, upd.state, @{bulk_canceled_attempt} AS attempt_seq,
+       @{notify_changed} AS notified
+  FROM upd

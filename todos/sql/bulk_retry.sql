@@ -24,7 +24,7 @@ WITH cur AS (
 ),
 upd AS (@{retry_cur})@{activity}
 SELECT upd.id, upd.endpoint_id, upd.state,
-       CASE WHEN upd.first_of_queue THEN @{notify_ready} END AS rung
+       CASE WHEN upd.first_of_queue THEN @{notify_ready} ELSE @{notify_changed} END AS notified
   FROM (SELECT upd.*,
                row_number() OVER (PARTITION BY upd.endpoint_id, upd.queue
                                   ORDER BY upd.created_at, upd.id) = 1 AS first_of_queue

@@ -22,4 +22,4 @@ closed AS (
        AND a.ended_at IS NULL
     RETURNING a.seq
 )@{activity}
-SELECT upd.*, (SELECT seq FROM closed) AS attempt_seq FROM upd
+SELECT upd.*, (SELECT seq FROM closed) AS attempt_seq, @{notify_changed} AS notified FROM upd

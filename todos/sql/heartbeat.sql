@@ -37,4 +37,4 @@ touched AS (
      WHERE a.todo_id = %(id)s
        AND a.seq = (SELECT attempts_total FROM upd WHERE attempt_heartbeat_at = now())
 )@{activity}
-SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd
+SELECT upd.*, upd.attempts_total AS attempt_seq@{extend_notify} FROM upd

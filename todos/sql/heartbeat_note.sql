@@ -54,4 +54,6 @@ trimmed AS (
      USING noted
      WHERE v.todo_id = %(id)s AND v.kind = 'note' AND v.seq <= noted.seq - %(activity_cap)s
 )
-SELECT upd.*, upd.attempts_total AS attempt_seq, EXISTS (SELECT 1 FROM noted) AS noted FROM upd
+SELECT upd.*, upd.attempts_total AS attempt_seq, EXISTS (SELECT 1 FROM noted) AS noted,
+       @{notify_changed} AS notified
+  FROM upd

@@ -14,4 +14,4 @@ WITH upd AS (
                 THEN true ELSE false END
     RETURNING t.*
 )@{activity}
-SELECT upd.*, upd.attempts_total AS attempt_seq FROM upd
+SELECT upd.*, upd.attempts_total AS attempt_seq, @{notify_changed} AS notified FROM upd

@@ -30,6 +30,6 @@ closed AS (
       FROM upd
      WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
 )
-SELECT upd.id, upd.endpoint_id, upd.state
+SELECT upd.id, upd.endpoint_id, upd.state,
+       CASE WHEN upd.state = 'pending' THEN @{notify_ready} ELSE @{notify_changed} END AS notified
   FROM upd
-  LEFT JOIN LATERAL (SELECT @{notify_ready} WHERE upd.state = 'pending') rung ON true

@@ -31,5 +31,5 @@ closed AS (
        AND a.ended_at IS NULL
 )@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq,
-       CASE WHEN upd.state = 'pending' THEN @{notify_ready} END AS rung
+       CASE WHEN upd.state = 'pending' THEN @{notify_ready} ELSE @{notify_changed} END AS notified
   FROM upd

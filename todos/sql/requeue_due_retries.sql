@@ -22,7 +22,5 @@ upd AS (
     RETURNING t.id, t.endpoint_id, t.queue, t.state, t.activity_seq
 )@{activity}
 SELECT upd.id, upd.endpoint_id, upd.state,
-       pg_notify('todo_ready', json_build_object('endpoint_id', upd.endpoint_id,
-                                                 'queue', upd.queue, 'todo_id', upd.id,
-                                                 'retry', true)::text) AS rung
+       @{notify_ready} AS notified
   FROM upd

@@ -1,5 +1,5 @@
 -- resume_queue: close an endpoint's queue's open pause; its todos are claimable again. Wakes the
---   claimers waiting on the queue: one todo_rung notification for the queue (the doorbell pushes
+--   claimers waiting on the queue: one `rung` notification for the queue (the doorbell pushes
 --   it to every open stream watching it, in every process), not one ring per todo: the queue
 --   is read again, whatever it holds. Resuming a queue that is not paused changes nothing.
 -- params: endpoint_id, queue, actor_kind, actor_ref, and scope_human_id as pause_queue's
@@ -16,7 +16,8 @@ upd AS (
     RETURNING qp.endpoint_id, qp.queue
 )
 SELECT EXISTS (SELECT 1 FROM ep) AS found, EXISTS (SELECT 1 FROM upd) AS resumed,
-       (SELECT pg_notify('todo_rung', json_build_object('endpoint_id', upd.endpoint_id,
-                                                        'queue', upd.queue, 'todo_id', '',
-                                                        'reason', 'resumed')::text)
+       (SELECT pg_notify('todo_changed', json_build_object('kind', 'rung', 'todo_id', '',
+                                                           'endpoint_id', upd.endpoint_id,
+                                                           'queue', upd.queue,
+                                                           'reason', 'resumed')::text)
           FROM upd) AS rung

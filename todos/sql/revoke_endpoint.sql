@@ -18,7 +18,7 @@ upd AS (
       FROM ep
      WHERE t.endpoint_id = ep.id
        AND @{unfinished}
-    RETURNING t.id, t.attempts_total
+    RETURNING t.id, t.endpoint_id, t.queue, t.state, t.attempts_total
 ),
 closed AS (
     UPDATE todo_attempts a
@@ -29,4 +29,6 @@ closed AS (
 )
 SELECT EXISTS (SELECT 1 FROM ep) AS revoked,
        COALESCE((SELECT array_agg(upd.id ORDER BY upd.id) FROM upd), '{}') AS dead_lettered,
-       (SELECT count(*) FROM closed) AS attempts_closed
+       (SELECT count(*) FROM closed) AS attempts_closed,
+       -- One notification per dead-lettered todo (a volatile call is never pruned away).
+       (SELECT count(*) FROM (SELECT @{notify_changed} FROM upd) n) AS notified
