@@ -1,7 +1,7 @@
 """Live updates across processes: two daphne servers on one Redis channel layer
 (``redis_servers``, tests/live.py). A human logged in on server A watches a trail page served
 by B over a real WebSocket; an agent's note over MCP and a Board action, both through A, reach
-the socket on B.
+the socket on B, and each change reaches it once although both servers hear it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 
 import httpx2
 import pytest
+from django.db import connection
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.base import Personas
@@ -94,5 +95,40 @@ def test_a_change_made_through_one_server_reaches_a_socket_on_the_other(
                 assert released.status_code == 302, released.text
                 pushed = await arrival(ws, "released it to its queue")
                 assert '<span class="badge state-pending">pending</span>' in pushed
+
+    run(scenario())
+
+
+def _release(human_id: int, todo_id: str) -> None:
+    try:
+        lifecycle.operator_release(human_id, todo_id)
+    finally:
+        connection.close()  # the worker thread's own
+
+
+def test_with_a_shared_redis_layer_a_socket_hears_each_change_once(
+    redis_servers: tuple[LiveServer, LiveServer], personas: Personas
+) -> None:
+    # Both servers hear the change from the database; were each to send it to a group on the
+    # shared layer, the socket would get it twice (activity/live.py sends to its own sockets).
+    a, b = redis_servers
+    todo = lifecycle.create(personas.endpoint_a.id, queue="live", title="heard once")
+    lifecycle.claim(personas.endpoint_a.id, todo.id, owner="agent")
+
+    async def scenario() -> None:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            await log_in(http, a, "alice")
+            page = await http.get(b.url(f"/todos/{todo.id}"))
+            found = re.search(r'ws-connect="([^"]*)"', page.text)
+            assert found is not None
+            url = f"ws://127.0.0.1:{b.port}{html.unescape(found[1])}"
+            async with connect(
+                url, origin=b.base, additional_headers={"Cookie": cookie_header(http)}
+            ) as ws:
+                await arrival(ws, f'id="sb-trail-live-{todo.id}"')
+                await asyncio.to_thread(_release, personas.alice.id, todo.id)
+                await arrival(ws, "released it to its queue")
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(ws.recv(), 1.0)
 
     run(scenario())
