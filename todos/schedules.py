@@ -38,6 +38,7 @@ when it renders): no attribute access, no padding to a gigabyte.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -268,6 +269,11 @@ def upcoming(schedule: Schedule, count: int = 5) -> list[dt.datetime]:
     return [first, *next_ticks(schedule.cron, schedule.timezone, first, count - 1)]
 
 
+def local_iso(instant: dt.datetime | None, zone_name: str) -> str:
+    """``instant`` as the schedule's wall clock reads it, with its offset ("" for None)."""
+    return "" if instant is None else instant.astimezone(ZoneInfo(zone_name)).isoformat()
+
+
 def _first_after(cron: str, zone_name: str, after: dt.datetime) -> dt.datetime:
     ticks = next_ticks(cron, zone_name, after)
     if not ticks:  # checked at save; a schedule whose cron stopped firing is far-future
@@ -322,6 +328,9 @@ def _time_fields(row: Mapping[str, Any], tick: dt.datetime) -> dict[str, Any]:
 def _create_todo(row: Mapping[str, Any], tick: dt.datetime) -> tuple[str | None, str]:
     """Create the run's todo inside the caller's transaction; (todo id, "") or (None, why)."""
     context = template_context(row["id"], tick, row["timezone"])
+    payload = row["payload_template"]
+    if isinstance(payload, str):  # Django's connection reads jsonb as its text
+        payload = json.loads(payload)
     try:
         title, _cut = cut_utf8(
             render("title", row["title_template"], context), lifecycle.TITLE_MAX_BYTES
@@ -329,7 +338,7 @@ def _create_todo(row: Mapping[str, Any], tick: dt.datetime) -> tuple[str | None,
         fields = {
             "queue": row["queue"],
             "title": title,
-            "payload": _render_payload(row["payload_template"], context),
+            "payload": _render_payload(payload, context),
             "work_order": render("work_order", row["work_order_template"], context),
             "max_attempts": row["max_attempts"],
         }
