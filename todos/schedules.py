@@ -208,6 +208,16 @@ _FIELDS = (
 )
 
 
+# The names add() takes for the stored fields, where they differ.
+_ARG_NAMES = {
+    "title_template": "title",
+    "payload_template": "payload",
+    "work_order_template": "work_order",
+    "start_within_seconds": "start_within",
+    "finish_within_seconds": "finish_within",
+}
+
+
 def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of ``values`` checked, in the form the table stores (field names as the
     surfaces name them: ``title``, ``payload``, ``work_order``)."""
@@ -243,6 +253,16 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
         "timezone": values["timezone"],
         "missed": _check_missed(values["missed"]),
     }
+
+
+def check(**fields: Any) -> dict[str, Any]:
+    """Check a schedule's fields, named as ``add`` names them (all of them); return them as the
+    table stores them, or raise ``InvalidInput`` naming the first bad one. Forms call it to
+    show the error in place; ``add`` and ``update`` call it again."""
+    names = {_ARG_NAMES.get(column, column): column for column in _FIELDS}
+    if set(fields) != set(names):
+        raise TypeError(f"check() takes exactly {sorted(names)}")
+    return _checked({names[name]: value for name, value in fields.items()})
 
 
 # --- ticks -----------------------------------------------------------------------------------
@@ -448,21 +468,19 @@ def add(
     Raise ``InvalidInput`` naming the field for anything the fire step could not use.
     """
     _check_endpoint(endpoint, by)
-    values = _checked(
-        {
-            "queue": queue,
-            "title_template": title,
-            "payload_template": payload,
-            "work_order_template": work_order,
-            "priority": priority,
-            "start_within_seconds": start_within,
-            "finish_within_seconds": finish_within,
-            "run_timeout_seconds": run_timeout_seconds,
-            "max_attempts": max_attempts,
-            "cron": cron,
-            "timezone": timezone,
-            "missed": missed,
-        }
+    values = check(
+        queue=queue,
+        cron=cron,
+        title=title,
+        timezone=timezone,
+        payload=payload,
+        work_order=work_order,
+        missed=missed,
+        priority=priority,
+        start_within=start_within,
+        finish_within=finish_within,
+        run_timeout_seconds=run_timeout_seconds,
+        max_attempts=max_attempts,
     )
     next_run_at = (
         _first_after(values["cron"], values["timezone"], django_timezone.now()) if enabled else None
@@ -474,16 +492,6 @@ def add(
         created_by=by,
         **values,
     )
-
-
-# The names add() takes for the stored fields, where they differ.
-_ARG_NAMES = {
-    "title_template": "title",
-    "payload_template": "payload",
-    "work_order_template": "work_order",
-    "start_within_seconds": "start_within",
-    "finish_within_seconds": "finish_within",
-}
 
 
 def update(schedule: Schedule, **changes: Any) -> Schedule:
