@@ -30,7 +30,7 @@ from todos import lifecycle, schedules
 
 # Django discovers each app's admin module only; intake's lives in the intake package.
 from todos.intake import admin as intake_admin  # noqa: F401
-from todos.models import PushAttempt, QueuePause, Schedule, Todo
+from todos.models import PushAttempt, QueuePause, Schedule, ScheduleRun, Todo
 from todos.states import dead_letter_q
 
 # Columns the todo list never shows: large, and loading them for a page of rows costs.
@@ -405,3 +405,13 @@ class ScheduleAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{schedule}: {exc}", messages.ERROR)
             else:
                 self.message_user(request, f"{schedule}: created {run.todo_id}.")
+
+
+@admin.register(ScheduleRun)
+class ScheduleRunAdmin(ReadOnlyAdmin):
+    """Schedules' runs, read-only: written by the fire step and run-now (``todos/schedules.py``)."""
+
+    list_display = ("schedule", "tick", "fired_at", "todo_id", "ticks", "error")
+    list_select_related = ("schedule",)
+    list_filter = ("schedule",)
+    readonly_fields = tuple(f.name for f in ScheduleRun._meta.fields)

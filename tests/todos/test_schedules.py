@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from switchboard.lib.errors import InvalidInput
 from tests.base import Personas
-from todos import lifecycle, schedules
+from todos import lifecycle, schedules, sweeps
 from todos.models import Schedule, ScheduleRun, Todo
 
 pytestmark = pytest.mark.django_db
@@ -324,3 +324,15 @@ def test_the_due_scan_uses_its_index() -> None:
         )
         plan = "\n".join(row[0] for row in cur.fetchall())
     assert "schedules_due_idx" in plan
+
+
+def test_the_sweeper_pass_fires_due_schedules(personas: Personas) -> None:
+    schedule = add(personas, cron="0 0 1 1 *")
+    due_at(schedule, timezone.now() - dt.timedelta(seconds=2))
+
+    report = sweeps.run_pass()
+
+    (fired,) = report.scheduled
+    assert fired.schedule_id == schedule.pk and Todo.objects.filter(pk=fired.todo_id).exists()
+    assert f"schedules: created 1: {fired.todo_id}" in report.lines()
+    assert sweeps.run_pass().scheduled == []
