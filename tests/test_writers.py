@@ -29,8 +29,7 @@ from django.test import RequestFactory
 
 from switchboard import credentials
 from switchboard.models import Endpoint, EndpointKey, Human
-from todos import lifecycle
-from todos import schedules
+from todos import lifecycle, schedules
 from todos.intake import sources
 from todos.models import PushAttempt, Rule, Schedule, ScheduleRun, Source
 

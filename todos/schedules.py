@@ -497,15 +497,15 @@ def add(
 def update(schedule: Schedule, **changes: Any) -> Schedule:
     """Change ``schedule``'s fields (named as ``add`` names them); a new cron or time zone
     moves the next run to its first tick from now. The endpoint is fixed at creation."""
-    by_arg = {arg: column for column, arg in _ARG_NAMES.items()}
-    unknown = set(changes) - {by_arg.get(name, name) for name in _FIELDS} - set(by_arg)
+    by_arg = {_ARG_NAMES.get(column, column): column for column in _FIELDS}
+    unknown = set(changes) - set(by_arg)
     if unknown:
         raise InvalidInput(sorted(unknown)[0], "cannot be changed")
     with transaction.atomic():
         current = Schedule.objects.select_for_update().get(pk=schedule.pk)
         values = {column: getattr(current, column) for column in _FIELDS}
         for name, value in changes.items():
-            values[by_arg.get(name, name)] = value
+            values[by_arg[name]] = value
         checked = _checked(values)
         moved = (checked["cron"], checked["timezone"]) != (current.cron, current.timezone)
         for column, value in checked.items():

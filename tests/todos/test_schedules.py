@@ -232,6 +232,8 @@ def test_update_moves_the_next_run_when_the_cron_changes(personas: Personas) -> 
     assert updated.next_run_at is not None and updated.next_run_at.month == 1
     with pytest.raises(InvalidInput, match="cron: Bad minute"):
         schedules.update(schedule, cron="99 * * * *")
+    with pytest.raises(InvalidInput, match="endpoint: cannot be changed"):
+        schedules.update(schedule, endpoint=personas.endpoint_b)
     schedule.refresh_from_db()
     assert schedule.cron == "0 0 1 1 *"
 
@@ -314,6 +316,19 @@ def test_dst_spring_forward_fires_as_cronsim_says(personas: Personas) -> None:
         "2026-03-29T03:00:00+02:00",
         "2026-03-30T02:30:00+02:00",
     ]
+
+
+def test_dst_fall_back_fires_the_repeated_time_once(personas: Personas) -> None:
+    """02:30 happens twice in Berlin on 2026-10-25: the schedule fires at the first only."""
+    schedule = add(personas, cron="30 2 * * *", timezone="Europe/Berlin", title="{tick}")
+    first = dt.datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # 02:30 CEST
+    due_at(schedule, first)
+
+    (fired,) = schedules.fire_due(now=first + dt.timedelta(seconds=5))
+    assert fired.tick == first
+    assert schedules.fire_due(now=first + dt.timedelta(hours=1, seconds=5)) == []  # 02:30 CET
+    schedule.refresh_from_db()
+    assert schedule.next_run_at == dt.datetime(2026, 10, 26, 1, 30, tzinfo=UTC)
 
 
 def test_the_due_scan_uses_its_index() -> None:
