@@ -8,7 +8,7 @@ from django.views.generic import RedirectView
 
 from activity import views as activity_views
 from switchboard import endpoint_views, views
-from todos import overview_views
+from todos import overview_views, schedule_views
 from todos import views as todo_views
 from todos.intake import source_views
 from todos.intake import views as hooks
@@ -44,6 +44,19 @@ urlpatterns = [
         "endpoints/<slug:slug>/push-secret",
         endpoint_views.endpoint_rotate_push_secret,
         name="endpoint_rotate_push_secret",
+    ),
+    path("schedules/", schedule_views.schedule_list, name="schedules"),
+    path("schedules/new", schedule_views.schedule_new, name="schedule_new"),
+    path("schedules/<int:schedule_id>", schedule_views.schedule_detail, name="schedule_detail"),
+    path(
+        "schedules/<int:schedule_id>/remove",
+        schedule_views.schedule_remove,
+        name="schedule_remove",
+    ),
+    path(
+        "schedules/<int:schedule_id>/<str:action>",
+        schedule_views.schedule_action,
+        name="schedule_action",
     ),
     path("sources/", source_views.source_list, name="sources"),
     path("sources/new", source_views.source_new, name="source_new"),

@@ -29,12 +29,12 @@ from django.test import RequestFactory
 
 from switchboard import credentials
 from switchboard.models import Endpoint, EndpointKey, Human
-from todos import lifecycle
+from todos import lifecycle, schedules
 from todos.intake import sources
-from todos.models import PushAttempt, Rule, Source
+from todos.models import PushAttempt, Rule, Schedule, ScheduleRun, Source
 
 ROOT = Path(__file__).resolve().parents[1]
-AGGREGATE_MODELS = (Endpoint, EndpointKey, Source, Rule, PushAttempt)
+AGGREGATE_MODELS = (Endpoint, EndpointKey, Source, Rule, PushAttempt, Schedule, ScheduleRun)
 MODELS = {model.__name__: model.__module__ for model in AGGREGATE_MODELS}
 # Related managers that reach these models from another row: endpoint.keys, endpoint.rules,
 # source.rules, human.endpoints, human.sources.
@@ -69,6 +69,9 @@ def _source_file(module: object) -> str:
 WRITERS: dict[str, set[str]] = {
     _source_file(credentials): {"Endpoint", "EndpointKey"},
     _source_file(sources): {"Source", "Rule"},
+    _source_file(schedules): {"Schedule", "ScheduleRun"},
+    # The fire step's conditional advance (todos/schedules.py runs it).
+    _relative(Path(_source_file(schedules)).parent / "sql" / "schedule_advance.sql"): {"Schedule"},
     # Revoking an endpoint is a lifecycle transition: one statement sets revoked_at and
     # dead-letters the endpoint's unfinished todos, so it lives with the other transitions.
     _relative(lifecycle.statements.SQL_DIR / "revoke_endpoint.sql"): {"Endpoint"},

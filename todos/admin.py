@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
@@ -19,16 +20,17 @@ from attempts import admin as attempts_admin
 from switchboard.lib.admin import (
     ReadOnlyAdmin,
     RefusesUnusableQueries,
+    adopt,
     pretty_json,
     under_todo_urls,
 )
-from switchboard.lib.errors import LifecycleError
+from switchboard.lib.errors import InvalidInput, LifecycleError
 from switchboard.scope import Scope
-from todos import lifecycle
+from todos import lifecycle, schedules
 
 # Django discovers each app's admin module only; intake's lives in the intake package.
 from todos.intake import admin as intake_admin  # noqa: F401
-from todos.models import PushAttempt, QueuePause, Todo
+from todos.models import PushAttempt, QueuePause, Schedule, ScheduleRun, Todo
 from todos.states import dead_letter_q
 
 # Columns the todo list never shows: large, and loading them for a page of rows costs.
@@ -273,3 +275,143 @@ class QueuePauseAdmin(ReadOnlyAdmin):
     list_select_related = ("endpoint",)
     search_fields = ("queue", "endpoint__slug")
     readonly_fields = tuple(f.name for f in QueuePause._meta.fields)
+
+
+# --- schedules -------------------------------------------------------------------------------
+
+
+class ScheduleForm(forms.ModelForm):
+    """The writer's checks, shown on their fields; saving goes through ``todos.schedules``."""
+
+    class Meta:
+        model = Schedule
+        fields = (
+            "endpoint",
+            "queue",
+            "cron",
+            "timezone",
+            "title_template",
+            "payload_template",
+            "work_order_template",
+            "missed",
+            "priority",
+            "start_within_seconds",
+            "finish_within_seconds",
+            "run_timeout_seconds",
+            "max_attempts",
+        )
+
+    # The writer's field names, as InvalidInput reports them, to the form's.
+    FIELD = {
+        "title": "title_template",
+        "payload": "payload_template",
+        "work_order": "work_order_template",
+        "start_within": "start_within_seconds",
+        "finish_within": "finish_within_seconds",
+    }
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        try:
+            endpoint = data.get("endpoint") or self.instance.endpoint
+            if endpoint.revoked_at is not None and not self.instance.pk:
+                raise InvalidInput("endpoint", "is revoked; todos for it are refused")
+            schedules.check(
+                **{
+                    self.FIELD_ARG.get(column, column): data.get(column)
+                    for column in ScheduleForm.Meta.fields
+                    if column != "endpoint"
+                }
+            )
+        except InvalidInput as exc:
+            field = self.FIELD.get(exc.field, exc.field)
+            message = str(exc).removeprefix(f"{exc.field}: ")
+            self.add_error(field if field in self.fields else None, message)
+        return data
+
+    FIELD_ARG = {column: arg for arg, column in FIELD.items()}
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    """Cron schedules, written through ``todos.schedules`` as on the Board and the command."""
+
+    form = ScheduleForm
+    list_display = ("id", "endpoint", "queue", "cron", "timezone", "enabled", "next_run_at")
+    list_filter = ("enabled", "missed")
+    list_select_related = ("endpoint",)
+    search_fields = ("queue", "endpoint__slug", "title_template")
+    readonly_fields = (
+        "enabled",
+        "next_run_at",
+        "last_run_at",
+        "created_by",
+        "created_at",
+        "recent_runs",
+    )
+    autocomplete_fields = ("endpoint",)
+    actions = ("pause_schedules", "resume_schedules", "run_schedules_now")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # The endpoint is fixed at creation, as everywhere.
+        return (*self.readonly_fields, "endpoint") if obj else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        values = {
+            ScheduleForm.FIELD_ARG.get(column, column): data[column]
+            for column in ScheduleForm.Meta.fields
+            if column != "endpoint"
+        }
+        if change:
+            saved = schedules.update(obj, **values)
+        else:
+            # Staff act over every endpoint, as manage.py does without --as: no owner check.
+            saved = schedules.add(data["endpoint"], **values)
+        adopt(obj, saved)
+
+    @admin.display(description="last runs")
+    def recent_runs(self, obj: Schedule) -> str:
+        """The newest runs, read-only: the fire step writes them."""
+        runs = obj.runs.all()[:10] if obj.pk else []
+        return "; ".join(
+            f"{run.tick:%Y-%m-%d %H:%M} → {run.todo_id or run.error or 'deleted'}" for run in runs
+        )
+
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
+        schedules.remove(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        schedules.remove_many(queryset)
+
+    @admin.action(description="Pause the selected schedules")
+    def pause_schedules(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        done = sum(schedules.pause(s) for s in queryset)
+        self.message_user(request, f"Paused {done} schedule(s).")
+
+    @admin.action(description="Resume the selected schedules")
+    def resume_schedules(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        done = sum(schedules.resume(s) for s in queryset)
+        self.message_user(request, f"Resumed {done} schedule(s).")
+
+    @admin.action(description="Run the selected schedules now")
+    def run_schedules_now(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        for schedule in queryset:
+            try:
+                run = schedules.run_now(schedule)
+            except InvalidInput as exc:
+                self.message_user(request, f"{schedule}: {exc}", messages.ERROR)
+            else:
+                self.message_user(request, f"{schedule}: created {run.todo_id}.")
+
+
+@admin.register(ScheduleRun)
+class ScheduleRunAdmin(ReadOnlyAdmin):
+    """Schedules' runs, read-only: written by the fire step and run-now (``todos/schedules.py``)."""
+
+    list_display = ("schedule", "tick", "fired_at", "todo_id", "ticks", "error")
+    list_select_related = ("schedule",)
+    list_filter = ("schedule",)
+    readonly_fields = tuple(f.name for f in ScheduleRun._meta.fields)

@@ -291,3 +291,100 @@ class QueuePause(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue} paused {self.paused_at:%Y-%m-%d %H:%M}"
+
+
+class MissedPolicy(models.TextChoices):
+    """What a schedule does with ticks that passed while no sweeper ran (todos/schedules.py)."""
+
+    SKIP = "skip"  # create nothing for them; jump to the next future tick
+    RUN_ONCE = "run_once"  # create one todo for all of them, then jump
+
+
+class Schedule(models.Model):
+    """A cron schedule that creates a todo on ``endpoint``'s ``queue`` at each tick.
+
+    Written only by ``todos.schedules`` (the admin, the Board and ``manage.py schedule`` call it);
+    the sweeper fires due ticks through ``todos.schedules.fire_due``. Its owner scope is the
+    endpoint's owning human. ``next_run_at`` is the tick the sweeper fires next (NULL while
+    paused); the fire step moves it with a conditional UPDATE, so a tick fires once.
+    """
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="schedules")
+    queue = models.TextField()
+    title_template = models.TextField()
+    payload_template = models.JSONField(db_default={}, default=dict, blank=True)
+    work_order_template = models.TextField(blank=True, db_default="", default="")
+    # The todo's own fields: deadlines are seconds after the tick.
+    priority = models.IntegerField(db_default=0, default=0)
+    start_within_seconds = models.IntegerField(null=True, blank=True)
+    finish_within_seconds = models.IntegerField(null=True, blank=True)
+    run_timeout_seconds = models.IntegerField(null=True, blank=True)
+    max_attempts = models.IntegerField(db_default=5, default=5)
+    cron = models.TextField()
+    timezone = models.TextField(db_default="UTC", default="UTC")
+    enabled = models.BooleanField(db_default=True, default=True)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    missed = models.TextField(
+        choices=MissedPolicy.choices, db_default=MissedPolicy.SKIP, default=MissedPolicy.SKIP
+    )
+    # NULL: created by the system (manage.py without --as).
+    created_by = models.ForeignKey(
+        Human, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "schedules"
+        ordering = ["id"]
+        indexes = [
+            # Serves the fire step's "due schedules" scan (todos/schedules.py fire_due).
+            models.Index(
+                fields=["next_run_at"],
+                condition=models.Q(enabled=True),
+                name="schedules_due_idx",
+            )
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(missed__in=MissedPolicy.values), name="schedules_missed_check"
+            ),
+            # A paused schedule has no next run; an enabled one always has one.
+            models.CheckConstraint(
+                condition=models.Q(enabled=False) | models.Q(next_run_at__isnull=False),
+                name="schedules_enabled_next_run",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"schedule {self.pk} ({self.cron})"
+
+
+class ScheduleRun(models.Model):
+    """One fired tick of a schedule: the todo it created, or why it created none.
+
+    ``(schedule, tick)`` is unique: a second fire of one tick fails at the database even if the
+    fire step's conditional UPDATE were bypassed. ``todo`` goes NULL when retention deletes it.
+    """
+
+    schedule = models.ForeignKey(Schedule, on_delete=models.CASCADE, related_name="runs")
+    tick = models.DateTimeField()
+    fired_at = models.DateTimeField(db_default=Now())
+    # Retention deletes todos in SQL (todos/retention.py): the database clears the link.
+    todo = models.ForeignKey(
+        Todo, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # How many passed ticks this run stood for (run_once after downtime), 1 otherwise; 0 for a
+    # run-now, which is no tick of the cron.
+    ticks = models.IntegerField(db_default=1, default=1)
+    error = models.TextField(blank=True, db_default="", default="")
+
+    class Meta:
+        db_table = "schedule_runs"
+        ordering = ["-tick", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "tick"], name="schedule_runs_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run of schedule {self.schedule_id} at {self.tick:%Y-%m-%d %H:%M}"

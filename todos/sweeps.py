@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from todos import lifecycle, limits, overview, push, retention
+from todos import lifecycle, limits, overview, push, retention, schedules
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ LOCK_REQUEUE = 0x5B_0002
 LOCK_RETENTION = 0x5B_0003
 LOCK_RING = 0x5B_0004
 LOCK_OVERVIEW = 0x5B_0005
+LOCK_SCHEDULES = 0x5B_0006
 
 RETENTION_EVERY_SECONDS = 600.0
 # The unclaimed re-ring reads every stale pending todo, so it runs once a minute, not every pass
@@ -52,6 +53,7 @@ class PassReport:
     rung: list[str] = field(default_factory=list)
     pushes: push.PushReport | None = None
     rollup: overview.RollupResult | None = None
+    scheduled: list[schedules.Fired] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -69,6 +71,13 @@ class PassReport:
                 f"requeue_retries: requeued {len(self.retries_requeued)}:"
                 f" {_ids(self.retries_requeued)}"
             )
+        created = [f.todo_id for f in self.scheduled if f.todo_id]
+        if created:
+            out.append(f"schedules: created {len(created)}: {_ids(created)}")
+        for f in self.scheduled:
+            if f.skipped or f.error:
+                what = f"skipped {f.ticks} missed" if f.skipped else f"refused: {f.error}"
+                out.append(f"schedules: schedule {f.schedule_id} at {f.tick.isoformat()}: {what}")
         if self.rung:
             out.append(f"ring: rang {len(self.rung)}: {_ids(self.rung)}")
         if self.pushes and (self.pushes.delivered or self.pushes.failed):
@@ -159,6 +168,22 @@ def rings(report: PassReport, *, unclaimed: bool | None = None) -> None:
     report.pushes = push.send_due()
 
 
+def fire_schedules(report: PassReport) -> None:
+    """The pass's schedules step: fire every due tick (todos/schedules.py). Exactly once does not
+    rest on the lock (the fire step is safe in any number of processes); the lock spares a
+    second sweeper the scan."""
+
+    def work() -> None:
+        while True:
+            fired = schedules.fire_due()
+            report.scheduled.extend(fired)
+            if len(fired) < lifecycle.SWEEP_BATCH:
+                return
+
+    if not _locked(LOCK_SCHEDULES, work):
+        report.skipped.append("schedules")
+
+
 def roll_up(report: PassReport, *, force: bool = False) -> None:
     """The pass's Overview step (todos/overview.py): at most once per
     ``overview.EVERY_SECONDS`` in this process (always when ``force``), under its lock."""
@@ -181,6 +206,8 @@ def run_pass(*, with_retention: bool = False) -> PassReport:
         report.skipped.append("reap")
     if not _locked(LOCK_REQUEUE, lambda: requeue_all(report)):
         report.skipped.append("requeue_retries")
+    # Before the rings, so a scheduled todo's ring goes out in the same pass.
+    fire_schedules(report)
     rings(report)
     roll_up(report)
     if with_retention:

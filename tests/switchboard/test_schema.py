@@ -20,7 +20,14 @@ from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.models import Verb
 from tests.base import Personas
 from todos import lifecycle
-from todos.models import EventDisposition, PauseActor, PushState, SignatureScheme, State
+from todos.models import (
+    EventDisposition,
+    MissedPolicy,
+    PauseActor,
+    PushState,
+    SignatureScheme,
+    State,
+)
 
 # The apps whose migrations hold hand-written SQL, latest first (reverse dependency order).
 PROJECT_APPS = ("activity", "attempts", "todos", "switchboard")
@@ -76,6 +83,7 @@ def _check_values(table: str, column: str) -> list[str]:
         ("push_attempts", "state", PushState),
         ("queue_pauses", "paused_by_kind", PauseActor),
         ("queue_pauses", "resumed_by_kind", PauseActor),
+        ("schedules", "missed", MissedPolicy),
     ],
     ids=lambda v: v if isinstance(v, str) else v.__name__,
 )
