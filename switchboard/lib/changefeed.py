@@ -14,7 +14,7 @@ life of the process) and hands each change to the consumers that subscribed at s
 waiters, the OTLP refresh. It knows nothing of them: it sits in ``switchboard/lib``.
 
 Consumers are called on the listener's event loop, one after the other: they must not block
-(a database read goes to a thread, as ``database_sync_to_async`` does). A consumer that raises
+(a database read goes to a thread through ``switchboard.lib.dbthread``). A consumer that raises
 is logged and the others are still told.
 
 It starts with the first request of a server process (``switchboard/asgi.py``) or at the ASGI
