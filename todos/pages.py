@@ -14,6 +14,8 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from attempts.models import ClaimerKind
+from switchboard import actors
 from switchboard.lib import jsonlimits
 from switchboard.lib.errors import LeaseConflict, LifecycleError
 from switchboard.lib.guards import BoardRequest
@@ -49,9 +51,14 @@ def drawer_context(request: BoardRequest, todo_id: str, **extra: Any) -> dict[st
     now = timezone.now()
     stored = data.history.total - data.history.pruned
     revoked = data.todo.endpoint.revoked_at is not None
+    # Operators' leases by name: one read, none when the viewer holds them all.
+    names = actors.resolve(
+        [a.owner for a in data.history.attempts if a.claimer_kind == ClaimerKind.OWNER],
+        actors.viewer(request.user),
+    )
     return {
         "todo": data.todo,
-        "attempts": [attempt_row(a, data.todo, now) for a in data.history.attempts],
+        "attempts": [attempt_row(a, data.todo, now, names) for a in data.history.attempts],
         "attempts_total": data.history.total,
         "attempts_pruned": data.history.pruned,
         "attempts_not_shown": max(0, stored - len(data.history.attempts)),
