@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from switchboard.lib.actors import HUMAN, Actor
+from switchboard.lib.actors import ENDPOINT, HUMAN, Actor
 from switchboard.lib.sql import fetch_all, load
 
 _NAMES = load(Path(__file__).parent / "sql", "actor_names")
@@ -46,8 +46,10 @@ class Names:
         return actor.label(name)
 
     def _name(self, actor: Actor) -> str | None:
+        if not actor.needs_name:
+            return None
         # An endpoint's agent and its requester share the endpoint's name.
-        key = actor if actor.kind == HUMAN else Actor("endpoint", actor.key)
+        key = actor if actor.kind == HUMAN else Actor(ENDPOINT, actor.key)
         return self.found.get(key)
 
 
@@ -71,7 +73,7 @@ def resolve(refs: Iterable[str | None], known: Mapping[Actor, str] | None = None
         if actor.kind == HUMAN:
             if actor not in found:
                 humans.add(int(actor.key))
-        elif Actor("endpoint", actor.key) not in found:
+        elif Actor(ENDPOINT, actor.key) not in found:
             endpoints.add(actor.key)
     if humans or endpoints:
         rows = fetch_all(_NAMES, {"human_ids": sorted(humans), "endpoint_ids": sorted(endpoints)})

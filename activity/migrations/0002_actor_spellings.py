@@ -1,0 +1,143 @@
+"""Rewrite the old spellings of who acted to the one each actor has now
+(switchboard/lib/actors.py, docs/decisions/0030-one-actor.md).
+
+Forward, in ``todo_activity``:
+
+- an A2A requester's answer, ``a2a:<slug>``, becomes ``requester:<the todo's endpoint id>``
+  (a requester acts only in its endpoint's scope, so the todo's endpoint is the one it named);
+- an A2A requester's cancel, ``endpoint:<uuid>``, becomes ``requester:<uuid>``;
+- an agent's row (a note, an interrupt, a reject), which stored its own lease label, becomes
+  ``endpoint:<the todo's endpoint id>``: the label stays on the attempt (``todo_attempts.owner``);
+
+in ``queue_pauses``, ``manage.py`` becomes ``command:queue``; in a todo's ``input_request``, an
+answer's ``from`` (``human:<username>``, ``requester``) becomes ``human:<id>`` /
+``requester:<endpoint id>``. Human references (``human:<id>``), ``sweeper`` and ``doorbell`` were
+already spelled so.
+
+Reverse, the nearest old form: a requester's cancel and answer exactly as before (``a2a:`` with
+the endpoint's slug now), an agent's row its attempt's lease label (the label it had, for every
+row that names its attempt; a row that names none keeps ``endpoint:<uuid>``), the command and the
+answers' ``from`` as before.
+
+``todo_activity`` can be large, so it is rewritten in one pass of batches in primary-key order,
+each committing on its own (``atomic = False``); a batch rewrites only rows still in the old
+spelling, so a run that stops half-way is finished by running it again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import migrations
+
+BATCH = 5000
+
+_UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_CANCEL = "v.kind = 'a2a_state' AND v.detail->>'action' = 'cancel'"
+
+# One batch: the next BATCH rows in primary-key order after the cursor (todo_activity_pkey, so
+# the whole pass reads the table once), of which those in the old spelling are rewritten; it
+# returns the batch's last key, the next cursor (no row: the pass is done). ``v`` is the row,
+# ``t`` its todo, ``e`` the todo's endpoint.
+_BATCH = """
+WITH b AS (
+    SELECT todo_id, seq FROM todo_activity
+     WHERE (todo_id, seq) > (%(after_todo)s, %(after_seq)s)
+     ORDER BY todo_id, seq
+     LIMIT %(batch)s
+), rewritten AS (
+    UPDATE todo_activity v
+       SET actor_ref = {value}
+      FROM b, todos t, endpoints e
+     WHERE v.todo_id = b.todo_id AND v.seq = b.seq AND t.id = v.todo_id
+       AND e.id = t.endpoint_id AND v.actor_kind = 'endpoint' AND ({rows})
+)
+SELECT todo_id, seq FROM b ORDER BY todo_id DESC, seq DESC LIMIT 1
+"""
+
+FORWARD = _BATCH.format(
+    # The requester's answers (a2a:<slug>) and cancels (endpoint:<uuid>), and the agents' rows
+    # (their lease label).
+    rows=f"v.actor_ref !~ '^(endpoint|requester):{_UUID}$'"
+    f" OR (v.actor_ref ~ '^endpoint:{_UUID}$' AND {_CANCEL})",
+    value=f"""CASE WHEN v.actor_ref LIKE 'a2a:%%' THEN 'requester:' || t.endpoint_id
+                     WHEN v.actor_ref ~ '^endpoint:{_UUID}$' AND {_CANCEL}
+                     THEN 'requester:' || substr(v.actor_ref, 10)
+                     ELSE 'endpoint:' || t.endpoint_id END""",
+)
+
+REVERSE = _BATCH.format(
+    rows=f"v.actor_ref ~ '^(endpoint|requester):{_UUID}$'",
+    # An agent's row gets its attempt's lease label back; a row naming no stored attempt keeps
+    # the new spelling (the label is nowhere else).
+    value=f"""CASE WHEN v.actor_ref LIKE 'requester:%%' AND {_CANCEL}
+                     THEN 'endpoint:' || substr(v.actor_ref, 11)
+                     WHEN v.actor_ref LIKE 'requester:%%' THEN 'a2a:' || e.slug
+                     ELSE COALESCE((SELECT left(a.owner, 128) FROM todo_attempts a
+                                     WHERE a.todo_id = v.todo_id AND a.seq = v.attempt_seq),
+                                   v.actor_ref) END""",
+)
+
+FORWARD_SMALL = """
+UPDATE queue_pauses SET paused_by = 'command:queue'
+ WHERE paused_by_kind = 'system' AND paused_by = 'manage.py';
+UPDATE queue_pauses SET resumed_by = 'command:queue'
+ WHERE resumed_by_kind = 'system' AND resumed_by = 'manage.py';
+UPDATE todos t
+   SET input_request = jsonb_set(t.input_request, '{response,from}', to_jsonb('human:' || h.id))
+  FROM humans h
+ WHERE t.input_request #>> '{response,from}' LIKE 'human:%'
+   AND h.username = substr(t.input_request #>> '{response,from}', 7);
+UPDATE todos t
+   SET input_request = jsonb_set(t.input_request, '{response,from}',
+                                 to_jsonb('requester:' || t.endpoint_id))
+ WHERE t.input_request #>> '{response,from}' = 'requester';
+"""
+
+REVERSE_SMALL = """
+UPDATE queue_pauses SET paused_by = 'manage.py'
+ WHERE paused_by_kind = 'system' AND paused_by = 'command:queue';
+UPDATE queue_pauses SET resumed_by = 'manage.py'
+ WHERE resumed_by_kind = 'system' AND resumed_by = 'command:queue';
+UPDATE todos t
+   SET input_request = jsonb_set(t.input_request, '{response,from}',
+                                 to_jsonb('human:' || h.username))
+  FROM humans h
+ WHERE t.input_request #>> '{response,from}' ~ '^human:[1-9][0-9]{0,17}$'
+   AND h.id = substr(t.input_request #>> '{response,from}', 7)::bigint;
+UPDATE todos t
+   SET input_request = jsonb_set(t.input_request, '{response,from}', '"requester"')
+ WHERE t.input_request #>> '{response,from}' ~ '^requester:';
+"""
+
+
+def _run(batch: str, small: str, schema_editor: Any) -> None:
+    with schema_editor.connection.cursor() as cur:
+        after: tuple[str, int] | None = ("", -1)
+        while after is not None:
+            cur.execute(batch, {"after_todo": after[0], "after_seq": after[1], "batch": BATCH})
+            after = cur.fetchone()
+        for statement in filter(str.strip, small.split(";")):
+            cur.execute(statement)
+
+
+def forward(apps: Any, schema_editor: Any) -> None:
+    _run(FORWARD, FORWARD_SMALL, schema_editor)
+
+
+def reverse(apps: Any, schema_editor: Any) -> None:
+    _run(REVERSE, REVERSE_SMALL, schema_editor)
+
+
+class Migration(migrations.Migration):
+    # Each batch commits on its own: no long lock on a large todo_activity.
+    atomic = False
+
+    dependencies = [
+        ("activity", "0001_todo_activity"),
+        ("todos", "0014_todo_search_table"),
+        ("attempts", "0004_endpoint_ended"),
+        ("switchboard", "0004_endpoint_push_secret"),
+    ]
+
+    operations = [migrations.RunPython(forward, reverse, elidable=False)]
