@@ -31,7 +31,7 @@ from uuid import UUID
 
 from activity.models import Kind
 from activity.trail import Said
-from attempts.models import ClaimerKind, Outcome
+from attempts.models import Outcome
 from switchboard import actors
 from switchboard.lib import keyset
 from switchboard.lib.actors import Actor
@@ -305,26 +305,17 @@ def _named(entries: list[FeedEntry], known: Mapping[Actor, str]) -> list[FeedEnt
     if not entries:
         return entries
     names = actors.resolve(
-        [e.actor_ref for e in entries if not _agents_label(e)],
+        [e.actor_ref for e in entries],
         {**{Actor.endpoint(e.endpoint_id): e.endpoint_slug for e in entries}, **known},
     )
+    # An ending names the lease's holder ("operator alice", "endpoint ci"), a row who acted.
     return [
         replace(
             e,
-            actor_label=(
-                e.actor_ref
-                if _agents_label(e)
-                else (names.holder if e.kind == ATTEMPT_END else names.label)(e.actor_ref)
-            ),
+            actor_label=(names.holder if e.kind == ATTEMPT_END else names.label)(e.actor_ref),
         )
         for e in entries
     ]
-
-
-def _agents_label(entry: FeedEntry) -> bool:
-    """Whether the entry's reference is an agent's own lease label: its text, never parsed
-    (an agent may call itself anything, ``human:1`` included)."""
-    return entry.kind == ATTEMPT_END and entry.actor_kind != ClaimerKind.OWNER
 
 
 def unread_since(human: Human) -> dt.datetime:

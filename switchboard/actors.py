@@ -35,15 +35,16 @@ class Names:
         return actor.label(self._name(actor))
 
     def holder(self, owner: str | None) -> str:
-        """A lease holder as people read it: ``operator <username>`` for a human's lease, an
-        agent's own label as given."""
+        """A lease holder as people read it: ``operator <username>`` for a human's lease,
+        ``endpoint <slug>`` for an agent's (MCP claims as its endpoint), any other owner as
+        given (a label a caller of the lifecycle chose)."""
         actor = Actor.parse_or_none(owner)
-        if actor is None:
+        if actor is None or actor.kind not in (HUMAN, ENDPOINT):
             return owner or ""
         name = self._name(actor)
-        if actor.kind == HUMAN and name:
-            return f"operator {name}"
-        return actor.label(name)
+        if name:
+            return f"{'operator' if actor.kind == HUMAN else 'endpoint'} {name}"
+        return actor.label(None)
 
     def _name(self, actor: Actor) -> str | None:
         if not actor.needs_name:

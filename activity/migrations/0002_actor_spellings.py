@@ -9,19 +9,21 @@ Forward, in ``todo_activity``:
 - an agent's row (a note, an interrupt, a reject), which stored its own lease label, becomes
   ``endpoint:<the todo's endpoint id>``: the label stays on the attempt (``todo_attempts.owner``);
 
-in ``queue_pauses``, ``manage.py`` becomes ``command:queue``; in a todo's ``input_request``, an
-answer's ``from`` (``human:<username>``, ``requester``) becomes ``human:<id>`` /
-``requester:<endpoint id>``. Human references (``human:<id>``), ``sweeper`` and ``doorbell`` were
-already spelled so.
+an MCP agent's lease (``todos.owner``, ``todo_attempts.owner``), ``endpoint:<slug>``, becomes
+``endpoint:<uuid>`` (the lifecycle compares a report's owner with the lease's, so a lease held
+across the upgrade must be spelled as the upgraded server spells it); in ``queue_pauses``,
+``manage.py`` becomes ``command:queue``; in a todo's ``input_request``, an answer's ``from``
+(``human:<username>``, ``requester``) becomes ``human:<id>`` / ``requester:<endpoint id>``.
+Human references (``human:<id>``), ``sweeper`` and ``doorbell`` were already spelled so.
 
 Reverse, the nearest old form: a requester's cancel and answer exactly as before (``a2a:`` with
 the endpoint's slug now), an agent's row its attempt's lease label (the label it had, for every
-row that names its attempt; a row that names none keeps ``endpoint:<uuid>``), the command and the
-answers' ``from`` as before.
+row that names its attempt; a row that names none keeps ``endpoint:<uuid>``), the leases, the
+command and the answers' ``from`` as before.
 
-``todo_activity`` can be large, so it is rewritten in one pass of batches in primary-key order,
-each committing on its own (``atomic = False``); a batch rewrites only rows still in the old
-spelling, so a run that stops half-way is finished by running it again.
+``todo_activity`` and ``todo_attempts`` can be large, so each is rewritten in one pass of batches
+in primary-key order, each committing on its own (``atomic = False``); a batch rewrites only rows
+still in the old spelling, so a run that stops half-way is finished by running it again.
 """
 
 from __future__ import annotations
@@ -78,7 +80,35 @@ REVERSE = _BATCH.format(
                                    v.actor_ref) END""",
 )
 
-FORWARD_SMALL = """
+# The attempts' leases, a batch as the activity's (todo_attempts_pkey); ``a`` is the attempt,
+# ``e`` the endpoint that claimed it.
+_ATTEMPTS = """
+WITH b AS (
+    SELECT todo_id, seq FROM todo_attempts
+     WHERE (todo_id, seq) > (%(after_todo)s, %(after_seq)s)
+     ORDER BY todo_id, seq
+     LIMIT %(batch)s
+), rewritten AS (
+    UPDATE todo_attempts a
+       SET owner = {new}
+      FROM b, endpoints e
+     WHERE a.todo_id = b.todo_id AND a.seq = b.seq AND a.claimer_kind = 'endpoint'
+       AND e.id = a.claimer_endpoint_id AND a.owner = {old}
+)
+SELECT todo_id, seq FROM b ORDER BY todo_id DESC, seq DESC LIMIT 1
+"""
+_BY_SLUG, _BY_ID = "'endpoint:' || e.slug", "'endpoint:' || e.id"
+
+# The todos' leases: only claimed todos have one, so no batches.
+_LEASES = """
+UPDATE todos t SET owner = {new}
+  FROM endpoints e
+ WHERE e.id = t.endpoint_id AND t.owner = {old};
+"""
+
+FORWARD_SMALL = (
+    _LEASES.format(new=_BY_ID, old=_BY_SLUG)
+    + """
 UPDATE queue_pauses SET paused_by = 'command:queue'
  WHERE paused_by_kind = 'system' AND paused_by = 'manage.py';
 UPDATE queue_pauses SET resumed_by = 'command:queue'
@@ -93,8 +123,11 @@ UPDATE todos t
                                  to_jsonb('requester:' || t.endpoint_id))
  WHERE t.input_request #>> '{response,from}' = 'requester';
 """
+)
 
-REVERSE_SMALL = """
+REVERSE_SMALL = (
+    _LEASES.format(new=_BY_SLUG, old=_BY_ID)
+    + """
 UPDATE queue_pauses SET paused_by = 'manage.py'
  WHERE paused_by_kind = 'system' AND paused_by = 'command:queue';
 UPDATE queue_pauses SET resumed_by = 'manage.py'
@@ -109,24 +142,27 @@ UPDATE todos t
    SET input_request = jsonb_set(t.input_request, '{response,from}', '"requester"')
  WHERE t.input_request #>> '{response,from}' ~ '^requester:';
 """
+)
 
 
-def _run(batch: str, small: str, schema_editor: Any) -> None:
+def _run(passes: list[str], small: str, schema_editor: Any) -> None:
     with schema_editor.connection.cursor() as cur:
-        after: tuple[str, int] | None = ("", -1)
-        while after is not None:
-            cur.execute(batch, {"after_todo": after[0], "after_seq": after[1], "batch": BATCH})
-            after = cur.fetchone()
+        for batch in passes:
+            after: tuple[str, int] | None = ("", -1)
+            while after is not None:
+                cur.execute(batch, {"after_todo": after[0], "after_seq": after[1], "batch": BATCH})
+                after = cur.fetchone()
         for statement in filter(str.strip, small.split(";")):
             cur.execute(statement)
 
 
 def forward(apps: Any, schema_editor: Any) -> None:
-    _run(FORWARD, FORWARD_SMALL, schema_editor)
+    _run([FORWARD, _ATTEMPTS.format(new=_BY_ID, old=_BY_SLUG)], FORWARD_SMALL, schema_editor)
 
 
 def reverse(apps: Any, schema_editor: Any) -> None:
-    _run(REVERSE, REVERSE_SMALL, schema_editor)
+    # The attempts' leases first: an agent's activity row takes its attempt's label back.
+    _run([_ATTEMPTS.format(new=_BY_SLUG, old=_BY_ID), REVERSE], REVERSE_SMALL, schema_editor)
 
 
 class Migration(migrations.Migration):

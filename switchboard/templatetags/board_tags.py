@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from switchboard import actors
-from switchboard.lib.actors import HUMAN, Actor
+from switchboard.lib.actors import ENDPOINT, HUMAN, Actor
 
 register = template.Library()
 
@@ -114,18 +114,25 @@ def took(start: dt.datetime | None, end: dt.datetime | None) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def holder(context: template.Context, owner: str | None) -> str:
-    """A lease holder as people know it: ``operator <username>`` for ``human:<id>`` (the
-    logged-in human's name without a query; another's with one, once per render), an agent's
-    own label as given (``switchboard.actors.Names.holder``)."""
+def holder(context: template.Context, owner: str | None, endpoint: Any = None) -> str:
+    """A lease holder as people know it (``switchboard.actors.Names.holder``): ``operator
+    <username>`` for ``human:<id>``, ``endpoint <slug>`` for ``endpoint:<uuid>``, any other
+    owner as given. The logged-in human and ``endpoint`` (the todo's, when the page holds it)
+    are named without a query; anyone else with one, once per render. A page that shows many
+    holders names them all first, in one read, as ``holders`` in its context (the todo list)."""
     actor = Actor.parse_or_none(owner)
-    if actor is None or actor.kind != HUMAN:
+    if actor is None or actor.kind not in (HUMAN, ENDPOINT):
         return owner or ""
+    holders = context.get("holders")
+    if isinstance(holders, actors.Names):
+        return holders.holder(owner)
     request = context.get("request")
-    render: Any = context.render_context  # per render: one query per other human at most
+    render: Any = context.render_context  # per render: one query per other actor at most
     known: dict[Actor, str] = render.setdefault("board_tags.holders", {})
     if not known:
         known.update(actors.viewer(getattr(request, "user", None)))
+    if endpoint is not None:
+        known[Actor.endpoint(endpoint.id)] = endpoint.slug
     names = actors.resolve([owner], known)
     known.update(names.found)
     known.setdefault(actor, "")  # looked up and gone: not looked up again in this render

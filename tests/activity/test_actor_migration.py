@@ -76,6 +76,12 @@ def _write_old_rows(personas: Personas) -> dict[str, Any]:
         "sweeper": record(todo.id, "retried", actor_kind="system", actor_ref="sweeper"),
         "doorbell": record(todo.id, "rung", actor_kind="system", actor_ref="doorbell"),
     }
+    # An MCP agent's lease, as MCP spelled its owner: endpoint:<slug>.
+    mcp = lifecycle.create(ep.id, queue="triage", title="held over MCP")
+    lifecycle.claim(ep.id, mcp.id, owner=f"endpoint:{ep.slug}")
+    mcp_note = record(
+        mcp.id, "note", actor_kind="endpoint", actor_ref=f"endpoint:{ep.slug}", attempt_seq=1
+    )
     fetch_all(
         "UPDATE todos SET input_request = %(ir)s::jsonb WHERE id = %(id)s",
         {"id": todo.id, "ir": '{"response": {"text": "eu", "from": "human:alice"}}'},
@@ -85,7 +91,18 @@ def _write_old_rows(personas: Personas) -> dict[str, Any]:
         " VALUES (%(ep)s, 'triage', 'system', 'manage.py')",
         {"ep": ep.id},
     )
-    return {"todo": todo.id, "seqs": seqs}
+    return {"todo": todo.id, "seqs": seqs, "mcp": mcp.id, "mcp_note": mcp_note}
+
+
+def _owners(todo_id: str) -> tuple[str, str]:
+    row = fetch_one(
+        "SELECT t.owner, a.owner AS attempt_owner FROM todos t"
+        " JOIN todo_attempts a ON a.todo_id = t.id AND a.seq = t.attempts_total"
+        " WHERE t.id = %(id)s",
+        {"id": todo_id},
+    )
+    assert row is not None
+    return row["owner"], row["attempt_owner"]
 
 
 def _answer_from(todo_id: str) -> str:
@@ -111,6 +128,9 @@ def test_the_old_spellings_are_rewritten_to_one_and_back(
     todo_id, seq = written["todo"], written["seqs"]
     ep, alice = personas.endpoint_a, personas.alice
     old = _refs(todo_id)
+    mcp, old_mcp = written["mcp"], _refs(written["mcp"])
+    assert _owners(mcp) == (f"endpoint:{ep.slug}",) * 2
+    assert _owners(todo_id) == ("worker-7",) * 2
 
     _migrate(AFTER)
 
@@ -124,6 +144,10 @@ def test_the_old_spellings_are_rewritten_to_one_and_back(
         assert new[seq[kept]] == old[seq[kept]]
     assert _answer_from(todo_id) == f"human:{alice.id}"
     assert _paused_by() == "command:queue"
+    # The lease MCP holds is spelled as the upgraded server spells it; a label is kept.
+    assert _owners(mcp) == (f"endpoint:{ep.id}",) * 2
+    assert _owners(todo_id) == ("worker-7",) * 2
+    assert _refs(mcp)[written["mcp_note"]] == ("endpoint", f"endpoint:{ep.id}")
 
     _migrate(BEFORE)
 
@@ -133,6 +157,8 @@ def test_the_old_spellings_are_rewritten_to_one_and_back(
     assert back == old | {seq["orphan"]: ("endpoint", f"endpoint:{ep.id}")}
     assert _answer_from(todo_id) == "human:alice"
     assert _paused_by() == "manage.py"
+    assert _owners(mcp) == (f"endpoint:{ep.slug}",) * 2
+    assert _refs(mcp) == old_mcp
 
     _migrate(AFTER)
 

@@ -156,3 +156,15 @@ def test_the_pattern_catches_the_spellings_it_forbids() -> None:
         '{"actor_kind": "system", "actor_ref": "manage.py"}',
     ):
         assert _OLD.search(line), line
+
+
+@pytest.mark.django_db
+def test_lease_holders_look_up_operators_only(personas: Personas) -> None:
+    owners = [f"human:{personas.bob.id}", f"endpoint:{EP}", "worker-1", None]
+    with CaptureQueriesContext(connection) as queries:
+        names = actors.holders(owners * 5, actors.viewer(personas.alice))
+    assert len(queries) == 1  # bob's name; the agents' labels are never looked up
+    assert [names.holder(o) for o in owners] == ["operator bob", f"endpoint:{EP}", "worker-1", ""]
+    with CaptureQueriesContext(connection) as queries:
+        actors.holders([f"human:{personas.alice.id}", "worker-1"], actors.viewer(personas.alice))
+    assert len(queries) == 0

@@ -148,7 +148,7 @@ def test_pause_and_resume_are_recorded_with_their_actor(personas: Personas) -> N
     assert first.resumed_at is not None
     assert (second.paused_by_kind, second.paused_by, second.resumed_at) == (
         "system",
-        "manage.py",
+        "command:queue",
         None,
     )
 
