@@ -5,7 +5,7 @@ Rows store who acted as ``switchboard.lib.actors.Actor`` spells it (``human:<id>
 (the trail, the feed, the drawer, a lease holder) collects the references it shows and calls
 ``resolve`` once: one query for every human and endpoint among them
 (switchboard/sql/actor_names.sql), none when no reference needs a name, never one per row.
-Text that spells no actor (an agent's own lease label) is shown as stored.
+Text that spells no actor (an owner a direct caller of the lifecycle chose) is shown as stored.
 """
 
 from __future__ import annotations

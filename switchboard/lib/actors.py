@@ -1,19 +1,20 @@
 """Who acted: one value type, one spelling in the database (docs/decisions/0030-one-actor.md).
 
 An actor is written wherever a row says who did something: ``todo_activity.actor_ref``,
-``queue_pauses.paused_by`` / ``resumed_by``, and an operator's lease (``todos.owner`` and
-``todo_attempts.owner`` when ``claimer_kind = 'owner'``). Its spellings, one per kind:
+``queue_pauses.paused_by`` / ``resumed_by``, a lease's owner (``todos.owner``,
+``todo_attempts.owner``: an operator's, or MCP's for its endpoint) and an answer's ``from``.
+Its spellings, one per kind:
 
 - ``human:<id>``: a human (the Board, the admin, a command run with ``--as``);
-- ``endpoint:<uuid>``: an endpoint's agent, over MCP (its notes, interrupt, reject);
+- ``endpoint:<uuid>``: an endpoint's agent, over MCP (its leases, notes, interrupt, reject);
 - ``requester:<uuid>``: the A2A requester of an endpoint (``/a2a/<slug>``: its answer, its cancel);
   the uuid is the endpoint's, since a requester holds that endpoint's key and is known by no more;
 - ``sweeper``: the sweeper's passes (requeue, its rings);
 - ``doorbell``: an MCP process's doorbell ringing a todo's subscribers;
 - ``command:<name>``: a management command run without ``--as`` (``command:queue``).
 
-An agent's own lease label (the ``owner`` it claims with) is its text, kept as given: it is a
-label, not an actor, and never parsed here. ``str(actor)`` is the stored spelling,
+An agent's own label (the ``claimant`` it claims with) is its text, kept as given: it is not an
+actor and never parsed here; nor is an owner a direct caller of the lifecycle chose. ``str(actor)`` is the stored spelling,
 ``Actor.parse`` reads it back, ``column_kind`` is the coarse ``actor_kind`` column beside it, and
 ``label`` is how people read it once ``switchboard/actors.py`` has looked the name up.
 """
