@@ -14,9 +14,10 @@ Its spellings, one per kind:
 - ``command:<name>``: a management command run without ``--as`` (``command:queue``).
 
 An agent's own label (the ``claimant`` it claims with) is its text, kept as given: it is not an
-actor and never parsed here; nor is an owner a direct caller of the lifecycle chose. ``str(actor)`` is the stored spelling,
-``Actor.parse`` reads it back, ``column_kind`` is the coarse ``actor_kind`` column beside it, and
-``label`` is how people read it once ``switchboard/actors.py`` has looked the name up.
+actor and never parsed here; nor is an owner a direct caller of the lifecycle chose.
+``str(actor)`` is the stored spelling, ``Actor.parse`` reads it back, ``column_kind`` is the
+coarse ``actor_kind`` column beside it, and ``label`` is how people read it once
+``switchboard/actors.py`` has looked the name up.
 """
 
 from __future__ import annotations

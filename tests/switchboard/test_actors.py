@@ -159,12 +159,20 @@ def test_the_pattern_catches_the_spellings_it_forbids() -> None:
 
 
 @pytest.mark.django_db
-def test_lease_holders_look_up_operators_only(personas: Personas) -> None:
-    owners = [f"human:{personas.bob.id}", f"endpoint:{EP}", "worker-1", None]
+def test_lease_holders_name_operators_and_endpoints(personas: Personas) -> None:
+    ep = personas.endpoint_a
+    owners = [f"human:{personas.bob.id}", f"endpoint:{ep.id}", f"endpoint:{EP}", "bot-1", None]
     with CaptureQueriesContext(connection) as queries:
-        names = actors.holders(owners * 5, actors.viewer(personas.alice))
-    assert len(queries) == 1  # bob's name; the agents' labels are never looked up
-    assert [names.holder(o) for o in owners] == ["operator bob", f"endpoint:{EP}", "worker-1", ""]
+        names = actors.resolve(owners * 5, actors.viewer(personas.alice))
+    assert len(queries) == 1
+    assert [names.holder(o) for o in owners] == [
+        "operator bob",
+        f"endpoint {ep.slug}",
+        "a deleted endpoint",
+        "bot-1",  # an owner a caller chose: as given
+        "",
+    ]
+    known = actors.viewer(personas.alice) | {Actor.endpoint(ep.id): ep.slug}
     with CaptureQueriesContext(connection) as queries:
-        actors.holders([f"human:{personas.alice.id}", "worker-1"], actors.viewer(personas.alice))
+        actors.resolve([f"human:{personas.alice.id}", f"endpoint:{ep.id}", "bot-1"], known)
     assert len(queries) == 0
