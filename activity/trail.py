@@ -357,7 +357,7 @@ def todo_trail(scope: Scope | int, todo_id: str, known: Mapping[Actor, str] | No
     attempts = queries.trail_attempts(scope, todo_id)
     activity = _activity(todo.id, TRAIL_ACTIVITY_LIMIT)
     names = actors.resolve(
-        [r.actor_ref for r in activity]
+        [todo.owner, *(r.actor_ref for r in activity)]
         + [a.view.owner for a in attempts if a.view.claimer_kind == ClaimerKind.OWNER],
         {Actor.endpoint(todo.endpoint_id): todo.endpoint.slug, **(known or {})},
     )

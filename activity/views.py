@@ -184,6 +184,7 @@ def trail_page(
         "page": True,
         "todo": todo,
         "trail": trail,
+        "holders": trail.names,  # the lease's holder among the trail's names (no query)
         "blocks": trail_blocks(trail, rows),
         "attempts_total": todo.attempts_total,
         "attempts_pruned": todo.attempts_pruned,
