@@ -6,8 +6,8 @@ Forward, in ``todo_activity``:
 - an A2A requester's answer, ``a2a:<slug>``, becomes ``requester:<the todo's endpoint id>``
   (a requester acts only in its endpoint's scope, so the todo's endpoint is the one it named);
 - an A2A requester's cancel, ``endpoint:<uuid>``, becomes ``requester:<uuid>``;
-- an agent's row (a note, an interrupt, a reject), which stored its own lease label, becomes
-  ``endpoint:<the todo's endpoint id>``: the label stays on the attempt (``todo_attempts.owner``);
+- an agent's row (a note, an interrupt, a reject), which stored its lease's owner, becomes
+  ``endpoint:<the todo's endpoint id>``: the owner stays on the attempt (``todo_attempts.owner``);
 
 an MCP agent's lease (``todos.owner``, ``todo_attempts.owner``), ``endpoint:<slug>``, becomes
 ``endpoint:<uuid>`` (the lifecycle compares a report's owner with the lease's, so a lease held
@@ -17,8 +17,8 @@ across the upgrade must be spelled as the upgraded server spells it); in ``queue
 Human references (``human:<id>``), ``sweeper`` and ``doorbell`` were already spelled so.
 
 Reverse, the nearest old form: a requester's cancel and answer exactly as before (``a2a:`` with
-the endpoint's slug now), an agent's row its attempt's lease label (the label it had, for every
-row that names its attempt; a row that names none keeps ``endpoint:<uuid>``), the leases, the
+the endpoint's slug now), an agent's row its attempt's owner (the one it had, for every row
+that names its attempt; a row that names none keeps ``endpoint:<uuid>``), the leases, the
 command and the answers' ``from`` as before.
 
 ``todo_activity`` and ``todo_attempts`` can be large, so each is rewritten in one pass of batches
@@ -59,7 +59,7 @@ SELECT todo_id, seq FROM b ORDER BY todo_id DESC, seq DESC LIMIT 1
 
 FORWARD = _BATCH.format(
     # The requester's answers (a2a:<slug>) and cancels (endpoint:<uuid>), and the agents' rows
-    # (their lease label).
+    # (their lease's owner).
     rows=f"v.actor_ref !~ '^(endpoint|requester):{_UUID}$'"
     f" OR (v.actor_ref ~ '^endpoint:{_UUID}$' AND {_CANCEL})",
     value=f"""CASE WHEN v.actor_ref LIKE 'a2a:%%' THEN 'requester:' || t.endpoint_id
