@@ -87,11 +87,6 @@ def _endpoint(context: ServerCallContext) -> Endpoint:
     return endpoint
 
 
-def requester(endpoint: Endpoint) -> str:
-    """The actor the activity rows name for the endpoint's A2A requester."""
-    return f"a2a:{endpoint.slug}"
-
-
 # --- reads (sync, in a worker thread) -----------------------------------------------------------
 
 
@@ -130,9 +125,7 @@ def _answer(endpoint: Endpoint, message: Message) -> Task:
     ):
         raise _not_waiting(endpoint, todo_id)
     try:
-        lifecycle.answer(
-            endpoint.id, todo_id, response=tasks.answer(message), requester=requester(endpoint)
-        )
+        lifecycle.answer(endpoint.id, todo_id, response=tasks.answer(message, endpoint.id))
     except TodoNotFound:
         raise TaskNotFoundError(f"task {todo_id} not found") from None
     except LeaseConflict:  # answered or canceled meanwhile

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+from uuid import UUID
 
 from a2a.types import (
     Artifact,
@@ -38,6 +39,7 @@ from a2a.types import (
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 
 from attempts.types import AttemptView
+from switchboard.lib.actors import Actor
 from todos import states
 from todos.states import State, TodoRow
 
@@ -219,12 +221,13 @@ def intake(message: Message, request_metadata: Mapping[str, Any]) -> Intake:
     )
 
 
-def answer(message: Message) -> dict[str, Any]:
-    """The requester's answer to an input-required task, as the holder reads it."""
+def answer(message: Message, endpoint_id: UUID) -> dict[str, Any]:
+    """The requester's answer to an input-required task, as the holder reads it; ``from`` is
+    the endpoint's requester as every actor is spelled (switchboard/lib/actors.py)."""
     texts = [part.text for part in message.parts if part.WhichOneof("content") == "text"]
     return {
         "text": "\n\n".join(texts),
         "parts": [json_format.MessageToDict(part) for part in message.parts],
         "message_id": message.message_id,
-        "from": "requester",
+        "from": str(Actor.requester(endpoint_id)),
     }

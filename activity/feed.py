@@ -22,19 +22,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Self
+from uuid import UUID
 
 from activity.models import Kind
 from activity.trail import Said
 from attempts.models import Outcome
+from switchboard import actors
 from switchboard.lib import keyset
+from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.models import Human
 from switchboard.scope import HUMAN_ENDPOINTS_SQL
-from todos import queries
 
 PAGE_SIZE = 50
 UNREAD_CAP = 100
@@ -128,7 +131,7 @@ class FeedEntry(Said):
     attempt_seq: int | None
     actor_kind: str
     actor_ref: str
-    actor_name: str | None
+    actor_label: str | None  # set by ``feed_page`` from switchboard/actors.py
     message: str | None
     truncated: bool
     detail: dict[str, Any]
@@ -136,6 +139,7 @@ class FeedEntry(Said):
     disposition: str | None
     title: str
     queue: str
+    endpoint_id: UUID
     endpoint_slug: str
 
     @classmethod
@@ -144,8 +148,9 @@ class FeedEntry(Said):
         if isinstance(detail, str):  # Django's connection loads jsonb as its text
             detail = json.loads(detail)
         return cls(
-            **{name: row[name] for name in _ENTRY_FIELDS if name != "detail"},
+            **{name: row[name] for name in _ENTRY_FIELDS if name not in ("detail", "actor_label")},
             detail=detail if isinstance(detail, dict) else {},
+            actor_label=None,
         )
 
     @property
@@ -154,8 +159,9 @@ class FeedEntry(Said):
 
     @property
     def actor(self) -> str:
-        """Who did it, as people read it: a human's username, else the stored reference."""
-        return self.actor_name or self.actor_ref
+        """Who did it, as people read it once resolved; for an ending, the lease's holder
+        (``operator <username>``, or an agent's own label as given)."""
+        return self.actor_label or self.actor_ref
 
     @property
     def anchor(self) -> str:
@@ -252,7 +258,7 @@ def _arms(v: _Variant) -> dict[str, str]:
 def statement(variant: _Variant) -> str:
     """The page statement for one variant, built once from fixed fragments (a generic
     ``(%(queue)s = '' OR …)`` would let a prepared plan ignore the order of the indexes)."""
-    return load(_SQL, "feed", human_named=queries.human_named_sql("f.actor_ref"), **_arms(variant))
+    return load(_SQL, "feed", **_arms(variant))
 
 
 UNREAD = load(_SQL, "feed_unread", **_arms(_Variant(since=True)))
@@ -266,9 +272,11 @@ def feed_page(
     filters: FeedFilters = FeedFilters(),
     after: Cursor | None = None,
     size: int = PAGE_SIZE,
+    known: Mapping[Actor, str] | None = None,
 ) -> FeedPage:
-    """One page of the human's feed, newest first, after ``after`` (one query, or none when
-    the filters can match nothing)."""
+    """One page of the human's feed, newest first, after ``after``: one query, or none when
+    the filters can match nothing, and one more naming the page's actors when one is neither
+    its todo's endpoint nor in ``known`` (the names the caller holds: the viewer's)."""
     if filters.matches_nothing:
         return FeedPage([], None)
     params: dict[str, Any] = {
@@ -287,9 +295,27 @@ def feed_page(
             "after_seq": after.seq,
         }
     rows = fetch_all(statement(_Variant.of(filters, after=after is not None)), params)
-    entries = [FeedEntry.from_row(row) for row in rows[:size]]
+    entries = _named([FeedEntry.from_row(row) for row in rows[:size]], known or {})
     more = len(rows) > size
     return FeedPage(entries, entries[-1].cursor if more else None)
+
+
+def _named(entries: list[FeedEntry], known: Mapping[Actor, str]) -> list[FeedEntry]:
+    """``entries`` with who acted as people read it: one read for the whole page."""
+    if not entries:
+        return entries
+    names = actors.resolve(
+        [e.actor_ref for e in entries],
+        {**{Actor.endpoint(e.endpoint_id): e.endpoint_slug for e in entries}, **known},
+    )
+    # An ending names the lease's holder ("operator alice", "endpoint ci"), a row who acted.
+    return [
+        replace(
+            e,
+            actor_label=(names.holder if e.kind == ATTEMPT_END else names.label)(e.actor_ref),
+        )
+        for e in entries
+    ]
 
 
 def unread_since(human: Human) -> dt.datetime:

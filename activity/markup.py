@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import replace
 from html import escape
 
 from django.utils import timezone
@@ -242,8 +241,5 @@ def trail_rows(trail: Trail, now: dt.datetime) -> dict[int, AttemptRow]:
     updates' (activity/live.py), so both say the same of a claim or an end."""
     rows: dict[int, AttemptRow] = {}
     for a in trail.attempts:
-        row = attempt_row(a.view, trail.todo, now)
-        if a.claimer_name:  # an operator's claim: the human's name, not "human:<id>"
-            row = replace(row, claimer=f"operator {a.claimer_name}")
-        rows[a.view.seq] = row
+        rows[a.view.seq] = attempt_row(a.view, trail.todo, now, trail.names)
     return rows

@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Self
@@ -28,9 +28,12 @@ from typing import Any, Self
 from django.utils.timezone import localtime
 
 from activity.models import Kind
+from attempts.models import ClaimerKind
 from otlp import store as spans
 from otlp.waterfall import Waterfall, build_waterfall
-from switchboard import runtime_settings
+from switchboard import actors, runtime_settings
+from switchboard.actors import Names
+from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_all, load
 from switchboard.scope import Scope
 from todos import queries
@@ -41,11 +44,7 @@ from todos.queries import TrailAttempt
 # usually keeps fewer.
 TRAIL_ACTIVITY_LIMIT = 1000
 
-_ACTIVITY = load(
-    Path(__file__).parent / "sql",
-    "trail_activity",
-    human_named=queries.human_named_sql("v.actor_ref"),
-)
+_ACTIVITY = load(Path(__file__).parent / "sql", "trail_activity")
 
 
 _STATES = frozenset(State.values)  # read once: ``values`` builds its list on every access
@@ -130,7 +129,7 @@ class Said:
 
 @dataclass(frozen=True, slots=True)
 class ActivityRow(Said):
-    """One ``todo_activity`` row, with the username behind a Board action."""
+    """One ``todo_activity`` row, with who acted as people read it once resolved."""
 
     seq: int
     attempt_seq: int | None
@@ -138,7 +137,7 @@ class ActivityRow(Said):
     kind: str
     actor_kind: str
     actor_ref: str
-    actor_name: str | None
+    actor_label: str | None  # set by ``todo_trail`` from switchboard/actors.py
     message: str | None
     truncated: bool
     detail: dict[str, Any]
@@ -156,7 +155,7 @@ class ActivityRow(Said):
             kind=row["kind"],
             actor_kind=row["actor_kind"],
             actor_ref=row["actor_ref"],
-            actor_name=row.get("actor_name"),
+            actor_label=None,
             message=row["message"],
             truncated=bool(row["truncated"]),
             detail=detail if isinstance(detail, dict) else {},
@@ -164,8 +163,8 @@ class ActivityRow(Said):
 
     @property
     def actor(self) -> str:
-        """Who did it, as people read it: a human's username, else the stored reference."""
-        return self.actor_name or self.actor_ref
+        """Who did it, as people read it (``human:<id>`` → the username …), once resolved."""
+        return self.actor_label or self.actor_ref
 
 
 class Rank(IntEnum):
@@ -332,6 +331,8 @@ class Trail:
     activity_truncated: bool
     # Each attempt group's spans, drawn (attempts without spans have none).
     waterfalls: Mapping[int, Waterfall] = field(default_factory=dict)
+    # The names behind the trail's actors and operator leases (switchboard/actors.py).
+    names: Names = field(default_factory=Names)
 
     @property
     def attempts_not_shown(self) -> int:
@@ -340,12 +341,14 @@ class Trail:
         return max(0, stored - len(self.attempts))
 
 
-def todo_trail(scope: Scope | int, todo_id: str) -> Trail:
+def todo_trail(scope: Scope | int, todo_id: str, known: Mapping[Actor, str] | None = None) -> Trail:
     """Read one todo's trail in the scope of ``scope`` (a ``Scope``, or a human's id).
 
     Raises ``TodoNotFound`` for a todo outside the scope, exactly as for an unknown one, before
-    anything else is read. Five queries at most: the todo, its event (only when it has one), its
-    attempts, its activity, and its attempts' spans (only when it has attempt groups).
+    anything else is read. Six queries at most: the todo, its event (only when it has one), its
+    attempts, its activity, the names of its actors (only when one is neither the todo's
+    endpoint nor in ``known``, the names the caller holds: the viewer's), and its attempts'
+    spans (only when it has attempt groups).
     """
     if not isinstance(scope, Scope):
         scope = Scope.of_human(scope)
@@ -353,6 +356,12 @@ def todo_trail(scope: Scope | int, todo_id: str) -> Trail:
     event = queries.event_for_todo(scope, todo_id) if todo.event_id is not None else None
     attempts = queries.trail_attempts(scope, todo_id)
     activity = _activity(todo.id, TRAIL_ACTIVITY_LIMIT)
+    names = actors.resolve(
+        [todo.owner, *(r.actor_ref for r in activity)]
+        + [a.view.owner for a in attempts if a.view.claimer_kind == ClaimerKind.OWNER],
+        {Actor.endpoint(todo.endpoint_id): todo.endpoint.slug, **(known or {})},
+    )
+    activity = tuple(replace(r, actor_label=names.label(r.actor_ref)) for r in activity)
     blocks = merge(
         created_at=todo.created_at,
         event_at=None if event is None else event.received_at,
@@ -368,6 +377,7 @@ def todo_trail(scope: Scope | int, todo_id: str) -> Trail:
         blocks=blocks,
         activity_truncated=len(activity) >= TRAIL_ACTIVITY_LIMIT,
         waterfalls=_waterfalls(todo.id, [b.group.seq for b in blocks if b.group is not None]),
+        names=names,
     )
 
 

@@ -35,6 +35,8 @@ from activity import feed
 from activity.context_processors import mark_read
 from activity.markup import trail_blocks, trail_rows
 from activity.trail import todo_trail
+from switchboard import actors
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
@@ -117,7 +119,9 @@ def activity_feed(request: BoardRequest) -> HttpResponse:
     place on its todo's trail page."""
     filters = _filters(request)
     after = feed.Cursor.decode(request.GET.get("after", ""))
-    page = feed.feed_page(request.user.id, filters, after, size=feed.PAGE_SIZE)
+    page = feed.feed_page(
+        request.user.id, filters, after, size=feed.PAGE_SIZE, known=actors.viewer(request.user)
+    )
     if after is None:
         _mark_read(request, filters, page)
     endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
@@ -168,7 +172,7 @@ def trail_page(
     four reads, plus the session, the user and the rail's unread count.
     """
     try:
-        trail = todo_trail(request.user.id, todo_id)
+        trail = todo_trail(request.user.id, todo_id, actors.viewer(request.user))
     except TodoNotFound:
         return not_found(request, todo_id)
     todo, event = trail.todo, trail.event
@@ -180,6 +184,7 @@ def trail_page(
         "page": True,
         "todo": todo,
         "trail": trail,
+        "holders": trail.names,  # the lease's holder among the trail's names (no query)
         "blocks": trail_blocks(trail, rows),
         "attempts_total": todo.attempts_total,
         "attempts_pruned": todo.attempts_pruned,
@@ -228,7 +233,7 @@ def _answer(request: BoardRequest, human_id: int, todo_id: str) -> Any:
     answer = text(request, "answer")
     if answer is None:
         raise InvalidInput("answer", "must not be empty")
-    response = {"text": answer, "from": f"human:{request.user.get_username()}"}
+    response = {"text": answer, "from": str(Actor.human(human_id))}
     return lifecycle.resume(human_id, todo_id, response=response)
 
 

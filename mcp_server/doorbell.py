@@ -50,6 +50,7 @@ from django.db import connection as django_connection
 
 from mcp_server import presence, resources
 from switchboard.lib import changefeed, dbthread
+from switchboard.lib.actors import Actor
 from switchboard.lib.changefeed import Change
 from todos import lifecycle
 
@@ -274,7 +275,7 @@ class Doorbell:
             return
         try:
             await asyncio.wait_for(
-                _ring(todo_id, reason="ready", ringer="doorbell", subscribers=len(targets)),
+                _ring(todo_id, reason="ready", ringer=Actor.doorbell(), subscribers=len(targets)),
                 RECORD_TIMEOUT_SECONDS,
             )
         except (DatabaseError, TimeoutError):

@@ -276,7 +276,10 @@ TODO: Schema = {
         "work_order": {"type": "string"},
         "assignee": _TEXT_OR_NULL,
         "owner": _nullable(
-            {"type": "string", "description": "The lease holder (endpoint:<slug> for agents)."}
+            {
+                "type": "string",
+                "description": "The lease holder (endpoint:<endpoint id> for agents).",
+            }
         ),
         "attempt": {"type": "integer", "description": "Claims since the last manual retry."},
         "max_attempts": {"type": "integer"},

@@ -7,6 +7,7 @@ outside it is ``forbidden``; ``get_todo`` rides on ``list_todos`` (applied by
 
 from __future__ import annotations
 
+from switchboard.lib.actors import Actor
 from switchboard.models import Endpoint, Verb
 
 # tools/list order: deterministic (the 2026 spec's SHOULD), in the order an agent uses them.
@@ -30,12 +31,13 @@ QUEUE_RESOURCE_VERBS: tuple[str, ...] = (Verb.LIST_TODOS, Verb.CLAIM_NEXT)
 
 
 def owner_of(endpoint: Endpoint) -> str:
-    """The lease owner recorded for this endpoint's claims: ``endpoint:<slug>``.
+    """The lease owner recorded for this endpoint's claims: the endpoint as an actor,
+    ``endpoint:<uuid>`` (switchboard/lib/actors.py).
 
     Every agent holding the endpoint's key is the same owner (per-session owners are deferred,
     design); two workers sharing a key are kept apart by the fence, not by the owner.
     """
-    return f"endpoint:{endpoint.slug}"
+    return str(Actor.endpoint(endpoint.id))
 
 
 def visible_tools(endpoint: Endpoint) -> tuple[str, ...]:

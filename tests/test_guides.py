@@ -208,13 +208,14 @@ def test_every_block_says_what_it_is(path: Path) -> None:
 
 # What a file's blocks must have done beyond exiting 0, checked on its database afterwards.
 def _agents_drained(database_url: str) -> None:
-    """The drain example completed what it claimed (as `endpoint:demo-agent`; the demo's own
-    history is `demo-bot`'s) and left nothing pending on the demo queue."""
+    """The drain example completed what it claimed (as the demo-agent endpoint, `endpoint:<its
+    id>`; the demo's own history is `demo-bot`'s) and left nothing pending on the demo queue."""
     with psycopg.connect(database_url) as conn:
         outcomes = dict(
             conn.execute(
-                "SELECT coalesce(outcome, 'open'), count(*) FROM todo_attempts"
-                " WHERE owner = 'endpoint:demo-agent' GROUP BY 1"
+                "SELECT coalesce(a.outcome, 'open'), count(*) FROM todo_attempts a"
+                " JOIN endpoints e ON a.owner = 'endpoint:' || e.id"
+                " WHERE e.slug = 'demo-agent' GROUP BY 1"
             ).fetchall()
         )
         pending = conn.execute(

@@ -14,7 +14,10 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from attempts.models import ClaimerKind
+from switchboard import actors
 from switchboard.lib import jsonlimits
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import LeaseConflict, LifecycleError
 from switchboard.lib.guards import BoardRequest
 from switchboard.scope import Scope
@@ -49,9 +52,18 @@ def drawer_context(request: BoardRequest, todo_id: str, **extra: Any) -> dict[st
     now = timezone.now()
     stored = data.history.total - data.history.pruned
     revoked = data.todo.endpoint.revoked_at is not None
+    # The lease's holder and operators' attempts by name: one read, none when the viewer and
+    # the todo's endpoint are all they name.
+    names = actors.resolve(
+        [data.todo.owner]
+        + [a.owner for a in data.history.attempts if a.claimer_kind == ClaimerKind.OWNER],
+        {Actor.endpoint(data.todo.endpoint.id): data.todo.endpoint.slug}
+        | actors.viewer(request.user),
+    )
     return {
         "todo": data.todo,
-        "attempts": [attempt_row(a, data.todo, now) for a in data.history.attempts],
+        "holders": names,
+        "attempts": [attempt_row(a, data.todo, now, names) for a in data.history.attempts],
         "attempts_total": data.history.total,
         "attempts_pruned": data.history.pruned,
         "attempts_not_shown": max(0, stored - len(data.history.attempts)),

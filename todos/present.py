@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from attempts.models import DIED_OUTCOMES, ClaimerKind, Outcome
 from attempts.types import AttemptView
+from switchboard.actors import Names
 from todos.models import Todo
 
 OUTCOME_WORDS = {
@@ -73,10 +74,11 @@ def outcome_badge(outcome: str | None) -> tuple[str, str]:
     return outcome, "outcome-other"
 
 
-def attempt_row(a: AttemptView, todo: Todo, now: dt.datetime) -> AttemptRow:
-    """``a`` as the Board shows it, its duration up to ``now`` while it is open."""
+def attempt_row(a: AttemptView, todo: Todo, now: dt.datetime, names: Names) -> AttemptRow:
+    """``a`` as the Board shows it, its duration up to ``now`` while it is open; ``names``
+    holds the page's actors (switchboard/actors.py), an operator's lease among them."""
     if a.claimer_kind == ClaimerKind.OWNER:
-        claimer = f"operator {a.owner}"
+        claimer = names.holder(a.owner)
     elif a.claimer_endpoint_id == todo.endpoint_id:
         claimer = f"endpoint {todo.endpoint.slug}"
     else:  # not expected (claims are scoped to the todo's endpoint), but say what is stored

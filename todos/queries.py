@@ -281,26 +281,18 @@ def paused_queues(
 TRAIL_ATTEMPTS_LIMIT = ATTEMPTS_LIMIT_MAX
 
 
-def human_named_sql(ref: str) -> str:
-    """The LATERAL subquery naming the human an actor reference (the column ``ref``) points
-    at, for a statement to splice in at load time (todos/sql/_human_named.sql)."""
-    return load(_SQL, "_human_named", ref=ref)
-
-
 _TRAIL_ATTEMPTS = {
-    scope_sql: load(_SQL, "trail_attempts", scope=scope_sql, human_named=human_named_sql("a.owner"))
+    scope_sql: load(_SQL, "trail_attempts", scope=scope_sql)
     for scope_sql in (ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL)
 }
 
 
 @dataclass(frozen=True, slots=True)
 class TrailAttempt:
-    """An attempt as the trail shows it: the attempt, the notes refused over its cap, and the
-    username behind an operator claim (None for an agent's claim or a deleted human)."""
+    """An attempt as the trail shows it: the attempt and the notes refused over its cap."""
 
     view: AttemptView
     notes_dropped: int
-    claimer_name: str | None
 
 
 def todo_in_scope(scope: Scope, todo_id: str) -> Todo:
@@ -331,16 +323,15 @@ def event_for_todo(scope: Scope, todo_id: str) -> Event | None:
 def trail_attempts(
     scope: Scope, todo_id: str, limit: int = TRAIL_ATTEMPTS_LIMIT
 ) -> tuple[TrailAttempt, ...]:
-    """A todo's newest ``limit`` attempts, newest first, with their dropped-note counts and
-    the names behind operator claims (one query, todos/sql/trail_attempts.sql); none for a
-    todo outside ``scope``. The todo's own ``attempts_total`` and ``attempts_pruned`` say how
-    many there were and how many the per-todo cap pruned."""
+    """A todo's newest ``limit`` attempts, newest first, with their dropped-note counts (one
+    query, todos/sql/trail_attempts.sql); none for a todo outside ``scope``. The todo's own
+    ``attempts_total`` and ``attempts_pruned`` say how many there were and how many the
+    per-todo cap pruned."""
     rows = fetch_all(_TRAIL_ATTEMPTS[scope.sql], {"id": todo_id, "limit": limit, **scope.params})
     return tuple(
         TrailAttempt(
             view=AttemptView.from_row(row),
             notes_dropped=row["notes_dropped"],
-            claimer_name=row["claimer_name"],
         )
         for row in rows
     )

@@ -227,9 +227,7 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInput("queue", "must not have spaces around it")
     return {
         "queue": queue,
-        "title_template": check_template(
-            "title", values["title_template"], limits.TITLE_MAX_BYTES
-        ),
+        "title_template": check_template("title", values["title_template"], limits.TITLE_MAX_BYTES),
         "payload_template": _check_payload(values["payload_template"]),
         "work_order_template": check_template("work_order", values["work_order_template"] or ""),
         "priority": _check_int("priority", values["priority"], PRIORITY_MIN, PRIORITY_MAX),

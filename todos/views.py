@@ -20,6 +20,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from switchboard import actors
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
@@ -95,6 +97,13 @@ def todo_list(request: BoardRequest) -> HttpResponse:
             "filter_errors": filters.errors,
             "queue_text": filters.to_params().get("queue", ""),
             "page": page,
+            # The rows' lease holders by name: one read, none when the viewer and the rows' own
+            # endpoints (each todo carries its endpoint) hold them all.
+            "holders": actors.resolve(
+                [t.owner for t in page.todos],
+                {Actor.endpoint(t.endpoint.id): t.endpoint.slug for t in page.todos}
+                | actors.viewer(request.user),
+            ),
             "tabs": tabs,
             "current_tab": current_tab,
             "states": State.values,

@@ -7,7 +7,8 @@ while the page stays open, from the ``datetime`` attribute, in the same words (:
 absolute time again in the tooltip; static/lease.js ticks it down every second from the seconds
 left when the server rendered it, so the browser's clock never matters.
 ``{% took start end %}`` is a duration ("4 min 12 s"). ``{% holder todo.owner %}`` shows an
-operator's lease as ``operator <username>`` instead of the stored ``human:<id>``.
+operator's lease as ``operator <username>`` instead of the stored ``human:<id>``, named by the
+one resolver of actors (switchboard/actors.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from switchboard.models import Human
+from switchboard import actors
+from switchboard.lib.actors import ENDPOINT, HUMAN, Actor
 
 register = template.Library()
 
@@ -112,25 +114,26 @@ def took(start: dt.datetime | None, end: dt.datetime | None) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def holder(context: template.Context, owner: str | None) -> str:
-    """A lease holder as people know it: ``operator <username>`` for ``human:<id>`` (the
-    logged-in human's name without a query; another's with one, once per render), anything
-    else (``endpoint:<slug>``, an agent's own label) as stored."""
-    if not owner or not owner.startswith("human:"):
+def holder(context: template.Context, owner: str | None, endpoint: Any = None) -> str:
+    """A lease holder as people know it (``switchboard.actors.Names.holder``): ``operator
+    <username>`` for ``human:<id>``, ``endpoint <slug>`` for ``endpoint:<uuid>``, any other
+    owner as given. The logged-in human and ``endpoint`` (the todo's, when the page holds it)
+    are named without a query; anyone else with one, once per render. A page that shows many
+    holders names them all first, in one read, as ``holders`` in its context (the todo list)."""
+    actor = Actor.parse_or_none(owner)
+    if actor is None or actor.kind not in (HUMAN, ENDPOINT):
         return owner or ""
-    try:
-        human_id = int(owner.removeprefix("human:"))
-    except ValueError:
-        return owner
+    holders = context.get("holders")
+    if isinstance(holders, actors.Names):
+        return holders.holder(owner)
     request = context.get("request")
-    user: Any = getattr(request, "user", None)
-    if user is not None and getattr(user, "id", None) == human_id:
-        return f"operator {user.username}"
-    render: Any = context.render_context  # per render: one query per other human at most
-    names: dict[int, str | None] = render.setdefault("board_tags.holders", {})
-    if human_id not in names:
-        names[human_id] = (
-            Human.objects.filter(id=human_id).values_list("username", flat=True).first()
-        )
-    name = names[human_id]
-    return f"operator {name}" if name else owner
+    render: Any = context.render_context  # per render: one query per other actor at most
+    known: dict[Actor, str] = render.setdefault("board_tags.holders", {})
+    if not known:
+        known.update(actors.viewer(getattr(request, "user", None)))
+    if endpoint is not None:
+        known[Actor.endpoint(endpoint.id)] = endpoint.slug
+    names = actors.resolve([owner], known)
+    known.update(names.found)
+    known.setdefault(actor, "")  # looked up and gone: not looked up again in this render
+    return names.holder(owner)

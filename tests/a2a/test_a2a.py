@@ -172,7 +172,7 @@ def test_blocking_send_returns_the_completed_task(
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_input_required_round_trip(live: LiveServer, personas: Personas, version: str) -> None:
-    _, requester, agent = a2a_endpoint(personas.alice, "front")
+    front, requester, agent = a2a_endpoint(personas.alice, "front")
 
     async def scenario() -> None:
         async with a2a(live, "front", requester, version) as client:
@@ -191,6 +191,7 @@ def test_input_required_round_trip(live: LiveServer, personas: Personas, version
             beat = await agent_call(live.mcp_url("front"), agent, "heartbeat", id=task.id)
             assert beat["input_request"]["question"] == "How many?"
             assert beat["input_request"]["response"]["text"] == "Four"
+            assert beat["input_request"]["response"]["from"] == f"requester:{front.id}"
             seen = await agent_call(live.mcp_url("front"), agent, "get_todo", id=task.id)
             assert seen["todo"]["input_request"]["response"]["text"] == "Four"
 
@@ -212,9 +213,9 @@ def test_input_required_round_trip(live: LiveServer, personas: Personas, version
         .values_list("detail__action", "actor_ref")
     )
     assert kinds == [
-        ("interrupt", "endpoint:front"),
-        ("resume", "a2a:front"),
-        ("reject", "endpoint:front"),
+        ("interrupt", f"endpoint:{front.id}"),
+        ("resume", f"requester:{front.id}"),
+        ("reject", f"endpoint:{front.id}"),
     ]
 
 

@@ -18,6 +18,7 @@ import pytest
 from django.db import connection, transaction
 
 from switchboard.lib import changefeed
+from switchboard.lib.actors import Actor
 from switchboard.lib.changefeed import Change
 from tests.base import Personas
 from tests.concurrency.harness import raw_connection
@@ -188,7 +189,7 @@ def test_a_ring_announces_its_todo_and_a_skipped_one_does_not(
 
 
 def _ring(todo_id: str, subscribers: int) -> object:
-    return lifecycle.ring(todo_id, reason="ready", ringer="doorbell", subscribers=subscribers)
+    return lifecycle.ring(todo_id, reason="ready", ringer=Actor.doorbell(), subscribers=subscribers)
 
 
 def test_a_rolled_back_transition_announces_nothing(

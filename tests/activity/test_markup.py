@@ -41,6 +41,8 @@ from activity.trail import CLAIM, END, ActivityRow, TimelineEntry, Trail, merge
 from attempts.types import AttemptView
 from otlp.types import AttemptSpans, SpanView
 from otlp.waterfall import build_waterfall
+from switchboard.actors import Names
+from switchboard.lib.actors import Actor
 from switchboard.models import Endpoint
 from tests.activity.helpers import agent_note, board, rung
 from tests.base import Personas
@@ -236,7 +238,7 @@ def _row(seq: int, seconds: int, kind: str, attempt_seq: int | None, **fields: A
         "kind": kind,
         "actor_kind": "endpoint",
         "actor_ref": "bot-1",
-        "actor_name": None,
+        "actor_label": None,
         "message": None,
         "truncated": False,
         "detail": {},
@@ -289,6 +291,7 @@ def _trail(
         ),
         activity_truncated=False,
         waterfalls={int(seq.removeprefix("a")): w for seq, w in waterfalls.items()},
+        names=Names({Actor.human(1): "alice"}),
     )
 
 
@@ -309,7 +312,6 @@ def _full_trail() -> Trail:
             artifact="https://ci.example/run?a=1&b=<2>",
         ),
         notes_dropped=2,
-        claimer_name=None,
     )
     completed = TrailAttempt(
         _view(
@@ -325,12 +327,10 @@ def _full_trail() -> Trail:
             spans_dropped=1,
         ),
         notes_dropped=1,
-        claimer_name="alice",
     )
     open_ = TrailAttempt(
         _view(3, 400, None, last_heartbeat_at=at(450), owner="bot-1"),
         notes_dropped=0,
-        claimer_name=None,
     )
     activity = [
         _row(1, 30, "note", 1, message=HOSTILE, truncated=True),
@@ -353,7 +353,7 @@ def _full_trail() -> Trail:
             2,
             actor_kind="human",
             actor_ref="human:1",
-            actor_name="alice",
+            actor_label="alice",
             detail={"action": "claim", "from": "pending", "to": "claimed"},
         ),
         _row(
@@ -418,7 +418,6 @@ def _gone_trail() -> Trail:
     reaped = TrailAttempt(
         _view(3, 400, 700, outcome="reaped", disposition="requeued"),
         notes_dropped=0,
-        claimer_name=None,
     )
     activity = [
         _row(1, 30, "note", 1, message="kept after the prune"),

@@ -47,7 +47,7 @@ def attempt(
         summary_truncated=False,
         artifact=None,
     )
-    return TrailAttempt(view=view, notes_dropped=0, claimer_name=None)
+    return TrailAttempt(view=view, notes_dropped=0)
 
 
 def row(seq: int, seconds: int, kind: str = "note", attempt_seq: int | None = None) -> ActivityRow:
@@ -58,7 +58,7 @@ def row(seq: int, seconds: int, kind: str = "note", attempt_seq: int | None = No
         kind=kind,
         actor_kind="endpoint",
         actor_ref="agent-1",
-        actor_name=None,
+        actor_label=None,
         message=None,
         truncated=False,
         detail={},

@@ -294,14 +294,32 @@ def test_the_page_makes_the_same_queries_for_2_and_20_attempts(
     few = _attempts(personas, 1, 1)
     many = _attempts(personas, 19, 5)
 
-    # session, user, the todo with its endpoint, its attempts (names joined), its activity
-    # (names joined), every attempt's spans, the rail's unread count; the event only for a
-    # webhook's todo
+    # session, user, the todo with its endpoint, its attempts, its activity, every attempt's
+    # spans, the rail's unread count; the event only for a webhook's todo. No read of names:
+    # the notes are the todo's endpoint's, the actions the viewer's.
     for todo_id, groups in ((few, 2), (many, 20)):
         with django_assert_num_queries(7):
             body = page(alice_client, todo_id)
         assert len(re.findall(r'<section class="attempt', body)) == groups
     assert body.count("noted") == 19 * 5
+
+
+def test_naming_other_humans_costs_one_query_for_the_whole_page(
+    alice_client: Client,
+    personas: Personas,
+    django_assert_num_queries: Callable[..., Any],
+) -> None:
+    todo_id = _attempts(personas, 2, 1)
+    for _ in range(3):  # staff acting for alice, as the admin does
+        lifecycle.operator_extend(personas.alice.id, todo_id, actor_id=personas.admin.id)
+    board(personas.alice.id, "extend", todo_id)
+
+    with django_assert_num_queries(8):  # the 7 above, and one read of the admin's name
+        body = page(alice_client, todo_id)
+
+    admin = personas.admin.username
+    assert body.count(f'<span class="actor human">{admin}</span> extended the lease') == 3
+    assert f"human:{personas.admin.id}" not in body
 
 
 def test_a_webhook_todo_costs_one_query_more(

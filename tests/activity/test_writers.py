@@ -12,6 +12,7 @@ from django.db import transaction
 
 from switchboard import runtime_settings
 from switchboard.lib import metrics
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict
 from switchboard.lib.sql import fetch_all
 from switchboard.scope import Scope
@@ -232,7 +233,9 @@ def test_an_agents_own_transitions_write_no_activity(personas: Personas) -> None
 
 
 @pytest.mark.django_db
-def test_a2a_transitions_of_the_holder_are_recorded_as_the_endpoint(personas: Personas) -> None:
+def test_a2a_transitions_are_recorded_as_the_endpoint_or_its_requester(
+    personas: Personas,
+) -> None:
     ep = personas.endpoint_a.id
     paused = claimed(ep).todo.id
     lifecycle.interrupt(ep, paused, owner=OWNER, state="auth-required")
@@ -245,8 +248,10 @@ def test_a2a_transitions_of_the_holder_are_recorded_as_the_endpoint(personas: Pe
     assert [(r["kind"], r["actor_kind"]) for r in rows] == [("a2a_state", "endpoint")] * 3
     assert [r["detail"]["action"] for r in rows] == ["interrupt", "reject", "cancel"]
     assert [r["detail"]["to"] for r in rows] == ["auth-required", "rejected", "canceled"]
-    assert rows[0]["actor_ref"] == OWNER and rows[1]["message"] == "not mine"
-    assert rows[2]["actor_ref"] == f"endpoint:{ep}"
+    # The holder is its endpoint, not its own lease label (that stays on the attempt); the
+    # cancel over A2A is the endpoint's requester.
+    assert [r["actor_ref"] for r in rows] == [f"endpoint:{ep}", f"endpoint:{ep}", f"requester:{ep}"]
+    assert rows[1]["message"] == "not mine"
 
 
 @pytest.mark.django_db
@@ -286,7 +291,11 @@ def test_a_heartbeat_note_is_stored_on_the_open_attempt(personas: Personas) -> N
     beat(personas, held.todo.id, "read the logs\nfound the flaky test")
 
     (row,) = activity(held.todo.id)
-    assert (row["kind"], row["actor_kind"], row["actor_ref"]) == ("note", "endpoint", OWNER)
+    assert (row["kind"], row["actor_kind"], row["actor_ref"]) == (
+        "note",
+        "endpoint",
+        f"endpoint:{personas.endpoint_a.id}",
+    )
     assert row["attempt_seq"] == held.attempt_seq
     assert row["message"] == "read the logs\nfound the flaky test"
     assert row["truncated"] is False
@@ -413,7 +422,7 @@ def test_activity_rows_are_counted_in_metrics_once_committed(personas: Personas)
 
 
 def ring(todo_id: str, subscribers: int) -> RingResult | None:
-    return lifecycle.ring(todo_id, reason="ready", ringer="doorbell", subscribers=subscribers)
+    return lifecycle.ring(todo_id, reason="ready", ringer=Actor.doorbell(), subscribers=subscribers)
 
 
 @pytest.mark.django_db

@@ -248,7 +248,7 @@ def test_a_human_answers_an_input_required_todo(alice_client: Client, personas: 
     assert todo.state == "claimed" and todo.owner == BOT
     assert todo.input_request == {
         "question": "Which one?",
-        "response": {"text": "The blue one", "from": "human:alice"},
+        "response": {"text": "The blue one", "from": f"human:{personas.alice.id}"},
     }
     # Answered once: the form is gone and a second answer is a conflict.
     assert "answer" not in buttons(

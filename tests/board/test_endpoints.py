@@ -11,6 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from switchboard.credentials import key_for_plaintext, mint_key
+from switchboard.lib.actors import Actor
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey
 from tests.base import Personas
 from tests.factories import EndpointFactory
@@ -240,7 +241,7 @@ def test_the_endpoint_page_lists_pushes_and_the_test_ring_button_queues_one(
     vend(alice_client, push_url="https://agent.example/ring")
     endpoint = Endpoint.objects.get(slug="ci-fixer")
     todo = new_todo(endpoint.id)
-    assert lifecycle.ring(todo.id, reason="ready", ringer="doorbell") is not None
+    assert lifecycle.ring(todo.id, reason="ready", ringer=Actor.doorbell()) is not None
 
     response = alice_client.post(reverse("endpoint_push_test", args=["ci-fixer"]), follow=True)
 

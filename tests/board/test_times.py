@@ -101,7 +101,7 @@ def test_another_humans_lease_is_named_with_one_query_per_render(personas: Perso
     assert html == "operator bob operator bob x"
     assert (
         Template("{% load board_tags %}{% holder o %}").render(Context({"o": "human:999999"}))
-        == "human:999999"
+        == "a deleted operator"
     )
     assert (
         Template("{% load board_tags %}{% holder o %}").render(Context({"o": "endpoint:agent-a"}))

@@ -74,7 +74,7 @@ def test_a_key_vended_in_the_wizard_claims_a_todo_over_mcp(board: Board, demo: D
     todo = lifecycle.create(endpoint.id, queue="ci", title="Fix the build with the new key")
     claimed = claim_next_over_mcp(mcp_url, key, "ci")
     assert claimed["empty"] is False and claimed["todo"]["id"] == todo.id
-    assert claimed["todo"]["owner"] == "endpoint:ci-fixer"
+    assert claimed["todo"]["owner"] == f"endpoint:{endpoint.id}"
     assert Todo.objects.get(id=todo.id).state == State.CLAIMED
 
     # A reload shows the key no more and mints nothing (the page was a GET after a redirect);

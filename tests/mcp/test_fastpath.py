@@ -26,6 +26,7 @@ from django.test import override_settings
 
 from mcp_server import fastpath, transport
 from mcp_server import server as mcp
+from mcp_server.verbs import owner_of
 from switchboard.credentials import mint_key
 from switchboard.lib import frontdoor
 from switchboard.lib.frontdoor import Door
@@ -45,7 +46,6 @@ META = {
     "io.modelcontextprotocol/clientInfo": {"name": "fastpath-test", "version": "1.0"},
     "io.modelcontextprotocol/clientCapabilities": {},
 }
-OWNER = "endpoint:fast"
 FAST, SDK = "fast", "sdk"
 
 Setup = Callable[[Endpoint], dict[str, Any]]
@@ -56,7 +56,9 @@ def _pending(endpoint: Endpoint) -> str:
 
 
 def _held(endpoint: Endpoint, *, fence: bool = False) -> tuple[str, str | None]:
-    claim = claimed(endpoint.id, QUEUE, owner=OWNER, claimant="c/1", require_fence=fence)
+    claim = claimed(
+        endpoint.id, QUEUE, owner=owner_of(endpoint), claimant="c/1", require_fence=fence
+    )
     return claim.todo.id, claim.lease_token
 
 
@@ -352,7 +354,7 @@ def test_a_tool_error_and_a_success_have_the_shapes_agents_read(
     assert result["isError"] is False and result["resultType"] == "complete"
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
     assert result["structuredContent"]["todo"]["state"] == "claimed"
-    assert result["structuredContent"]["todo"]["owner"] == OWNER
+    assert result["structuredContent"]["todo"]["owner"] == f"endpoint:{endpoint.id}"
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "switchboard"
     assert b"pending \\u2014 \\u00e9" in ok.body  # ASCII on the wire, as the SDK writes it
 

@@ -117,7 +117,7 @@ def test_claim_heartbeat_fail_claim_complete(
             assert claimed["empty"] is False
             assert claimed["todo"]["id"] == todo.id
             assert claimed["todo"]["state"] == "claimed"
-            assert claimed["todo"]["owner"] == "endpoint:agent-a"
+            assert claimed["todo"]["owner"] == f"endpoint:{personas.endpoint_a.id}"
             assert claimed["todo"]["payload"] == {"run": 42}
             assert claimed["todo"]["work_order"] == "Make CI green."
             assert claimed["attempt_seq"] == 1

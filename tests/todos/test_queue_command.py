@@ -39,8 +39,8 @@ def test_pause_then_resume_as_the_system(personas: Personas) -> None:
     claimed = lifecycle.claim_next(ep, ["triage"], owner=OWNER)
     assert claimed is not None and claimed.todo.id == todo_id
     (pause,) = QueuePause.objects.all()
-    assert (pause.paused_by_kind, pause.paused_by) == ("system", "manage.py")
-    assert (pause.resumed_by_kind, pause.resumed_by) == ("system", "manage.py")
+    assert (pause.paused_by_kind, pause.paused_by) == ("system", "command:queue")
+    assert (pause.resumed_by_kind, pause.resumed_by) == ("system", "command:queue")
 
 
 def test_as_an_operator_records_them(personas: Personas) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict
 from tests.base import Personas
 from tests.reach import OWNER, claimed, new_todo
@@ -108,10 +109,10 @@ def test_a_paused_queue_is_not_rung(personas: Personas) -> None:
     todo_id = new_todo(personas.endpoint_a.id, "triage").id
     _pause(personas)
 
-    assert lifecycle.ring(todo_id, reason="ready", ringer="test") is None
+    assert lifecycle.ring(todo_id, reason="ready", ringer=Actor.doorbell()) is None
 
     _resume(personas)
-    assert lifecycle.ring(todo_id, reason="ready", ringer="test") is not None
+    assert lifecycle.ring(todo_id, reason="ready", ringer=Actor.doorbell()) is not None
 
 
 def test_the_sweepers_rings_skip_a_paused_queue(personas: Personas) -> None:
@@ -147,7 +148,7 @@ def test_pause_and_resume_are_recorded_with_their_actor(personas: Personas) -> N
     assert first.resumed_at is not None
     assert (second.paused_by_kind, second.paused_by, second.resumed_at) == (
         "system",
-        "manage.py",
+        "command:queue",
         None,
     )
 

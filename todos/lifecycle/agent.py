@@ -11,9 +11,9 @@ from uuid import UUID
 from attempts import rules
 from switchboard import runtime_settings
 from switchboard.lib import metrics
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all, fetch_one
-from switchboard.lib.text import cut_utf8
 from switchboard.scope import Scope
 from todos import limits
 from todos.lifecycle.core import (
@@ -44,7 +44,6 @@ from todos.lifecycle.statements import (
     REPORTED,
 )
 from todos.limits import (
-    ACTOR_REF_MAX_BYTES,
     MAX_ATTEMPTS_LIMIT,
     OWNER_MAX_BYTES,
     TITLE_MAX_BYTES,
@@ -183,7 +182,7 @@ def heartbeat(
     params |= {
         "note": text,
         "note_truncated": truncated,
-        "actor_ref": cut_utf8(owner, ACTOR_REF_MAX_BYTES)[0],
+        "actor_ref": str(Actor.endpoint(endpoint_id)),
         "notes_cap": current.notes_max_per_attempt,
         "activity_cap": current.activity_max_per_todo,
     }

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from attempts import rules
 from switchboard.lib import metrics
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
 from todos.filters import TodoFilters
@@ -61,7 +62,7 @@ def bulk_retry(
     params = {
         **_bulk_params(seen_at, limit),
         **activity_params(
-            "human_action", "human", f"human:{actor_id or human_id}", "retry", detail={"bulk": True}
+            "human_action", Actor.human(actor_id or human_id), "retry", detail={"bulk": True}
         ),
     }
     rows = _bulk("retry", human_id, filters, params)
@@ -94,8 +95,7 @@ def bulk_cancel(
         "summary_truncated": truncated,
         **activity_params(
             "human_action",
-            "human",
-            f"human:{actor_id or human_id}",
+            Actor.human(actor_id or human_id),
             "cancel",
             message=reason,
             message_field="reason",

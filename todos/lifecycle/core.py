@@ -65,6 +65,7 @@ from attempts import fence, rules
 from attempts.queries import recent_closed_attempts
 from switchboard import runtime_settings
 from switchboard.lib import jsonlimits, metrics, redact
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import (
     AttemptInvariantViolated,
     InvalidInput,
@@ -77,7 +78,6 @@ from switchboard.scope import Scope
 from todos.lifecycle.statements import IN_ENDPOINT_SCOPE, IN_HUMAN_SCOPE
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
-    ACTOR_REF_MAX_BYTES,
     LEASE_TTL_MAX_SECONDS,
     LEASE_TTL_MIN_SECONDS,
     OWNER_MAX_BYTES,
@@ -167,20 +167,19 @@ def activity_text(field: str, text: str | None, *, strict: bool = True) -> tuple
 
 def activity_params(
     kind: str,
-    actor_kind: str,
-    actor_ref: str,
+    actor: Actor,
     action: str | None,
     *,
     message: str | None = None,
     message_field: str = "summary",
     detail: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The parameters of ``_activity_arm.sql``; ``message_field`` names it in errors."""
+    """The parameters of ``_activity_arm.sql``: a ``kind`` row of ``actor`` (its one spelling,
+    switchboard/lib/actors.py); ``message_field`` names the message in errors."""
     text, truncated = activity_text(message_field, message, strict=False)
     return {
         "activity_kind": kind,
-        "actor_kind": actor_kind,
-        "actor_ref": cut_utf8(actor_ref, ACTOR_REF_MAX_BYTES)[0],
+        **actor_params(actor),
         "activity_message": text,
         "activity_truncated": truncated,
         "activity_action": action,
@@ -188,14 +187,20 @@ def activity_params(
     }
 
 
+def actor_params(actor: Actor) -> dict[str, str]:
+    """``actor_kind`` and ``actor_ref``: who acted, as every row that names an actor stores it."""
+    return {"actor_kind": actor.column_kind, "actor_ref": str(actor)}
+
+
 def by_human(human_id: int, action: str, message: str | None = None) -> dict[str, Any]:
     """A ``human_action`` row: who pressed the button, and what it did."""
-    return activity_params("human_action", "human", f"human:{human_id}", action, message=message)
+    return activity_params("human_action", Actor.human(human_id), action, message=message)
 
 
-def by_endpoint(owner: str, action: str, message: str | None = None) -> dict[str, Any]:
-    """An ``a2a_state`` row: the holder moved its own todo through an A2A state."""
-    return activity_params("a2a_state", "endpoint", owner, action, message=message)
+def by_endpoint(actor: Actor, action: str, message: str | None = None) -> dict[str, Any]:
+    """An ``a2a_state`` row: the holder (``Actor.endpoint``) or the A2A requester
+    (``Actor.requester``) moved the todo through an A2A state."""
+    return activity_params("a2a_state", actor, action, message=message)
 
 
 def holder_params(endpoint_id: UUID, owner: str, lease_token: str | None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from attempts import rules
 from switchboard.lib import metrics
+from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_one
 from switchboard.scope import Scope
 from todos.lifecycle.core import (
@@ -65,8 +66,7 @@ def cancel(
     if scope.endpoint_id is not None:
         params |= activity_params(
             "a2a_state",
-            "endpoint",
-            f"endpoint:{scope.endpoint_id}",
+            Actor.requester(scope.endpoint_id),
             "cancel",
             message=reason,
             message_field="reason",
@@ -76,8 +76,7 @@ def cancel(
         assert scope.human_id is not None
         params |= activity_params(
             "human_action",
-            "human",
-            f"human:{actor_id or scope.human_id}",
+            Actor.human(actor_id or scope.human_id),
             "cancel",
             message=reason,
             message_field="reason",
@@ -131,7 +130,7 @@ def operator_claim(
     staff acting in the admin pass themselves), in the same statement as the transition.
     """
     params, _ = claim_params(
-        owner=f"human:{human_id}",
+        owner=str(Actor.human(human_id)),
         lease_ttl_seconds=lease_ttl_seconds,
         claimant=claimant,
         session=None,

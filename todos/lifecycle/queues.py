@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_one
+from todos.lifecycle.core import actor_params
 from todos.lifecycle.statements import (
     PAUSE_QUEUE_BY_HUMAN,
     PAUSE_QUEUE_BY_SYSTEM,
@@ -26,13 +28,9 @@ def _queue_params(
 ) -> dict[str, Any]:
     params: dict[str, Any] = {"endpoint_id": endpoint_id, "queue": check_name("queue", queue)}
     if human_id is None:
-        # The system: a command run on the server (manage.py queue without --as).
-        return params | {"actor_kind": "system", "actor_ref": "manage.py"}
-    return params | {
-        "actor_kind": "human",
-        "actor_ref": f"human:{actor_id or human_id}",
-        "scope_human_id": human_id,
-    }
+        # No human: the command run on the server (manage.py queue without --as).
+        return params | actor_params(Actor.command("queue"))
+    return params | actor_params(Actor.human(actor_id or human_id)) | {"scope_human_id": human_id}
 
 
 def pause_queue(

@@ -17,6 +17,7 @@ from typing import Any
 from uuid import UUID
 
 from attempts import rules
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.scope import Scope
 from todos.lifecycle.core import (
@@ -53,7 +54,7 @@ def interrupt(
         **holder_params(endpoint_id, owner, lease_token),
         "to_state": state,
         "input_request": jsonb("input_request", input_request),
-        **by_endpoint(owner, "interrupt"),
+        **by_endpoint(Actor.endpoint(endpoint_id), "interrupt"),
     }
     row = run_single("interrupt", INTERRUPT, params, Scope.of_endpoint(endpoint_id), todo_id)
     counted("interrupt", activity="a2a_state")
@@ -88,16 +89,16 @@ def answer(
     todo_id: str,
     *,
     response: Any,
-    requester: str,
     lease_ttl_seconds: int | None = None,
 ) -> ReportResult:
     """Answer an interrupted todo as the endpoint's A2A requester: the same resume as
     ``resume``'s, in the endpoint's scope and always with a response, which the holder reads
-    under ``input_request.response``. Recorded as an ``a2a_state`` row of ``requester``."""
+    under ``input_request.response``. Recorded as an ``a2a_state`` row of the endpoint's
+    requester (``Actor.requester``)."""
     params = {
         "response": jsonb("response", response),
         "ttl_seconds": lease_ttl(lease_ttl_seconds),
-        **by_endpoint(requester, "resume"),
+        **by_endpoint(Actor.requester(endpoint_id), "resume"),
     }
     scope = Scope.of_endpoint(endpoint_id)
     row = run_single("resume", RESUME_BY_REQUESTER, params, scope, todo_id)
@@ -121,7 +122,7 @@ def reject(
         "result": jsonb("result", result),
         "summary": text,
         "summary_truncated": truncated,
-        **by_endpoint(owner, "reject", summary),
+        **by_endpoint(Actor.endpoint(endpoint_id), "reject", summary),
     }
     row = run_single("reject", REJECT, params, Scope.of_endpoint(endpoint_id), todo_id)
     counted("reject", ("failed", "dead_lettered"), activity="a2a_state")

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from switchboard import runtime_settings
 from switchboard.lib import metrics
+from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_all, fetch_one
 from todos.lifecycle.core import activity_params, counted, run
 from todos.lifecycle.statements import REAP, REQUEUE_DUE_RETRIES, RING, RING_DUE
@@ -39,7 +40,7 @@ def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
 
     Each requeue is recorded as a ``retried`` activity row of the system.
     """
-    params = {"limit": limit, **activity_params("retried", "system", "sweeper", "requeue")}
+    params = {"limit": limit, **activity_params("retried", Actor.sweeper(), "requeue")}
     rows = fetch_all(REQUEUE_DUE_RETRIES, params)
     ids = tuple(r["id"] for r in rows)
     if ids:
@@ -48,7 +49,7 @@ def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
 
 
 def ring(
-    todo_id: str, *, reason: str, ringer: str, subscribers: int | None = None
+    todo_id: str, *, reason: str, ringer: Actor, subscribers: int | None = None
 ) -> RingResult | None:
     """Ring a pending todo if the shared gate is open (``ring.sql``); None when not rung.
 
@@ -67,7 +68,7 @@ def ring(
             "gate_seconds": current.ring_gate_seconds,
             "ring_id": uuid4(),
             "reason": reason,
-            "ringer": ringer,
+            "ringer": str(ringer),
             "subscribers": subscribers,
             "activity_cap": current.activity_max_per_todo,
         },
@@ -96,6 +97,7 @@ def ring_due(scan: str, limit: int = SWEEP_BATCH) -> list[RingResult]:
             "max_rings": current.ring_unclaimed_max_attempts,
             "limit": limit,
             "reason": scan,
+            "ringer": str(Actor.sweeper()),
             "subscribers": None,
             "activity_cap": current.activity_max_per_todo,
         },

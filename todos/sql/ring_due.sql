@@ -9,7 +9,8 @@
 --     waited `unclaimed_seconds` since it became pending, and as long again, doubled per ring it
 --     already had, since its last ring; at most `max_rings` rings in all.
 --   None rings a todo on a paused queue (_queue_open.sql); once resumed, the scans find it.
--- params: gate_seconds, unclaimed_seconds, max_rings, limit, reason, subscribers, activity_cap
+-- params: gate_seconds, unclaimed_seconds, max_rings, limit, reason, ringer (the sweeper), subscribers,
+--   activity_cap
 -- returns: id, endpoint_id, queue, ring_attempts, reason of each rung todo.
 -- Uses index: todos_pending_ring_idx (last_ringed_at) WHERE state = 'pending'.
 WITH due AS (
@@ -32,7 +33,7 @@ upd AS (
      WHERE t.id = due.id
     RETURNING t.id, t.endpoint_id, t.queue, t.activity_seq, t.ring_attempts,
               gen_random_uuid() AS ring_id, %(reason)s::text AS reason,
-              'sweeper'::text AS ringer
+              %(ringer)s::text AS ringer
 ),
 @{ring_arms}
 SELECT upd.id, upd.endpoint_id, upd.queue, upd.ring_attempts, upd.reason,
