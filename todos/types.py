@@ -146,3 +146,32 @@ class QueueChange:
     queue: str
     paused: bool
     changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """An endpoint's queue's limits as set (``todos.lifecycle.set_queue_limits``); None: none.
+    ``changed`` is False when the call set what was already there."""
+
+    endpoint_id: UUID
+    queue: str
+    max_in_flight: int | None
+    claims_per_minute: int | None
+    run_timeout_seconds: int | None
+    changed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEmpty:
+    """Why one queue an agent's ``claim_next`` asked for gave nothing (``queries.why_empty``).
+
+    ``reason``: ``paused``; ``max_in_flight`` (``in_flight`` of ``max_in_flight`` held);
+    ``rate`` (the next token at ``at``); ``busy`` (claimable todos exist, other claims had them);
+    ``not_before`` (all its work is scheduled, the earliest at ``at``); ``empty``.
+    """
+
+    queue: str
+    reason: str
+    at: dt.datetime | None = None
+    in_flight: int | None = None
+    max_in_flight: int | None = None

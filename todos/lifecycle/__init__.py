@@ -9,7 +9,7 @@
 - ``requester.py``: the A2A states: interrupt, resume and answer, reject;
 - ``operator.py``: the humans' retry, cancel, revoke_endpoint and ``operator_*`` transitions;
 - ``bulk.py``: a human's retry or cancel of every todo a filter selects;
-- ``queues.py``: pausing and resuming a queue;
+- ``queues.py``: pausing and resuming a queue, and setting its limits;
 - ``sweeps.py``: the sweeper's reap, requeue_due_retries, ring and ring_due.
 
 The limits are ``todos/limits.py``'s, named here too; the push outbox is ``todos/push.py``.
@@ -39,7 +39,7 @@ from todos.lifecycle.operator import (
     retry,
     revoke_endpoint,
 )
-from todos.lifecycle.queues import pause_queue, resume_queue
+from todos.lifecycle.queues import KEEP, check_limit, pause_queue, resume_queue, set_queue_limits
 from todos.lifecycle.requester import INTERRUPT_STATES, answer, interrupt, reject, resume
 from todos.lifecycle.statements import (
     CANCEL_BY_HUMAN,
@@ -115,6 +115,7 @@ __all__ = [
     "INTERRUPT_STATES",
     "IN_ENDPOINT_SCOPE",
     "IN_HUMAN_SCOPE",
+    "KEEP",
     "LEASE_TTL_MAX_SECONDS",
     "LEASE_TTL_MIN_SECONDS",
     "MAX_ATTEMPTS_LIMIT",
@@ -157,6 +158,7 @@ __all__ = [
     "bulk_statement",
     "cancel",
     "check_commit",
+    "check_limit",
     "check_name",
     "claim",
     "claim_next",
@@ -184,4 +186,5 @@ __all__ = [
     "revoke_endpoint",
     "ring",
     "ring_due",
+    "set_queue_limits",
 ]

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from django.db import transaction
+
 from attempts import rules
 from switchboard import runtime_settings
 from switchboard.lib import metrics
@@ -26,6 +28,7 @@ from todos.lifecycle.core import (
     holder_params,
     jsonb,
     lease_ttl,
+    miss,
     release_closes,
     report_params,
     run,
@@ -40,6 +43,8 @@ from todos.lifecycle.statements import (
     FAIL,
     HEARTBEAT,
     HEARTBEAT_NOTE,
+    LOCK_QUEUE_LIMITS,
+    LOCK_QUEUE_LIMITS_OF_TODO,
     RELEASE,
     REPORTED,
 )
@@ -122,7 +127,8 @@ def claim_next(
         trace_id=trace_id,
     )
     params.update(endpoint_id=endpoint_id, queue=queue_list[0], queues=queue_list)
-    rows = run(CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES, params, None)
+    sql = CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES
+    rows = run(sql, params, None) or _behind_limits(LOCK_QUEUE_LIMITS, sql, params, None)
     if not rows:
         metrics.transition("claim_next", "empty")
         return None
@@ -151,8 +157,34 @@ def claim(
         claimer_endpoint_id=endpoint_id,
         trace_id=trace_id,
     )
-    row = run_single("claim", CLAIM, params, Scope.of_endpoint(endpoint_id), todo_id)
-    return claimed_result(row, token, "claim")
+    scope = Scope.of_endpoint(endpoint_id)
+    params.update(id=todo_id, **scope.params)
+    rows = run(CLAIM, params, todo_id) or _behind_limits(
+        LOCK_QUEUE_LIMITS_OF_TODO, CLAIM, params, todo_id
+    )
+    if not rows:
+        raise miss(scope, todo_id, "claim")
+    return claimed_result(rows[0], token, "claim")
+
+
+def _behind_limits(
+    lock: str, sql: str, params: dict[str, Any], todo_id: str | None
+) -> list[dict[str, Any]]:
+    """Run an agent's claim that took nothing again behind its queues' limit locks, when any of
+    them is limited; ``[]`` when none is (an unlimited queue's empty claim pays this one probe).
+
+    A claim of a limited queue gives nothing when a claim of that queue committed after its
+    snapshot (its count of held todos would be stale: ``_queue_limited.sql``). Run after the
+    lock, in one transaction with it, the claim's snapshot follows every claim of the queue
+    before it, so its count is exact and it takes a todo when there is room
+    (docs/decisions/0028-queue-limits.md).
+    """
+    # Outside a transaction the lock is a probe: it is released as soon as it is read.
+    if not fetch_all(lock, params):
+        return []
+    with transaction.atomic():
+        fetch_all(lock, params)
+        return run(sql, params, todo_id)
 
 
 def heartbeat(
