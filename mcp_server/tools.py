@@ -146,12 +146,10 @@ def claim_next(caller: Caller, args: Args) -> Out:
         **_claim_options(caller, args, trace),
     )
     if claimed is None:
-        # Say why, when it is a pause: an agent polling a paused queue should know to wait.
-        asked = [queue] if queue is not None else list(queues)
-        paused = queries.paused_queues(Scope.of_endpoint(caller.endpoint.id), asked)
-        if paused:
-            return {"empty": True, "paused_queues": [p.queue for p in paused]}
-        return {"empty": True}
+        # Say why, queue by queue (one more read, only now): an agent told "paused" or "rate,
+        # retry at T" knows to wait rather than poll.
+        asked = list(dict.fromkeys([queue] if queue is not None else queues))
+        return shapes.empty_out(queries.why_empty(caller.endpoint.id, asked, caller.owner))
     return shapes.claim_out(claimed, str(trace))
 
 

@@ -4,7 +4,7 @@
 --   this claimer, and the earliest time its scheduled work becomes claimable
 --   (@{earliest_not_before}). todos.queries.why_empty turns the row into one reason.
 -- params: endpoint_id, queues (text[]), owner
--- returns: one row per queue: queue, paused, max_in_flight, in_flight (with max_in_flight),
+-- returns: one row per queue, in the order asked: queue, paused, max_in_flight, in_flight (with max_in_flight),
 --   claims_per_minute, tokens_now, next_token_at (with a rate above 0 and no token now),
 --   claimable, not_before.
 -- Uses index: queue_pauses_open_idx; queue_settings_queue_key; todos_board_state_idx for the
@@ -30,7 +30,7 @@ SELECT q.queue,
                   AND (t.assignee IS NULL OR t.assignee = %(owner)s)
                   AND @{claimable}) AS claimable,
        @{earliest_not_before} AS not_before
-  FROM unnest((SELECT %(queues)s::text[])) AS q(queue)
+  FROM unnest((SELECT %(queues)s::text[])) WITH ORDINALITY AS q(queue, n)
   LEFT JOIN queue_settings qs ON qs.endpoint_id = %(endpoint_id)s AND qs.queue = q.queue
   LEFT JOIN LATERAL (
       SELECT LEAST(qs.claims_per_minute,
@@ -38,3 +38,4 @@ SELECT q.queue,
                                * extract(epoch FROM now() - qs.refilled_at)::real / 60)
              AS tokens_now
   ) b ON true
+ ORDER BY q.n
