@@ -287,6 +287,14 @@ def queue_limits(scope: Scope, queues: list[str] | None = None) -> list[QueueSet
     return list(rows.select_related("endpoint").order_by("endpoint__slug", "queue"))
 
 
+def all_queue_limits() -> list[QueueSettings]:
+    """Every endpoint's queue limits, for the system's own view (``manage.py queue show``
+    without ``--as``): whoever runs manage.py on the server already has the database."""
+    return list(
+        QueueSettings.objects.select_related("endpoint").order_by("endpoint__slug", "queue")
+    )
+
+
 # Where todos.not_before exists (the time controls), splice _earliest_not_before.sql here by
 # dropping this override; until then the `not_before` reason is never given.
 CLAIM_EMPTY = load(_SQL, "claim_empty", earliest_not_before="NULL::timestamptz")
