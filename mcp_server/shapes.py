@@ -8,6 +8,7 @@ which identify callers, not work.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from attempts.types import AttemptView
@@ -111,7 +112,7 @@ def claim_out(claimed: ClaimResult, traceparent: str | None) -> dict[str, Any]:
     return out
 
 
-def empty_out(reasons: list[QueueEmpty]) -> dict[str, Any]:
+def empty_out(reasons: Sequence[QueueEmpty]) -> dict[str, Any]:
     """claim_next's answer when it took nothing: why, queue by queue (``queues``), and, as
     before, the paused ones by name (``paused_queues``, only when there are some)."""
     out: dict[str, Any] = {"empty": True}

@@ -27,6 +27,7 @@ from switchboard.lib import traceparent as tp
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import lifecycle, queries
+from todos.types import ClaimResult
 
 Args = Mapping[str, Any]
 Out = dict[str, Any]
@@ -140,16 +141,14 @@ def claim_next(caller: Caller, args: Args) -> Out:
     if (queue is None) == (queues is None):
         raise ToolError("invalid", "give exactly one of queue or queues")
     trace = _traceparent(caller, args)
-    claimed = lifecycle.claim_next(
+    claimed = lifecycle.claim_next_or_why(
         caller.endpoint.id,
         [queue] if queue is not None else queues,
         **_claim_options(caller, args, trace),
     )
-    if claimed is None:
-        # Say why, queue by queue (one more read, only now): an agent told "paused" or "rate,
-        # retry at T" knows to wait rather than poll.
-        asked = list(dict.fromkeys([queue] if queue is not None else queues))
-        return shapes.empty_out(queries.why_empty(caller.endpoint.id, asked, caller.owner))
+    if not isinstance(claimed, ClaimResult):
+        # Why, queue by queue: an agent told "paused" or "rate, retry at T" knows to wait.
+        return shapes.empty_out(claimed)
     return shapes.claim_out(claimed, str(trace))
 
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 from django.db.models import Count, Min, Q
 
@@ -37,7 +36,7 @@ from todos.filters import Cursor, TodoFilters, keyset_order
 from todos.limits import BULK_ACTIONS
 from todos.models import Event, QueuePause, QueueSettings, Rule, Todo
 from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
-from todos.types import AttemptsPage, QueueEmpty
+from todos.types import AttemptsPage
 
 PAGE_SIZE = 50
 LISTED_QUEUES_MAX = 100
@@ -293,35 +292,6 @@ def all_queue_limits() -> list[QueueSettings]:
     return list(
         QueueSettings.objects.select_related("endpoint").order_by("endpoint__slug", "queue")
     )
-
-
-# Where todos.not_before exists (the time controls), splice _earliest_not_before.sql here by
-# dropping this override; until then the `not_before` reason is never given.
-CLAIM_EMPTY = load(_SQL, "claim_empty", earliest_not_before="NULL::timestamptz")
-
-
-def why_empty(endpoint_id: UUID, queues: list[str], owner: str) -> list[QueueEmpty]:
-    """Why each of ``queues`` gave an agent's ``claim_next`` nothing, in the order given (one
-    query, run only after a claim took nothing). See ``QueueEmpty`` for the reasons: the
-    operator's (paused, then the limits) before the work's (busy, not_before, empty)."""
-    rows = fetch_all(CLAIM_EMPTY, {"endpoint_id": endpoint_id, "queues": queues, "owner": owner})
-    out = []
-    for row in rows:
-        limit, held = row["max_in_flight"], row["in_flight"]
-        if row["paused"]:
-            why = QueueEmpty(row["queue"], "paused")
-        elif limit is not None and held >= limit:
-            why = QueueEmpty(row["queue"], "max_in_flight", in_flight=held, max_in_flight=limit)
-        elif row["claims_per_minute"] is not None and row["tokens_now"] < 1:
-            why = QueueEmpty(row["queue"], "rate", at=row["next_token_at"])
-        elif row["claimable"]:
-            why = QueueEmpty(row["queue"], "busy")
-        elif row["not_before"] is not None:
-            why = QueueEmpty(row["queue"], "not_before", at=row["not_before"])
-        else:
-            why = QueueEmpty(row["queue"], "empty")
-        out.append(why)
-    return out
 
 
 # --- the trail page --------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from tests.base import Personas
 from tests.concurrency.harness import Crew, behind_this_transaction, raw_connection
 from tests.reach import new_todo
 from todos import lifecycle
+from todos.types import QueueEmpty
 
 LIMIT = 3
 AGENTS = 8
@@ -123,3 +124,15 @@ def test_a_claim_by_id_that_waited_on_another_counts_it(personas: Personas) -> N
 
     assert not crew.problems, crew.problems
     assert isinstance(out[0], LeaseConflict)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_queue_whose_todos_other_claims_hold_locked_reads_busy(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    new_todo(ep, "triage")
+    with raw_connection() as conn:
+        conn.execute("SELECT id FROM todos WHERE queue = 'triage' FOR UPDATE")
+        got = lifecycle.claim_next_or_why(ep, ["triage"], owner="second")
+        conn.rollback()
+
+    assert got == (QueueEmpty("triage", "busy"),)

@@ -5,7 +5,8 @@
 - ``core.py``: what every transition shares (running a statement, classifying a miss, counting
   on commit, building results), and the concurrency argument that makes them safe together;
 - ``statements.py``: the SQL, loaded once from ``todos/sql/`` (``manage.py sql NAME`` prints one);
-- ``agent.py``: create, and the holder's claim_next, claim, heartbeat, complete, fail, release;
+- ``agent.py``: create, and the holder's claim_next (and why it took nothing), claim,
+  heartbeat, complete, fail, release;
 - ``requester.py``: the A2A states: interrupt, resume and answer, reject;
 - ``operator.py``: the humans' retry, cancel, revoke_endpoint and ``operator_*`` transitions;
 - ``bulk.py``: a human's retry or cancel of every todo a filter selects;
@@ -24,7 +25,16 @@ from switchboard.lib.errors import (
     LeaseConflict,
     TodoNotFound,
 )
-from todos.lifecycle.agent import claim, claim_next, complete, create, fail, heartbeat, release
+from todos.lifecycle.agent import (
+    claim,
+    claim_next,
+    claim_next_or_why,
+    complete,
+    create,
+    fail,
+    heartbeat,
+    release,
+)
 from todos.lifecycle.bulk import bulk_cancel, bulk_retry
 from todos.lifecycle.core import activity_text, check_commit
 from todos.lifecycle.operator import (
@@ -162,6 +172,7 @@ __all__ = [
     "check_name",
     "claim",
     "claim_next",
+    "claim_next_or_why",
     "complete",
     "create",
     "fail",

@@ -36,6 +36,7 @@ from todos.lifecycle.core import (
 )
 from todos.lifecycle.statements import (
     CLAIM,
+    CLAIM_EMPTY,
     CLAIM_NEXT,
     CLAIM_NEXT_QUEUES,
     COMPLETE,
@@ -55,7 +56,7 @@ from todos.limits import (
     TITLE_MAX_BYTES,
     check_name,
 )
-from todos.types import ClaimResult, FailResult, ReportResult, TodoView
+from todos.types import ClaimResult, FailResult, QueueEmpty, ReportResult, TodoView
 
 
 def create(
@@ -112,6 +113,39 @@ def claim_next(
 
     ``trace_id`` (16 bytes) is the new attempt's trace: spans of it bind to the attempt.
     """
+    got = claim_next_or_why(
+        endpoint_id,
+        queues,
+        owner=owner,
+        lease_ttl_seconds=lease_ttl_seconds,
+        claimant=claimant,
+        session=session,
+        require_fence=require_fence,
+        trace_id=trace_id,
+    )
+    return got if isinstance(got, ClaimResult) else None
+
+
+def claim_next_or_why(
+    endpoint_id: UUID,
+    queues: Sequence[str],
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    claimant: str | None = None,
+    session: str | None = None,
+    require_fence: bool = False,
+    trace_id: bytes | None = None,
+) -> ClaimResult | tuple[QueueEmpty, ...]:
+    """``claim_next``, saying why when it takes nothing: one ``QueueEmpty`` per queue asked
+    for, in order (a second read, run only then: ``claim_empty.sql``).
+
+    A limited queue whose count the claim found stale (another claim of it committed after the
+    claim's snapshot, ``_queue_limited.sql``) reads here as ``busy`` with its limit: the claim
+    then runs again behind the queue's lock, in one transaction with it, where its snapshot
+    follows every claim of the queue before it, so the count is exact and it takes a todo when
+    there is room (docs/decisions/0028-queue-limits.md).
+    """
     if isinstance(queues, str) or not queues:
         raise InvalidInput("queues", "must be a non-empty list of queue names")
     # Distinct, in the order given: claim_next_queues.sql reads each queue's heads once.
@@ -128,11 +162,23 @@ def claim_next(
     )
     params.update(endpoint_id=endpoint_id, queue=queue_list[0], queues=queue_list)
     sql = CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES
-    rows = run(sql, params, None) or _behind_limits(LOCK_QUEUE_LIMITS, sql, params, None)
+    rows = run(sql, params, None)
     if not rows:
-        metrics.transition("claim_next", "empty")
-        return None
+        why = _why_empty(params)
+        if any(w.reason == "busy" and w.max_in_flight is not None for w in why):
+            with transaction.atomic():
+                fetch_all(LOCK_QUEUE_LIMITS, params)
+                rows = run(sql, params, None)
+            if not rows:
+                why = _why_empty(params)
+        if not rows:
+            metrics.transition("claim_next", "empty")
+            return why
     return claimed_result(rows[0], token, "claim_next")
+
+
+def _why_empty(params: dict[str, Any]) -> tuple[QueueEmpty, ...]:
+    return tuple(QueueEmpty.from_row(row) for row in fetch_all(CLAIM_EMPTY, params))
 
 
 def claim(

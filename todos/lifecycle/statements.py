@@ -95,6 +95,10 @@ OPERATOR_CLAIM = _recorded(
     queue_limits="TRUE",
     queue_spend="",
 )
+# Why an agent's claim_next took nothing, queue by queue (docs/decisions/0028-queue-limits.md).
+# Where todos.not_before exists (the time controls), splice _earliest_not_before.sql here by
+# dropping the override; until then the `not_before` reason is never given.
+CLAIM_EMPTY = statement("claim_empty", earliest_not_before="NULL::timestamptz")
 # An agent's claim that found its limited queue's count stale runs again behind this lock.
 LOCK_QUEUE_LIMITS = statement("lock_queue_limits")
 LOCK_QUEUE_LIMITS_OF_TODO = statement("lock_queue_limits", **_ITS_LIMITS)
