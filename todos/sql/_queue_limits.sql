@@ -11,11 +11,11 @@ NOT EXISTS (SELECT 1 FROM queue_limited l
                AND NOT ((l.claims_per_minute IS NULL OR l.tokens_now >= 1)
                         AND (l.max_in_flight IS NULL
                              OR (l.current
-                                 AND (SELECT count(*) FROM todos f
-                                       WHERE f.endpoint_id = l.endpoint_id
-                                         AND f.state IN ('claimed', 'input-required',
+                                 AND (SELECT count(*) FROM todos held
+                                       WHERE held.endpoint_id = l.endpoint_id
+                                         AND held.state IN ('claimed', 'input-required',
                                                          'auth-required')
-                                         AND f.queue = l.queue
-                                         AND NOT (f.state = 'claimed'
-                                                  AND f.lease_expires_at < now()))
+                                         AND held.queue = l.queue
+                                         AND NOT (held.state = 'claimed'
+                                                  AND held.lease_expires_at < now()))
                                      < l.max_in_flight))))
