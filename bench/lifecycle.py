@@ -85,11 +85,15 @@ _NO_ATTEMPT_FRAGMENTS = {
     # The paused-queue probe on claim_next's own parameters, as the product's (_queue_open.sql).
     "pause_endpoint": "%(endpoint_id)s",
     "pause_queue": "%(queue)s",
+    # The queue-limits probe on the same (_queue_limited.sql, _queue_limits.sql).
+    "limits_endpoint": "%(endpoint_id)s",
+    "limits_queues": "(SELECT %(queues)s::text[])",
 }
 # ... and the product's choice of candidate (todos/sql/_claim_next_cand.sql), with that predicate.
 _NO_ATTEMPT_FRAGMENTS["claim_next_cand"] = load(
     TODOS_SQL, "_claim_next_cand", **_NO_ATTEMPT_FRAGMENTS
 )
+_NO_ATTEMPT_FRAGMENTS["queue_limited"] = load(TODOS_SQL, "_queue_limited", **_NO_ATTEMPT_FRAGMENTS)
 
 
 def _bench_statement(name: str) -> str:

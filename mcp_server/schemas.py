@@ -370,6 +370,29 @@ CLAIM: Schema = {
             "description": "With empty: the queues asked for that their operator paused;"
             " nothing on them is claimable until resumed (a resume rings subscribers).",
         },
+        "queues": {
+            "type": "array",
+            "description": "With empty: why each queue asked for gave nothing. reason: paused;"
+            " max_in_flight (its operator's limit of held todos is reached: in_flight of"
+            " max_in_flight); rate (its claims per minute are spent: retry_at, when a token"
+            " is next available, absent when the rate is 0); busy (claimable todos exist but"
+            " other claims had them: try again); not_before (all its work is scheduled, the"
+            " earliest at retry_at); empty.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "queue": {"type": "string"},
+                    "reason": {
+                        "type": "string",
+                        "enum": ["paused", "max_in_flight", "rate", "busy", "not_before", "empty"],
+                    },
+                    "retry_at": {"type": "string", "format": "date-time"},
+                    "in_flight": {"type": "integer"},
+                    "max_in_flight": {"type": "integer"},
+                },
+                "required": ["queue", "reason"],
+            },
+        },
         "todo": TODO,
         "attempt_seq": {"type": "integer"},
         "lease_token": {

@@ -8,12 +8,13 @@ which identify callers, not work.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from attempts.types import AttemptView
 from todos.models import Todo
 from todos.queries import QueueSummary, TodoDetail
-from todos.types import ClaimResult, TodoView
+from todos.types import ClaimResult, QueueEmpty, TodoView
 
 
 def iso(value: dt.datetime | None) -> str | None:
@@ -108,6 +109,25 @@ def claim_out(claimed: ClaimResult, traceparent: str | None) -> dict[str, Any]:
         out["lease_token"] = claimed.lease_token
     if traceparent is not None:
         out["traceparent"] = traceparent
+    return out
+
+
+def empty_out(reasons: Sequence[QueueEmpty]) -> dict[str, Any]:
+    """claim_next's answer when it took nothing: why, queue by queue (``queues``), and, as
+    before, the paused ones by name (``paused_queues``, only when there are some)."""
+    out: dict[str, Any] = {"empty": True}
+    paused = [r.queue for r in reasons if r.reason == "paused"]
+    if paused:
+        out["paused_queues"] = paused
+    queues = []
+    for r in reasons:
+        item: dict[str, Any] = {"queue": r.queue, "reason": r.reason}
+        if r.at is not None:
+            item["retry_at"] = iso(r.at)
+        if r.max_in_flight is not None:
+            item["in_flight"], item["max_in_flight"] = r.in_flight, r.max_in_flight
+        queues.append(item)
+    out["queues"] = queues
     return out
 
 

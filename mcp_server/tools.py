@@ -27,6 +27,7 @@ from switchboard.lib import traceparent as tp
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import lifecycle, queries
+from todos.types import ClaimResult
 
 Args = Mapping[str, Any]
 Out = dict[str, Any]
@@ -140,18 +141,14 @@ def claim_next(caller: Caller, args: Args) -> Out:
     if (queue is None) == (queues is None):
         raise ToolError("invalid", "give exactly one of queue or queues")
     trace = _traceparent(caller, args)
-    claimed = lifecycle.claim_next(
+    claimed = lifecycle.claim_next_or_why(
         caller.endpoint.id,
         [queue] if queue is not None else queues,
         **_claim_options(caller, args, trace),
     )
-    if claimed is None:
-        # Say why, when it is a pause: an agent polling a paused queue should know to wait.
-        asked = [queue] if queue is not None else list(queues)
-        paused = queries.paused_queues(Scope.of_endpoint(caller.endpoint.id), asked)
-        if paused:
-            return {"empty": True, "paused_queues": [p.queue for p in paused]}
-        return {"empty": True}
+    if not isinstance(claimed, ClaimResult):
+        # Why, queue by queue: an agent told "paused" or "rate, retry at T" knows to wait.
+        return shapes.empty_out(claimed)
     return shapes.claim_out(claimed, str(trace))
 
 

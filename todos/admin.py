@@ -30,7 +30,7 @@ from todos import lifecycle, schedules
 
 # Django discovers each app's admin module only; intake's lives in the intake package.
 from todos.intake import admin as intake_admin  # noqa: F401
-from todos.models import PushAttempt, QueuePause, Schedule, ScheduleRun, Todo
+from todos.models import PushAttempt, QueuePause, QueueSettings, Schedule, ScheduleRun, Todo
 from todos.states import dead_letter_q
 
 # Columns the todo list never shows: large, and loading them for a page of rows costs.
@@ -415,3 +415,69 @@ class ScheduleRunAdmin(ReadOnlyAdmin):
     list_select_related = ("schedule",)
     list_filter = ("schedule",)
     readonly_fields = tuple(f.name for f in ScheduleRun._meta.fields)
+
+
+class QueueSettingsForm(forms.ModelForm):
+    """Each limit checked as every surface checks it (``lifecycle.check_limit``), the refusal
+    named on its field."""
+
+    class Meta:
+        model = QueueSettings
+        fields = ("endpoint", "queue", "max_in_flight", "claims_per_minute", "run_timeout_seconds")
+
+    def _limit(self, field: str) -> int | None:
+        try:
+            return lifecycle.check_limit(field, self.cleaned_data.get(field))
+        except InvalidInput as exc:
+            raise forms.ValidationError(str(exc).split(": ", 1)[1]) from None
+
+    def clean_max_in_flight(self) -> int | None:
+        return self._limit("max_in_flight")
+
+    def clean_claims_per_minute(self) -> int | None:
+        return self._limit("claims_per_minute")
+
+    def clean_run_timeout_seconds(self) -> int | None:
+        return self._limit("run_timeout_seconds")
+
+
+@admin.register(QueueSettings)
+class QueueSettingsAdmin(admin.ModelAdmin):
+    """Queue limits (docs/decisions/0028-queue-limits.md), saved through
+    ``todos.lifecycle.set_queue_limits`` as the Board and ``manage.py queue set`` save them,
+    recorded as the endpoint's owner's change made by this staff member. A row is kept once
+    made: blank limits are no limits."""
+
+    form = QueueSettingsForm
+    list_display = (
+        "endpoint",
+        "queue",
+        "max_in_flight",
+        "claims_per_minute",
+        "run_timeout_seconds",
+        "updated_at",
+        "updated_by",
+    )
+    list_select_related = ("endpoint",)
+    search_fields = ("queue", "endpoint__slug")
+    readonly_fields = ("tokens", "refilled_at", "updated_at", "updated_by")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # The row's key is fixed once made: another queue is another row.
+        key = ("endpoint", "queue") if obj is not None else ()
+        return key + self.readonly_fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: QueueSettings, form: Any, change: bool) -> None:
+        done = lifecycle.set_queue_limits(
+            obj.endpoint_id,
+            obj.queue,
+            human_id=obj.endpoint.owner_id,
+            actor_id=request.user.pk,
+            max_in_flight=obj.max_in_flight,
+            claims_per_minute=obj.claims_per_minute,
+            run_timeout_seconds=obj.run_timeout_seconds,
+        )
+        obj.pk = QueueSettings.objects.get(endpoint_id=done.endpoint_id, queue=done.queue).pk

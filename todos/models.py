@@ -388,3 +388,33 @@ class ScheduleRun(models.Model):
 
     def __str__(self) -> str:
         return f"run of schedule {self.schedule_id} at {self.tick:%Y-%m-%d %H:%M}"
+
+
+class QueueSettings(models.Model):
+    """An endpoint's queue's limits and default run timeout (migrations/0016), a row only once
+    an operator sets one (docs/decisions/0028-queue-limits.md).
+
+    Every agent's claim honours ``max_in_flight`` and ``claims_per_minute``
+    (``todos/sql/_queue_limits.sql``). Written only by ``todos.lifecycle.set_queue_limits``
+    (and the claims spending its tokens); the admin edits through that writer.
+    """
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="queue_settings")
+    queue = models.TextField()
+    max_in_flight = models.IntegerField(null=True, blank=True)
+    claims_per_minute = models.IntegerField(null=True, blank=True)
+    tokens = models.FloatField(db_default=0)
+    refilled_at = models.DateTimeField(db_default=Now())
+    run_timeout_seconds = models.IntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(db_default=Now())
+    updated_by = models.TextField()
+
+    class Meta:
+        db_table = "queue_settings"
+        ordering = ["endpoint", "queue"]
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "queue"], name="queue_settings_queue_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue} limits"

@@ -34,7 +34,7 @@ from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos.filters import DEFAULT_SORT as DEFAULT_SORT
 from todos.filters import Cursor, TodoFilters, keyset_order
 from todos.limits import BULK_ACTIONS
-from todos.models import Event, QueuePause, Rule, Todo
+from todos.models import Event, QueuePause, QueueSettings, Rule, Todo
 from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
 from todos.types import AttemptsPage
 
@@ -272,6 +272,26 @@ def paused_queues(
     if queues is not None:
         pauses = pauses.filter(queue__in=queues)
     return list(pauses.select_related("endpoint").order_by("endpoint__slug", "queue")[:limit])
+
+
+def queue_limits(scope: Scope, queues: list[str] | None = None) -> list[QueueSettings]:
+    """The limits set on ``scope``'s queues (of ``queues`` only, when given), with their
+    endpoints, by endpoint slug and queue (one query).
+
+    Uses index: queue_settings_queue_key (endpoint_id, queue).
+    """
+    rows = QueueSettings.objects.filter(endpoint__in=Endpoint.objects.filter(scope.endpoints()))
+    if queues is not None:
+        rows = rows.filter(queue__in=queues)
+    return list(rows.select_related("endpoint").order_by("endpoint__slug", "queue"))
+
+
+def all_queue_limits() -> list[QueueSettings]:
+    """Every endpoint's queue limits, for the system's own view (``manage.py queue show``
+    without ``--as``): whoever runs manage.py on the server already has the database."""
+    return list(
+        QueueSettings.objects.select_related("endpoint").order_by("endpoint__slug", "queue")
+    )
 
 
 # --- the trail page --------------------------------------------------------------------------

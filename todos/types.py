@@ -146,3 +146,49 @@ class QueueChange:
     queue: str
     paused: bool
     changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLimits:
+    """An endpoint's queue's limits as set (``todos.lifecycle.set_queue_limits``); None: none.
+    ``changed`` is False when the call set what was already there."""
+
+    endpoint_id: UUID
+    queue: str
+    max_in_flight: int | None
+    claims_per_minute: int | None
+    run_timeout_seconds: int | None
+    changed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEmpty:
+    """Why one queue an agent's ``claim_next`` asked for gave nothing (``queries.why_empty``).
+
+    ``reason``: ``paused``; ``max_in_flight`` (``in_flight`` of ``max_in_flight`` held);
+    ``rate`` (the next token at ``at``); ``busy`` (claimable todos exist, other claims had them);
+    ``not_before`` (all its work is scheduled, the earliest at ``at``); ``empty``.
+    """
+
+    queue: str
+    reason: str
+    at: dt.datetime | None = None
+    in_flight: int | None = None
+    max_in_flight: int | None = None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> QueueEmpty:
+        """The one reason of a ``claim_empty.sql`` row: the operator's (paused, then the
+        limits) before the work's (busy, not_before, empty)."""
+        queue, limit, held = row["queue"], row["max_in_flight"], row["in_flight"]
+        if row["paused"]:
+            return cls(queue, "paused")
+        if limit is not None and held >= limit:
+            return cls(queue, "max_in_flight", in_flight=held, max_in_flight=limit)
+        if row["claims_per_minute"] is not None and row["tokens_now"] < 1:
+            return cls(queue, "rate", at=row["next_token_at"])
+        if row["claimable"]:
+            return cls(queue, "busy", max_in_flight=limit)
+        if row["not_before"] is not None:
+            return cls(queue, "not_before", at=row["not_before"])
+        return cls(queue, "empty")

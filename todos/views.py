@@ -208,6 +208,8 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
     GET: the confirm page, with the queue's summary. POST: the change, then back to the list
     filtered on that queue.
     """
+    if action == "limits":
+        return queue_limits(request)
     if action not in ("pause", "resume"):
         return not_found(request, action)
     if request.method not in ("GET", "POST"):
@@ -249,4 +251,92 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
     else:
         notice = f"Resumed {where}." if change.changed else f"{where} was not paused."
     messages.success(request, notice[0].upper() + notice[1:])
+    return redirect(reverse("todo_list") + f"?{context['query']}")
+
+
+QUEUE_LIMITS = "todos/queue_limits.html"
+# The form's fields: the writer's keyword, its label.
+LIMIT_FIELDS = {
+    "max_in_flight": "Max in flight",
+    "claims_per_minute": "Claims per minute",
+    "run_timeout_seconds": "Default run timeout (seconds)",
+}
+
+
+def _limit_field(request: BoardRequest, field: str) -> int | None:
+    """A limit as the form sent it: blank clears it; anything else must be a whole number."""
+    value = request.POST.get(field, "").strip()
+    if not value:
+        return None
+    if not value.lstrip("-").isdigit() or len(value) > 12:
+        raise InvalidInput(field, "must be a whole number, or blank for no limit")
+    return lifecycle.check_limit(field, int(value))
+
+
+def queue_limits(request: BoardRequest) -> HttpResponse:
+    """Show and set the limits of one queue of one of the human's endpoints
+    (``queues/limits?endpoint=&queue=``): GET the form with the limits as they stand, POST all
+    three (blank clears one), then back to the list filtered on that queue. A refused value is
+    named beside its field; nothing is changed."""
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
+    slug = request.GET.get("endpoint", "").strip()
+    queue = request.GET.get("queue", "").strip()
+    context: dict[str, Any] = {
+        "section": "todos",
+        "endpoint_slug": slug,
+        "queue": queue,
+        "query": _query(queries.TodoFilters(endpoint=slug, queue=queue)),
+    }
+    endpoint = (
+        Endpoint.objects.filter(owner_id=request.user.id, slug=slug).first()
+        if slug and possible_id(slug)
+        else None
+    )
+    try:
+        if endpoint is None:
+            raise InvalidInput("endpoint", "choose one of your endpoints")
+        limits.check_name("queue", queue)
+    except InvalidInput as exc:
+        context["error"] = error_message(exc)
+        return render(request, QUEUE_LIMITS, context, status=400)
+    if request.method == "GET":
+        rows = [
+            r
+            for r in queries.queue_limits(Scope.of_endpoint(endpoint.id), [queue])
+            if r.endpoint_id == endpoint.id
+        ]
+        now = rows[0] if rows else None
+        context["fields"] = [
+            (
+                field,
+                label,
+                "" if now is None or getattr(now, field) is None else getattr(now, field),
+                "",
+            )
+            for field, label in LIMIT_FIELDS.items()
+        ]
+        return render(request, QUEUE_LIMITS, context)
+    given: dict[str, int | None] = {}
+    errors: dict[str, str] = {}
+    for field in LIMIT_FIELDS:
+        try:
+            given[field] = _limit_field(request, field)
+        except InvalidInput as exc:
+            errors[field] = str(exc).split(": ", 1)[1]
+    if not errors:
+        try:
+            done = lifecycle.set_queue_limits(endpoint.id, queue, human_id=request.user.id, **given)
+        except InvalidInput as exc:
+            errors[exc.field] = str(exc).split(": ", 1)[1]
+    if errors:
+        context["fields"] = [
+            (field, label, request.POST.get(field, ""), errors.get(field, ""))
+            for field, label in LIMIT_FIELDS.items()
+        ]
+        return render(request, QUEUE_LIMITS, context, status=400)
+    where = f"{queue} on {slug}"
+    messages.success(
+        request, f"Set the limits of {where}." if done.changed else f"{where}: nothing changed."
+    )
     return redirect(reverse("todo_list") + f"?{context['query']}")

@@ -28,6 +28,9 @@ What each prices (the decisions the schema already made are in docs/decisions/):
   the per-queue index read from each requested queue's head;
 - ``b+2q``: the claim asked for two queues, the bench's and an empty one: the several-queue
   statement (heads read unlocked, then one locked by id) instead of the one-queue walk;
+- ``b-limits``, ``b+limited``: the claim without the queue-limits probe and spend arm (before
+  docs/decisions/0028-queue-limits.md: what an unlimited queue pays), and the claim of a queue
+  with limits set but never reached (what a limited one pays: the row locked and written);
 - ``hb-c+leaseidx``, ``hb-c+ff100``: an index on ``lease_expires_at`` (heartbeats no longer
   HOT), or ``todos`` at fillfactor 100.
 """
@@ -54,6 +57,8 @@ from django.db import close_old_connections  # noqa: E402
 from bench import lifecycle as core  # noqa: E402
 from switchboard.lib.sql import load  # noqa: E402
 from todos import lifecycle  # noqa: E402
+from todos.lifecycle.statements import LOCK_QUEUE_LIMITS, statement  # noqa: E402
+from todos.models import QueueSettings  # noqa: E402
 
 ABLATION_SQL = Path(__file__).resolve().parent / "sql"
 Variant = core.Variant
@@ -90,7 +95,20 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     activity="",
     activity_bump="",
     prior_attempts=str(lifecycle.PRIOR_ATTEMPTS),
+    limits_endpoint="%(endpoint_id)s",
+    limits_queues="(SELECT %(queues)s::text[])",
 )
+# The claim before docs/decisions/0028-queue-limits.md: no queue-limits probe, no spend arm
+# (as the owning human's claim, which honours no limit).
+CLAIM_NEXT_NO_LIMITS = statement(
+    "claim_next",
+    queue_limited="queue_limited AS (SELECT WHERE false)",
+    queue_limits="TRUE",
+    queue_spend="",
+)
+# b+limited's limits: set, so every claim locks and writes the row, but never reached.
+LIMITED_MAX_IN_FLIGHT = 1_000
+LIMITED_PER_MINUTE = 1_000_000
 # The per-endpoint claim index that statement reads, as todos/migrations/0001 created it.
 CLAIMABLE_PER_ENDPOINT_IDX = (
     "CREATE INDEX todos_claimable_idx ON todos (endpoint_id, created_at, id)"
@@ -125,6 +143,23 @@ class TwoQueueClient(core.BareClient):
         statements = core.BareStatements(claim=lifecycle.CLAIM_NEXT_QUEUES)
         super().__init__(target, owner, statements, prepare=True)
         self.claim_params["queues"] = [core.QUEUE, f"{core.QUEUE}-empty"]
+
+
+class LimitedClient(core.BareClient):
+    """``b`` on a limited queue, with the product's retry (todos/lifecycle/agent.py): a claim
+    that found its count stale runs again in a transaction behind the settings row's lock."""
+
+    def __init__(self, target: core.Target, owner: str) -> None:
+        super().__init__(target, owner, core.LIFECYCLE, prepare=True)
+
+    def claim(self) -> str | None:
+        got = super().claim()
+        if got is None:
+            with self.conn.transaction():
+                self.cur.execute(LOCK_QUEUE_LIMITS, self.claim_params)
+                self.cur.fetchall()
+                got = super().claim()
+        return got
 
 
 class UnfoldedClient(core.BareClient):
@@ -287,6 +322,24 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
         # pending one in the claim index.
         core.claim_for_heartbeats(target, "bench-holder", held)
 
+    @contextmanager
+    def limited() -> Iterator[None]:
+        # The bench's queue limited, far above what the run reaches: each claim locks and
+        # writes the settings row (docs/decisions/0028-queue-limits.md). Removed after, so the
+        # variants measured next run unlimited again.
+        endpoint_id = core.ensure_endpoint()
+        lifecycle.set_queue_limits(
+            endpoint_id,
+            core.QUEUE,
+            human_id=None,
+            max_in_flight=LIMITED_MAX_IN_FLIGHT,
+            claims_per_minute=LIMITED_PER_MINUTE,
+        )
+        try:
+            yield
+        finally:
+            QueueSettings.objects.filter(endpoint_id=endpoint_id).delete()
+
     def schema(key: str) -> Callable[[], AbstractContextManager[object]]:
         return lambda: catalog.changed(key)
 
@@ -359,6 +412,21 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
         ),
         Variant("b+2q", "cycle", "b claiming from two queues (one empty)", TwoQueueClient, "b"),
         Variant(
+            "b-limits",
+            "cycle",
+            "b without the queue-limits probe (before 0028)",
+            core.bare_client(core.BareStatements(claim=CLAIM_NEXT_NO_LIMITS)),
+            "b",
+        ),
+        Variant(
+            "b+limited",
+            "cycle",
+            "b on a queue with limits set (never reached)",
+            LimitedClient,
+            "b",
+            limited,
+        ),
+        Variant(
             "hb-c+leaseidx",
             "heartbeat",
             "hb-c + index on lease_expires_at (not HOT)",
@@ -407,6 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--held", type=int, default=500, help="leases held by another agent in *+held (500)"
     )
     args = core.finish_args(parser.parse_args(argv))
+    core.embedded.ensure_running()  # DATABASE_URL unset: settings only describe the server
     url = str(settings.DATABASE_URL)
     with psycopg.connect(url, autocommit=True, application_name="switchboard-bench") as admin:
         catalog = Catalog(admin)

@@ -1,14 +1,16 @@
 -- claim_next_no_attempts: benchmark baseline "c", claim_next without attempt history. The same
 --   cand and todo update as todos/sql/claim_next.sql (cand and the claim predicate are spliced
 --   from todos/sql/_claim_next_cand.sql and _claimable.sql, so they cannot drift), without the
---   closed, pruned, opened and prior arms. attempts_total still counts, so the todo row written
+--   closed, pruned, opened and prior arms. The queue's limits are probed as the product's
+--   (_queue_limited.sql; the bench's queue has none, so no spend arm is needed). attempts_total still counts, so the todo row written
 --   is the same width.
 -- params: endpoint_id, queues (text[]), owner, ttl_seconds; claim_next's other parameters are
 --   passed and ignored.
 -- returns: the todo, prior_state, attempt_seq, prior_attempts ('[]'), the shape claim_next has;
 --   no row when nothing is claimable.
 -- Uses index: as claim_next (todos_claim_queue_idx, per requested queue).
-WITH @{claim_next_cand}
+WITH @{queue_limited},
+@{claim_next_cand}
 UPDATE todos t
    SET state = 'claimed', owner = %(owner)s,
        lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',

@@ -33,11 +33,13 @@ def test_claim_next_on_a_paused_queue_claims_nothing_and_says_why(
     async def while_paused() -> None:
         async with mcp_client(url, personas.key_a, mode) as client:
             one = await call(client, "claim_next", queue="ci")
-            assert one == {"empty": True, "paused_queues": ["ci"]}
+            assert one["empty"] is True and one["paused_queues"] == ["ci"]
+            assert one["queues"] == [{"queue": "ci", "reason": "paused"}]
             several = await call(client, "claim_next", queues=["other", "ci"])
-            assert several == {"empty": True, "paused_queues": ["ci"]}
+            assert several["empty"] is True and several["paused_queues"] == ["ci"]
+            assert [q["reason"] for q in several["queues"]] == ["empty", "paused"]
             idle = await call(client, "claim_next", queue="other")
-            assert idle == {"empty": True}
+            assert idle == {"empty": True, "queues": [{"queue": "other", "reason": "empty"}]}
             refused = error_of(await client.call_tool("claim", {"id": todo.id}))
             assert refused["code"] == "conflict"
 

@@ -169,7 +169,10 @@ def test_claim_heartbeat_fail_claim_complete(
             assert [a["outcome"] for a in detail["attempts"]] == ["completed", "failed"]
             assert detail["attempts"][0]["artifact"] == "https://ci.example.test/runs/43"
 
-            assert (await call(client, "claim_next", queue="ci")) == {"empty": True}
+            assert (await call(client, "claim_next", queue="ci")) == {
+                "empty": True,
+                "queues": [{"queue": "ci", "reason": "empty"}],
+            }
 
     run(second_attempt())
 
@@ -283,7 +286,10 @@ def test_a_foreign_todo_is_not_found_exactly_like_an_unknown_one(
                 )
             listed = await call(client, "list_todos")
             assert listed["todos"] == []
-            assert (await call(client, "claim_next", queue="q")) == {"empty": True}
+            assert (await call(client, "claim_next", queue="q")) == {
+                "empty": True,
+                "queues": [{"queue": "q", "reason": "empty"}],
+            }
 
     run(scenario())
 

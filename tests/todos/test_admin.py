@@ -16,7 +16,7 @@ from tests.base import Personas
 from tests.factories import SourceFactory
 from tests.reach import BOT, claimed, expire_lease
 from todos import lifecycle, limits
-from todos.models import Event, Todo
+from todos.models import Event, QueueSettings, Todo
 
 pytestmark = pytest.mark.django_db
 
@@ -149,3 +149,28 @@ def test_links_to_a_todo_survive_the_admins_id_quoting(
         (link,) = re.findall(r'href="([^"]*/todos/todo/[^"]*/change/)"', html)
         assert "td_5F24" in link
         assert todo_id in admin_page(admin_client, link)
+
+
+# --- queue limits: saved through lifecycle.set_queue_limits ------------------------------------
+
+
+def test_queue_limits_are_added_and_changed_through_the_writer(
+    admin_client: Client, personas: Personas
+) -> None:
+    add = reverse("admin:todos_queuesettings_add")
+    fields = {"max_in_flight": "", "claims_per_minute": "", "run_timeout_seconds": ""}
+    key = {"endpoint": str(personas.endpoint_a.id), "queue": "triage"}
+    response = admin_client.post(add, fields | key | {"max_in_flight": "2"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row = QueueSettings.objects.get()
+    assert row.max_in_flight == 2
+    assert row.updated_by == f"human:{personas.admin.id}"
+
+    change = admin_url("admin:todos_queuesettings_change", row.pk)
+    refused = admin_client.post(change, fields | {"max_in_flight": "-1"})
+    assert refused.status_code == 200 and "must be between 0 and" in refused.content.decode()
+    admin_client.post(change, fields | {"claims_per_minute": "30"})
+    row.refresh_from_db()
+    assert (row.max_in_flight, row.claims_per_minute) == (None, 30)
+    listed = admin_page(admin_client, reverse("admin:todos_queuesettings_changelist"))
+    assert "triage" in listed

@@ -66,3 +66,54 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(
         queue("pause", *args)
 
     assert not QueuePause.objects.exists()
+
+
+# --- queue set / show: the lifecycle's set_queue_limits and queries.queue_limits -------------
+
+
+def test_set_then_show_limits_as_the_system(personas: Personas) -> None:
+    out = queue(
+        "set", "--endpoint=agent-a", "--queue=triage", "--max-in-flight=3", "--run-timeout=600"
+    )
+    assert out == (
+        "Set queue 'triage' of agent-a: max_in_flight 3, claims_per_minute none,"
+        " run_timeout 600 s.\n"
+    )
+    queue("set", "--endpoint=agent-a", "--queue=triage", "--max-in-flight=none")
+
+    assert queue("show") == (
+        "agent-a triage: max_in_flight none, claims_per_minute none, run_timeout 600 s"
+        " (by manage.py)\n"
+    )
+    assert queue("show", "--endpoint=agent-b") == "No queue has limits.\n"
+
+
+def test_set_as_the_owner_records_them_and_show_lists_only_theirs(personas: Personas) -> None:
+    queue("set", "--endpoint=agent-a", "--queue=triage", "--claims-per-minute=5", "--as=alice")
+    queue("set", "--endpoint=agent-b", "--queue=triage", "--max-in-flight=1")
+
+    assert queue("show", "--as=alice").startswith("agent-a triage:")
+    assert queue("show", "--as=alice").count("\n") == 1
+    with pytest.raises(CommandError, match="does not own"):
+        queue("set", "--endpoint=agent-b", "--queue=triage", "--max-in-flight=2", "--as=alice")
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        ("--max-in-flight=-1", "--max-in-flight: must be between"),
+        ("--claims-per-minute=lots", "--claims-per-minute: must be an integer"),
+        ("--run-timeout=5", "--run-timeout: must be between"),
+    ],
+)
+def test_a_bad_limit_is_refused_in_one_line_naming_the_option(
+    personas: Personas, option: str, named: str
+) -> None:
+    with pytest.raises(CommandError, match=named):
+        queue("set", "--endpoint=agent-a", "--queue=triage", option)
+    assert queue("show") == "No queue has limits.\n"
+
+
+def test_set_without_a_limit_is_refused(personas: Personas) -> None:
+    with pytest.raises(CommandError, match="at least one of"):
+        queue("set", "--endpoint=agent-a", "--queue=triage")

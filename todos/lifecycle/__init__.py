@@ -5,11 +5,12 @@
 - ``core.py``: what every transition shares (running a statement, classifying a miss, counting
   on commit, building results), and the concurrency argument that makes them safe together;
 - ``statements.py``: the SQL, loaded once from ``todos/sql/`` (``manage.py sql NAME`` prints one);
-- ``agent.py``: create, and the holder's claim_next, claim, heartbeat, complete, fail, release;
+- ``agent.py``: create, and the holder's claim_next (and why it took nothing), claim,
+  heartbeat, complete, fail, release;
 - ``requester.py``: the A2A states: interrupt, resume and answer, reject;
 - ``operator.py``: the humans' retry, cancel, revoke_endpoint and ``operator_*`` transitions;
 - ``bulk.py``: a human's retry or cancel of every todo a filter selects;
-- ``queues.py``: pausing and resuming a queue;
+- ``queues.py``: pausing and resuming a queue, and setting its limits;
 - ``sweeps.py``: the sweeper's reap, requeue_due_retries, ring and ring_due.
 
 The limits are ``todos/limits.py``'s, named here too; the push outbox is ``todos/push.py``.
@@ -24,7 +25,16 @@ from switchboard.lib.errors import (
     LeaseConflict,
     TodoNotFound,
 )
-from todos.lifecycle.agent import claim, claim_next, complete, create, fail, heartbeat, release
+from todos.lifecycle.agent import (
+    claim,
+    claim_next,
+    claim_next_or_why,
+    complete,
+    create,
+    fail,
+    heartbeat,
+    release,
+)
 from todos.lifecycle.bulk import bulk_cancel, bulk_retry
 from todos.lifecycle.core import activity_text, check_commit
 from todos.lifecycle.operator import (
@@ -39,7 +49,7 @@ from todos.lifecycle.operator import (
     retry,
     revoke_endpoint,
 )
-from todos.lifecycle.queues import pause_queue, resume_queue
+from todos.lifecycle.queues import KEEP, check_limit, pause_queue, resume_queue, set_queue_limits
 from todos.lifecycle.requester import INTERRUPT_STATES, answer, interrupt, reject, resume
 from todos.lifecycle.statements import (
     CANCEL_BY_HUMAN,
@@ -115,6 +125,7 @@ __all__ = [
     "INTERRUPT_STATES",
     "IN_ENDPOINT_SCOPE",
     "IN_HUMAN_SCOPE",
+    "KEEP",
     "LEASE_TTL_MAX_SECONDS",
     "LEASE_TTL_MIN_SECONDS",
     "MAX_ATTEMPTS_LIMIT",
@@ -157,9 +168,11 @@ __all__ = [
     "bulk_statement",
     "cancel",
     "check_commit",
+    "check_limit",
     "check_name",
     "claim",
     "claim_next",
+    "claim_next_or_why",
     "complete",
     "create",
     "fail",
@@ -184,4 +197,5 @@ __all__ = [
     "revoke_endpoint",
     "ring",
     "ring_due",
+    "set_queue_limits",
 ]

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from django.db import transaction
+
 from attempts import rules
 from switchboard import runtime_settings
 from switchboard.lib import metrics
@@ -26,6 +28,7 @@ from todos.lifecycle.core import (
     holder_params,
     jsonb,
     lease_ttl,
+    miss,
     release_closes,
     report_params,
     run,
@@ -33,6 +36,7 @@ from todos.lifecycle.core import (
 )
 from todos.lifecycle.statements import (
     CLAIM,
+    CLAIM_EMPTY,
     CLAIM_NEXT,
     CLAIM_NEXT_QUEUES,
     COMPLETE,
@@ -40,6 +44,8 @@ from todos.lifecycle.statements import (
     FAIL,
     HEARTBEAT,
     HEARTBEAT_NOTE,
+    LOCK_QUEUE_LIMITS,
+    LOCK_QUEUE_LIMITS_OF_TODO,
     RELEASE,
     REPORTED,
 )
@@ -49,7 +55,7 @@ from todos.limits import (
     TITLE_MAX_BYTES,
     check_name,
 )
-from todos.types import ClaimResult, FailResult, ReportResult, TodoView
+from todos.types import ClaimResult, FailResult, QueueEmpty, ReportResult, TodoView
 
 
 def create(
@@ -106,6 +112,39 @@ def claim_next(
 
     ``trace_id`` (16 bytes) is the new attempt's trace: spans of it bind to the attempt.
     """
+    got = claim_next_or_why(
+        endpoint_id,
+        queues,
+        owner=owner,
+        lease_ttl_seconds=lease_ttl_seconds,
+        claimant=claimant,
+        session=session,
+        require_fence=require_fence,
+        trace_id=trace_id,
+    )
+    return got if isinstance(got, ClaimResult) else None
+
+
+def claim_next_or_why(
+    endpoint_id: UUID,
+    queues: Sequence[str],
+    *,
+    owner: str,
+    lease_ttl_seconds: int | None = None,
+    claimant: str | None = None,
+    session: str | None = None,
+    require_fence: bool = False,
+    trace_id: bytes | None = None,
+) -> ClaimResult | tuple[QueueEmpty, ...]:
+    """``claim_next``, saying why when it takes nothing: one ``QueueEmpty`` per queue asked
+    for, in order (a second read, run only then: ``claim_empty.sql``).
+
+    A limited queue whose count the claim found stale (another claim of it committed after the
+    claim's snapshot, ``_queue_limited.sql``) reads here as ``busy`` with its limit: the claim
+    then runs again behind the queue's lock, in one transaction with it, where its snapshot
+    follows every claim of the queue before it, so the count is exact and it takes a todo when
+    there is room (docs/decisions/0028-queue-limits.md).
+    """
     if isinstance(queues, str) or not queues:
         raise InvalidInput("queues", "must be a non-empty list of queue names")
     # Distinct, in the order given: claim_next_queues.sql reads each queue's heads once.
@@ -121,11 +160,24 @@ def claim_next(
         trace_id=trace_id,
     )
     params.update(endpoint_id=endpoint_id, queue=queue_list[0], queues=queue_list)
-    rows = run(CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES, params, None)
+    sql = CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES
+    rows = run(sql, params, None)
     if not rows:
-        metrics.transition("claim_next", "empty")
-        return None
+        why = _why_empty(params)
+        if any(w.reason == "busy" and w.max_in_flight is not None for w in why):
+            with transaction.atomic():
+                fetch_all(LOCK_QUEUE_LIMITS, params)
+                rows = run(sql, params, None)
+            if not rows:
+                why = _why_empty(params)
+        if not rows:
+            metrics.transition("claim_next", "empty")
+            return why
     return claimed_result(rows[0], token, "claim_next")
+
+
+def _why_empty(params: dict[str, Any]) -> tuple[QueueEmpty, ...]:
+    return tuple(QueueEmpty.from_row(row) for row in fetch_all(CLAIM_EMPTY, params))
 
 
 def claim(
@@ -150,8 +202,34 @@ def claim(
         claimer_endpoint_id=endpoint_id,
         trace_id=trace_id,
     )
-    row = run_single("claim", CLAIM, params, Scope.of_endpoint(endpoint_id), todo_id)
-    return claimed_result(row, token, "claim")
+    scope = Scope.of_endpoint(endpoint_id)
+    params.update(id=todo_id, **scope.params)
+    rows = run(CLAIM, params, todo_id) or _behind_limits(
+        LOCK_QUEUE_LIMITS_OF_TODO, CLAIM, params, todo_id
+    )
+    if not rows:
+        raise miss(scope, todo_id, "claim")
+    return claimed_result(rows[0], token, "claim")
+
+
+def _behind_limits(
+    lock: str, sql: str, params: dict[str, Any], todo_id: str | None
+) -> list[dict[str, Any]]:
+    """Run an agent's claim that took nothing again behind its queues' limit locks, when any of
+    them is limited; ``[]`` when none is (an unlimited queue's empty claim pays this one probe).
+
+    A claim of a limited queue gives nothing when a claim of that queue committed after its
+    snapshot (its count of held todos would be stale: ``_queue_limited.sql``). Run after the
+    lock, in one transaction with it, the claim's snapshot follows every claim of the queue
+    before it, so its count is exact and it takes a todo when there is room
+    (docs/decisions/0028-queue-limits.md).
+    """
+    # Outside a transaction the lock is a probe: it is released as soon as it is read.
+    if not fetch_all(lock, params):
+        return []
+    with transaction.atomic():
+        fetch_all(lock, params)
+        return run(sql, params, todo_id)
 
 
 def heartbeat(

@@ -1,11 +1,13 @@
 """A queue's pause and resume, the only writer of ``queue_pauses``
-(docs/decisions/0020-queue-pause-and-bulk-actions.md).
+(docs/decisions/0020-queue-pause-and-bulk-actions.md), and its limits, the only writer of
+``queue_settings`` but for the rate tokens the claims spend (docs/decisions/0028-queue-limits.md).
 
 A queue pause stops the agents' claims and the rings of one endpoint's queue. It is not the
 A2A interrupt, which holds one todo's lease while it waits on a human (``requester.py``)."""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 from uuid import UUID
 
@@ -18,9 +20,11 @@ from todos.lifecycle.statements import (
     PAUSE_QUEUE_BY_SYSTEM,
     RESUME_QUEUE_BY_HUMAN,
     RESUME_QUEUE_BY_SYSTEM,
+    SET_QUEUE_LIMITS_BY_HUMAN,
+    SET_QUEUE_LIMITS_BY_SYSTEM,
 )
 from todos.limits import check_name
-from todos.types import QueueChange
+from todos.types import QueueChange, QueueLimits
 
 
 def _queue_params(
@@ -64,3 +68,78 @@ def resume_queue(
     if not row["found"]:
         raise InvalidInput("endpoint", "unknown")
     return QueueChange(endpoint_id, queue, paused=False, changed=bool(row["resumed"]))
+
+
+class Keep(Enum):
+    """A limit ``set_queue_limits`` leaves as it stands (its default)."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+# Each limit's bounds (None clears it). max_in_flight 0 or claims_per_minute 0 stop the agents'
+# claims as a pause does, without one; run timeouts as the todos' own (at least 10 seconds).
+QUEUE_LIMIT_BOUNDS = {
+    "max_in_flight": (0, 100_000),
+    "claims_per_minute": (0, 1_000_000),
+    "run_timeout_seconds": (10, 7 * 24 * 3600),
+}
+
+
+def check_limit(field: str, value: object) -> int | None:
+    """``value`` as a limit of ``field`` (None clears it); ``InvalidInput`` naming ``field``
+    for anything else than an integer within its bounds."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(field, "must be an integer, or none to clear it")
+    low, high = QUEUE_LIMIT_BOUNDS[field]
+    if not low <= value <= high:
+        raise InvalidInput(field, f"must be between {low} and {high}")
+    return value
+
+
+def set_queue_limits(
+    endpoint_id: UUID,
+    queue: str,
+    *,
+    human_id: int | None,
+    actor_id: int | None = None,
+    max_in_flight: int | Keep | None = KEEP,
+    claims_per_minute: int | Keep | None = KEEP,
+    run_timeout_seconds: int | Keep | None = KEEP,
+) -> QueueLimits:
+    """Set an endpoint's queue's limits: each given one (None clears it), the others kept.
+
+    ``max_in_flight``: no agent's claim takes a todo of the queue while that many are held
+    (a live lease, or paused for a human); ``claims_per_minute``: the agents' claims of it, a
+    token bucket refilled continuously (a changed rate starts full); ``run_timeout_seconds``:
+    the default run timeout of its todos that set none. The owning human's claims from the
+    Board honour none of them. Waiting claimers are rung at commit.
+
+    ``human_id`` and ``actor_id`` as ``pause_queue``'s. Raises ``InvalidInput`` naming the
+    field for a value out of bounds, and for an endpoint unknown in that scope.
+    """
+    given = {
+        "max_in_flight": max_in_flight,
+        "claims_per_minute": claims_per_minute,
+        "run_timeout_seconds": run_timeout_seconds,
+    }
+    params = _queue_params(endpoint_id, queue, human_id, actor_id)
+    for field, value in given.items():
+        keep = value is KEEP
+        params[f"set_{field}"] = not keep
+        params[field] = None if keep else check_limit(field, value)
+    sql = SET_QUEUE_LIMITS_BY_SYSTEM if human_id is None else SET_QUEUE_LIMITS_BY_HUMAN
+    row = fetch_one(sql, params)
+    assert row is not None  # the statement always returns one row
+    if not row["found"]:
+        raise InvalidInput("endpoint", "unknown")
+    return QueueLimits(
+        endpoint_id,
+        queue,
+        max_in_flight=row["max_in_flight"],
+        claims_per_minute=row["claims_per_minute"],
+        run_timeout_seconds=row["run_timeout_seconds"],
+        changed=bool(row["changed"]),
+    )

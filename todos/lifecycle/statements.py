@@ -42,6 +42,9 @@ def statement(name: str, **fragments: str) -> str:
         "prior_attempts": str(PRIOR_ATTEMPTS),
         # heartbeat.sql announces only the owning human's extension (OPERATOR_EXTEND).
         "extend_notify": "",
+        # The queues whose limits a claim_next honours (_queue_limited.sql): those it asked for.
+        "limits_endpoint": "%(endpoint_id)s",
+        "limits_queues": "(SELECT %(queues)s::text[])",
     }
     return load(SQL_DIR, name, **{**defaults, **fragments})
 
@@ -75,14 +78,30 @@ _HELD = {"attempt": "upd.attempts_total", "from_state": "'claimed'"}
 # An agent's claim by id is refused on a paused queue, as claim_next would not take the todo;
 # the owning human's is not: a pause stops the agents
 # (docs/decisions/0020-queue-pause-and-bulk-actions.md).
-CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE)
+# The same for the queue's limits (docs/decisions/0028-queue-limits.md): a claim by id honours
+# those of the todo's own queue.
+_ITS_LIMITS = {
+    "limits_endpoint": "%(scope_endpoint_id)s",
+    "limits_queues": "(SELECT ARRAY[q.queue] FROM todos q WHERE q.id = %(id)s)",
+}
+CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE, **_ITS_LIMITS)
 OPERATOR_CLAIM = _recorded(
     "claim",
     attempt="upd.attempts_total",
     from_state="upd.prior_state",
     scope=HUMAN_SCOPE_SQL,
     queue_open="TRUE",
+    queue_limited="queue_limited AS (SELECT WHERE false)",
+    queue_limits="TRUE",
+    queue_spend="",
 )
+# Why an agent's claim_next took nothing, queue by queue (docs/decisions/0028-queue-limits.md).
+# Where todos.not_before exists (the time controls), splice _earliest_not_before.sql here by
+# dropping the override; until then the `not_before` reason is never given.
+CLAIM_EMPTY = statement("claim_empty", earliest_not_before="NULL::timestamptz")
+# An agent's claim that found its limited queue's count stale runs again behind this lock.
+LOCK_QUEUE_LIMITS = statement("lock_queue_limits")
+LOCK_QUEUE_LIMITS_OF_TODO = statement("lock_queue_limits", **_ITS_LIMITS)
 # A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
 HEARTBEAT = statement("heartbeat", guard="@{holder}")
 HEARTBEAT_NOTE = statement("heartbeat_note", guard="@{holder}")
@@ -114,6 +133,9 @@ PAUSE_QUEUE_BY_HUMAN = statement("pause_queue", owner=_OWN_ENDPOINT)
 PAUSE_QUEUE_BY_SYSTEM = statement("pause_queue", owner="TRUE")
 RESUME_QUEUE_BY_HUMAN = statement("resume_queue", owner=_OWN_ENDPOINT)
 RESUME_QUEUE_BY_SYSTEM = statement("resume_queue", owner="TRUE")
+# A queue's limits (docs/decisions/0028-queue-limits.md), by the same two.
+SET_QUEUE_LIMITS_BY_HUMAN = statement("set_queue_limits", owner=_OWN_ENDPOINT)
+SET_QUEUE_LIMITS_BY_SYSTEM = statement("set_queue_limits", owner="TRUE")
 # The A2A states: the holder asks for input (interrupt) or refuses (reject); an answer resumes
 # the claim, given by the owning human (the Board) or the endpoint's requester (a2a_server).
 INTERRUPT = _recorded("interrupt", **_HELD)

@@ -68,7 +68,7 @@ REVERSE = "DROP TABLE schedule_runs; DROP TABLE schedules;"
 class Migration(migrations.Migration):
     dependencies = [
         ("switchboard", "0004_endpoint_push_secret"),
-        ("todos", "0014_todo_search_table"),
+        ("todos", "0016_queue_settings"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

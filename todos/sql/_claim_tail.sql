@@ -48,7 +48,7 @@ opened AS (
            %(token_hash)s::bytea, %(trace_id)s::bytea
       FROM upd
     RETURNING seq
-)@{activity},
+)@{activity}@{queue_spend},
 prior AS (
     -- The newest closed attempts as they stand once this statement commits: the one the takeover
     -- closed (seen only through `closed`, the snapshot still has it open), then those closed

@@ -7,5 +7,6 @@
 --   when nothing is claimable.
 -- Uses index: todos_claim_queue_idx (endpoint_id, queue, created_at, id), read in order, no
 --   sort, this queue's rows only (docs/decisions/0013-claim-per-queue.md).
-WITH @{claim_next_cand},
+WITH @{queue_limited},
+@{claim_next_cand},
 @{claim_tail}

@@ -17,10 +17,13 @@
 --
 -- A paused queue (_queue_open.sql) is read as an empty one, in `heads` and in `walk`; `taken`
 -- re-checks only the claim predicate: a pause committed meanwhile does not interrupt a claim
--- already choosing, as it interrupts no lease already held.
+-- already choosing, as it interrupts no lease already held. So is a queue at its limits
+-- (_queue_limits.sql): its settings row stays locked from `queue_limited` to commit, so no
+-- other claim of it can change what `heads` counted.
 --
 -- Plan rule 4 (todos/sql/README.md): the queue array is read only through sub-selects.
-WITH heads AS (
+WITH @{queue_limited},
+heads AS (
     SELECT q.queue, h.id, h.created_at
       FROM unnest((SELECT %(queues)s::text[])) AS q(queue)
      CROSS JOIN LATERAL (
@@ -31,6 +34,7 @@ WITH heads AS (
            AND @{claimable}
            -- A paused queue gives nothing: one probe per queue asked for (_queue_open.sql).
            AND @{queue_open}
+           AND @{queue_limits}
          ORDER BY t.created_at, t.id
          LIMIT 8
      ) h
@@ -69,6 +73,7 @@ walk AS (
            AND @{claimable}
            -- A paused queue gives nothing: one probe per queue asked for (_queue_open.sql).
            AND @{queue_open}
+           AND @{queue_limits}
          ORDER BY t.created_at, t.id
          LIMIT 1
            FOR UPDATE SKIP LOCKED
