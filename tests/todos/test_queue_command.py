@@ -83,7 +83,7 @@ def test_set_then_show_limits_as_the_system(personas: Personas) -> None:
 
     assert queue("show") == (
         "agent-a triage: max_in_flight none, claims_per_minute none, run_timeout 600 s"
-        " (by manage.py)\n"
+        " (by command queue)\n"
     )
     assert queue("show", "--endpoint=agent-b") == "No queue has limits.\n"
 

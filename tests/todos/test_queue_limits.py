@@ -183,7 +183,7 @@ def test_the_owners_limits_are_set_kept_and_cleared(personas: Personas) -> None:
     assert (cleared.max_in_flight, cleared.claims_per_minute) == (None, 10)
     assert again.changed is False
     row = QueueSettings.objects.get(endpoint_id=ep, queue="triage")
-    assert row.updated_by == "manage.py" and row.tokens == 10
+    assert row.updated_by == "command:queue" and row.tokens == 10
 
 
 @pytest.mark.parametrize(

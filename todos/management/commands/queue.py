@@ -17,6 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from switchboard import actors
 from switchboard.lib.errors import InvalidInput
 from switchboard.models import Endpoint, Human
 from switchboard.scope import Scope
@@ -133,9 +134,11 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("No queue has limits.")
             return
+        names = actors.resolve(r.updated_by for r in rows)
         for r in rows:
             limits = _describe(r.max_in_flight, r.claims_per_minute, r.run_timeout_seconds)
-            self.stdout.write(f"{r.endpoint.slug} {r.queue}: {limits} (by {r.updated_by})")
+            who = names.label(r.updated_by)
+            self.stdout.write(f"{r.endpoint.slug} {r.queue}: {limits} (by {who})")
 
 
 def _as_option(exc: InvalidInput) -> str:
