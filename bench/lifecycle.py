@@ -85,6 +85,9 @@ _NO_ATTEMPT_FRAGMENTS = {
     # The paused-queue probe on claim_next's own parameters, as the product's (_queue_open.sql).
     "pause_endpoint": "%(endpoint_id)s",
     "pause_queue": "%(queue)s",
+    # The change feed's announcement, as the product's claim and complete make it: not attempt
+    # history, so both sides of b/c pay it (its own price: bench/ablations' a-notify, b-notify).
+    "notify_changed": load(TODOS_SQL, "_notify_changed"),
 }
 # ... and the product's choice of candidate (todos/sql/_claim_next_cand.sql), with that predicate.
 _NO_ATTEMPT_FRAGMENTS["claim_next_cand"] = load(
