@@ -28,8 +28,8 @@ What each prices (the decisions the schema already made are in docs/decisions/):
   the per-queue index read from each requested queue's head;
 - ``b+2q``: the claim asked for two queues, the bench's and an empty one: the several-queue
   statement (heads read unlocked, then one locked by id) instead of the one-queue walk;
-- ``a-notify``, ``b-notify``: the claim and the complete without their ``pg_notify`` (the change feed), whose
-  queue lock PostgreSQL holds from before the commit until it is done;
+- ``a-notify``, ``b-notify``: the claim and the complete without their ``pg_notify`` (the
+  change feed), whose queue lock PostgreSQL holds from before the commit until it is done;
 - ``b-endedidx``, ``b-fleetidx``: ``todo_attempts`` without the Activity feed's
   ``idx_todo_attempts_ended`` or the fleet's ``idx_todo_attempts_by_endpoint``, both entered by
   every attempt's ending;

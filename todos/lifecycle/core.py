@@ -111,9 +111,9 @@ def jsonb(field: str, value: Any) -> Jsonb | None:
     # made shows when it cannot find anything. json.dumps escapes every character outside ASCII
     # as \uXXXX, so a NUL or a lone surrogate leaves a "\u" in the text, and a value cannot be
     # nested deeper than the brackets it has (those inside strings only raise the count).
-    if "\\u" in text or text.count("[") + text.count("{") > jsonlimits.MAX_DEPTH:
-        if (reason := jsonlimits.problem(value)) is not None:
-            raise InvalidInput(field, reason)
+    may_fail = "\\u" in text or text.count("[") + text.count("{") > jsonlimits.MAX_DEPTH
+    if may_fail and (reason := jsonlimits.problem(value)) is not None:
+        raise InvalidInput(field, reason)
     # Send the text just made (psycopg's default json.dumps would make the same text again).
     return Jsonb(value, dumps=lambda _value: text)
 
