@@ -88,6 +88,9 @@ _NO_ATTEMPT_FRAGMENTS = {
     # The queue-limits probe on the same (_queue_limited.sql, _queue_limits.sql).
     "limits_endpoint": "%(endpoint_id)s",
     "limits_queues": "(SELECT %(queues)s::text[])",
+    # The change feed's announcement, as the product's claim and complete make it: not attempt
+    # history, so both sides of b/c pay it (its own price: bench/ablations' a-notify, b-notify).
+    "notify_changed": load(TODOS_SQL, "_notify_changed"),
 }
 # ... and the product's choice of candidate (todos/sql/_claim_next_cand.sql), with that predicate.
 _NO_ATTEMPT_FRAGMENTS["claim_next_cand"] = load(

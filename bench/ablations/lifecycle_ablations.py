@@ -31,12 +31,21 @@ What each prices (the decisions the schema already made are in docs/decisions/):
 - ``b-limits``, ``b+limited``: the claim without the queue-limits probe and spend arm (before
   docs/decisions/0028-queue-limits.md: what an unlimited queue pays), and the claim of a queue
   with limits set but never reached (what a limited one pays: the row locked and written);
+- ``a-notify``, ``b-notify``: the claim and the complete without their ``pg_notify`` (the
+  change feed), whose queue lock PostgreSQL holds from before the commit until it is done;
+- ``b-endedidx``, ``b-fleetidx``: ``todo_attempts`` without the Activity feed's
+  ``idx_todo_attempts_ended`` or the fleet's ``idx_todo_attempts_by_endpoint``, both entered by
+  every attempt's ending;
+- ``b+trace``, ``b+trace-traceidx``: a trace id on every claim (an agent that sends spans), with
+  and without ``idx_todo_attempts_trace`` (``b``'s claims send none, so the partial index skips
+  them);
 - ``hb-c+leaseidx``, ``hb-c+ff100``: an index on ``lease_expires_at`` (heartbeats no longer
   HOT), or ``todos`` at fillfactor 100.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -83,6 +92,11 @@ CLAIM_NEXT_UNFOLDED = _rewrite(
     "\n  FROM upd",
 )
 PRIOR_ATTEMPTS = load(ABLATION_SQL, "prior_attempts")
+# The claim and the complete without their change-feed arm (todos/sql/_notify_changed.sql): the
+# notification's commit-time queue lock, which ``c`` does not pay either.
+_NOTIFY = r"pg_notify\('todo_changed', json_build_object\((?:[^()]|\([^()]*\))*\)::text\)"
+CLAIM_NEXT_NO_NOTIFY = _rewrite("b-notify", lifecycle.CLAIM_NEXT, _NOTIFY, "NULL")
+COMPLETE_NO_NOTIFY = _rewrite("b-notify", lifecycle.COMPLETE, _NOTIFY, "NULL")
 # The claim as it was before docs/decisions/0013-claim-per-queue.md: the product's one-queue
 # statement with its old `cand` (the product's claim predicate spliced in, so only the candidate
 # differs; it reads `queues`, which the bench passes too).
@@ -162,6 +176,18 @@ class LimitedClient(core.BareClient):
         return got
 
 
+class TraceClient(core.BareClient):
+    """``b`` with a fresh trace id on every claim, as an agent that sends spans passes one:
+    its attempt enters the partial ``idx_todo_attempts_trace``, which ``b``'s (NULL) skips."""
+
+    def __init__(self, target: core.Target, owner: str) -> None:
+        super().__init__(target, owner, core.BareStatements(), prepare=True)
+
+    def claim(self) -> str | None:
+        self.claim_params["trace_id"] = os.urandom(16)
+        return super().claim()
+
+
 class UnfoldedClient(core.BareClient):
     """``b`` with the claim's prior attempts read by a second round trip."""
 
@@ -203,6 +229,18 @@ SCHEMAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("DROP INDEX todos_claim_queue_idx", CLAIMABLE_PER_ENDPOINT_IDX),
         ("DROP INDEX IF EXISTS todos_claimable_idx", "@restore index todos_claim_queue_idx"),
     ),
+    "b-endedidx": (
+        ("DROP INDEX idx_todo_attempts_ended",),
+        ("@restore index idx_todo_attempts_ended",),
+    ),
+    "b-fleetidx": (
+        ("DROP INDEX idx_todo_attempts_by_endpoint",),
+        ("@restore index idx_todo_attempts_by_endpoint",),
+    ),
+    "b-traceidx": (
+        ("DROP INDEX idx_todo_attempts_trace",),
+        ("@restore index idx_todo_attempts_trace",),
+    ),
     "hb-c+leaseidx": (
         ("CREATE INDEX bench_todos_lease_idx ON todos (lease_expires_at) WHERE state = 'claimed'",),
         ("DROP INDEX IF EXISTS bench_todos_lease_idx",),
@@ -225,7 +263,12 @@ class Catalog:
     """
 
     CONSTRAINTS = ("todo_attempts_one_open", "todo_attempts_todo_id_fkey")
-    INDEXES = ("todos_claim_queue_idx",)
+    INDEXES = (
+        "todos_claim_queue_idx",
+        "idx_todo_attempts_ended",
+        "idx_todo_attempts_by_endpoint",
+        "idx_todo_attempts_trace",
+    )
 
     def __init__(self, admin: psycopg.Connection[Any]) -> None:
         self.admin = admin
@@ -309,6 +352,19 @@ class Catalog:
             yield
         finally:
             self.run(undo)
+
+
+@contextmanager
+def without_notify() -> Iterator[None]:
+    """``todos.lifecycle``'s claim and complete without their notify arm, for one measurement."""
+    from todos.lifecycle import agent
+
+    before = agent.CLAIM_NEXT, agent.COMPLETE
+    agent.CLAIM_NEXT, agent.COMPLETE = CLAIM_NEXT_NO_NOTIFY, COMPLETE_NO_NOTIFY
+    try:
+        yield
+    finally:
+        agent.CLAIM_NEXT, agent.COMPLETE = before
 
 
 # --- the ablations ----------------------------------------------------------------------------
@@ -409,6 +465,48 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
             core.bare_client(core.BareStatements(claim=CLAIM_NEXT_PER_ENDPOINT)),
             "b",
             schema("b-epidx"),
+        ),
+        Variant(
+            "a-notify",
+            "cycle",
+            "a without the change feed's pg_notify",
+            core.DjangoClient,
+            "a",
+            without_notify,
+        ),
+        Variant(
+            "b-notify",
+            "cycle",
+            "b without the change feed's pg_notify",
+            core.bare_client(
+                core.BareStatements(claim=CLAIM_NEXT_NO_NOTIFY, complete=COMPLETE_NO_NOTIFY)
+            ),
+            "b",
+        ),
+        Variant(
+            "b-endedidx",
+            "cycle",
+            "b without the Activity feed's idx_todo_attempts_ended",
+            bare,
+            "b",
+            schema("b-endedidx"),
+        ),
+        Variant(
+            "b-fleetidx",
+            "cycle",
+            "b without the fleet's idx_todo_attempts_by_endpoint",
+            bare,
+            "b",
+            schema("b-fleetidx"),
+        ),
+        Variant("b+trace", "cycle", "b with a trace id on every claim", TraceClient, "b"),
+        Variant(
+            "b+trace-traceidx",
+            "cycle",
+            "b+trace without idx_todo_attempts_trace",
+            TraceClient,
+            "b",
+            schema("b-traceidx"),
         ),
         Variant("b+2q", "cycle", "b claiming from two queues (one empty)", TwoQueueClient, "b"),
         Variant(

@@ -2,15 +2,18 @@
 --   cand and todo update as todos/sql/claim_next.sql (cand and the claim predicate are spliced
 --   from todos/sql/_claim_next_cand.sql and _claimable.sql, so they cannot drift), without the
 --   closed, pruned, opened and prior arms. The queue's limits are probed as the product's
---   (_queue_limited.sql; the bench's queue has none, so no spend arm is needed). attempts_total still counts, so the todo row written
---   is the same width.
+--   (_queue_limited.sql; the bench's queue has none, so no spend arm is needed). attempts_total
+--   still counts, so the todo row written is the same width. It announces the claim as the
+--   product does (todos/sql/_notify_changed.sql): the change feed is not attempt history, so the
+--   ratio b/c prices the attempt arms alone.
 -- params: endpoint_id, queues (text[]), owner, ttl_seconds; claim_next's other parameters are
 --   passed and ignored.
 -- returns: the todo, prior_state, attempt_seq, prior_attempts ('[]'), the shape claim_next has;
 --   no row when nothing is claimable.
 -- Uses index: as claim_next (todos_claim_queue_idx, per requested queue).
 WITH @{queue_limited},
-@{claim_next_cand}
+@{claim_next_cand},
+upd AS (
 UPDATE todos t
    SET state = 'claimed', owner = %(owner)s,
        lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
@@ -19,3 +22,5 @@ UPDATE todos t
   FROM cand
  WHERE t.id = cand.cand_id
 RETURNING t.*, cand.prior_state, t.attempts_total AS attempt_seq, '[]'::jsonb AS prior_attempts
+)
+SELECT upd.*, @{notify_changed} AS notified FROM upd

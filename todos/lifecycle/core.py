@@ -101,12 +101,19 @@ def jsonb(field: str, value: Any) -> Jsonb | None:
     """
     if value is None:
         return None
-    if (reason := jsonlimits.problem(value)) is not None:
-        raise InvalidInput(field, reason)
     try:
         text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
+        if (reason := jsonlimits.problem(value)) is not None:
+            raise InvalidInput(field, reason) from None
         raise InvalidInput(field, f"is not JSON ({exc})") from None
+    # The full check walks the value (a tenth of a complete's own Python time); the text just
+    # made shows when it cannot find anything. json.dumps escapes every character outside ASCII
+    # as \uXXXX, so a NUL or a lone surrogate leaves a "\u" in the text, and a value cannot be
+    # nested deeper than the brackets it has (those inside strings only raise the count).
+    may_fail = "\\u" in text or text.count("[") + text.count("{") > jsonlimits.MAX_DEPTH
+    if may_fail and (reason := jsonlimits.problem(value)) is not None:
+        raise InvalidInput(field, reason)
     # Send the text just made (psycopg's default json.dumps would make the same text again).
     return Jsonb(value, dumps=lambda _value: text)
 
