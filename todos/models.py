@@ -178,6 +178,16 @@ class Todo(models.Model):
     activity_seq = models.BigIntegerField(db_default=0, default=0)
     # Spans refused once the todo held its span cap (migrations/0005, otlp/store.py).
     spans_dropped = models.IntegerField(db_default=0, default=0)
+    # Time on the todo (migrations/0015, docs/decisions/0027-time-and-cancellation.md): claim
+    # order, not claimable before not_before, dead-lettered unclaimed at start_by or unfinished
+    # at finish_by, a lease never past claimed_at + run_timeout_seconds; one unfinished todo
+    # per endpoint and dedupe_key.
+    priority = models.IntegerField(db_default=0, default=0)
+    not_before = models.DateTimeField(null=True, blank=True)
+    start_by = models.DateTimeField(null=True, blank=True)
+    finish_by = models.DateTimeField(null=True, blank=True)
+    run_timeout_seconds = models.IntegerField(null=True, blank=True)
+    dedupe_key = models.TextField(null=True, blank=True)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()

@@ -47,6 +47,14 @@ class TodoView:
     input_request: Any
     attempts_total: int
     attempts_pruned: int
+    priority: int
+    not_before: dt.datetime | None
+    start_by: dt.datetime | None
+    finish_by: dt.datetime | None
+    run_timeout_seconds: int | None
+    dedupe_key: str | None
+    # Not a column: create() found the dedupe key held and returned the todo holding it.
+    deduplicated: bool = False
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
@@ -59,10 +67,21 @@ class TodoView:
     def dead_letter(self) -> bool:
         return states.is_dead_letter(self)
 
+    @property
+    def run_deadline(self) -> dt.datetime | None:
+        """When the current run must end: the earlier of the todo's finish_by and its claim's
+        run timeout (claimed_at + run_timeout_seconds, while claimed); None when neither is set.
+        No lease runs past it (todos/sql/_lease_cap.sql)."""
+        limits = [self.finish_by] if self.finish_by is not None else []
+        held = self.state in states.IN_FLIGHT_STATES and self.claimed_at is not None
+        if held and self.run_timeout_seconds is not None and self.claimed_at is not None:
+            limits.append(self.claimed_at + dt.timedelta(seconds=self.run_timeout_seconds))
+        return min(limits) if limits else None
+
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
-_TODO_FIELDS = tuple(f.name for f in fields(TodoView))
+_TODO_FIELDS = tuple(f.name for f in fields(TodoView) if f.name != "deduplicated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +129,8 @@ class SweepResult:
 
     requeued: tuple[str, ...] = ()
     dead_lettered: tuple[str, ...] = ()
+    # A run timeout: failed with a retry after the backoff (reap.sql).
+    retry_scheduled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

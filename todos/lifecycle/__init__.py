@@ -10,7 +10,7 @@
 - ``operator.py``: the humans' retry, cancel, revoke_endpoint and ``operator_*`` transitions;
 - ``bulk.py``: a human's retry or cancel of every todo a filter selects;
 - ``queues.py``: pausing and resuming a queue;
-- ``sweeps.py``: the sweeper's reap, requeue_due_retries, ring and ring_due.
+- ``sweeps.py``: the sweeper's dead_letter_late, reap, requeue_due_retries, ring and ring_due.
 
 The limits are ``todos/limits.py``'s, named here too; the push outbox is ``todos/push.py``.
 """
@@ -22,6 +22,7 @@ from switchboard.lib.errors import (
     AttemptInvariantViolated,
     InvalidInput,
     LeaseConflict,
+    TodoEnded,
     TodoNotFound,
 )
 from todos.lifecycle.agent import claim, claim_next, complete, create, fail, heartbeat, release
@@ -78,7 +79,7 @@ from todos.lifecycle.statements import (
     RING_SCANS,
     bulk_statement,
 )
-from todos.lifecycle.sweeps import reap, requeue_due_retries, ring, ring_due
+from todos.lifecycle.sweeps import dead_letter_late, reap, requeue_due_retries, ring, ring_due
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
     ACTOR_REF_MAX_BYTES,
@@ -149,6 +150,7 @@ __all__ = [
     "AttemptInvariantViolated",
     "InvalidInput",
     "LeaseConflict",
+    "TodoEnded",
     "TodoNotFound",
     "activity_text",
     "answer",
@@ -162,6 +164,7 @@ __all__ = [
     "claim_next",
     "complete",
     "create",
+    "dead_letter_late",
     "fail",
     "heartbeat",
     "interrupt",

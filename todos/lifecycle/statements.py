@@ -42,6 +42,13 @@ def statement(name: str, **fragments: str) -> str:
         "prior_attempts": str(PRIOR_ATTEMPTS),
         # heartbeat.sql announces only the owning human's extension (OPERATOR_EXTEND).
         "extend_notify": "",
+        # The lease cap (_lease_cap.sql): the run timeout counts from the claim. A claim's
+        # statement says now() (its todo row still holds the previous claim's claimed_at).
+        "run_started": "t.claimed_at",
+        # The run timeout of the todo t, in seconds, NULL for none. A queue's default run
+        # timeout goes here, as COALESCE(t.run_timeout_seconds, <the queue's>), with the
+        # join that reads it in the claim statements.
+        "run_timeout": "t.run_timeout_seconds",
     }
     return load(SQL_DIR, name, **{**defaults, **fragments})
 
@@ -64,8 +71,10 @@ def _recorded(name: str, *, attempt: str, from_state: str, **fragments: str) -> 
 
 CREATE = statement("create")
 # One queue (the usual call) and several (docs/decisions/0013-claim-per-queue.md).
-CLAIM_NEXT = statement("claim_next")
-CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue")
+# A claim's run timeout starts now (_lease_cap.sql).
+_AT_CLAIM = {"run_started": "now()"}
+CLAIM_NEXT = statement("claim_next", **_AT_CLAIM)
+CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue", **_AT_CLAIM)
 # A todo's own queue, where a statement reaches the todo first (claim by id, rings).
 _ITS_QUEUE = {"pause_endpoint": "t.endpoint_id", "pause_queue": "t.queue"}
 # Operator variants, A2A transitions and the retry sweep also write one activity row each
@@ -75,13 +84,14 @@ _HELD = {"attempt": "upd.attempts_total", "from_state": "'claimed'"}
 # An agent's claim by id is refused on a paused queue, as claim_next would not take the todo;
 # the owning human's is not: a pause stops the agents
 # (docs/decisions/0020-queue-pause-and-bulk-actions.md).
-CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE)
+CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE, **_AT_CLAIM)
 OPERATOR_CLAIM = _recorded(
     "claim",
     attempt="upd.attempts_total",
     from_state="upd.prior_state",
     scope=HUMAN_SCOPE_SQL,
     queue_open="TRUE",
+    **_AT_CLAIM,
 )
 # A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
 HEARTBEAT = statement("heartbeat", guard="@{holder}")
@@ -96,8 +106,12 @@ OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
 RELEASE = statement("release")
 OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = statement("reap")
+# The deadline sweep: finish_by and start_by passed (deadlines.sql).
+DEADLINES = statement("deadlines")
+# A create that found its dedupe key held reads the todo holding it.
+DEDUPE_HIT = statement("dedupe_hit")
 RING = statement("ring", **_ITS_QUEUE)
-RING_SCANS = ("gate", "push", "unclaimed")  # ring_due's scans; see ring_due.sql
+RING_SCANS = ("gate", "push", "not_before", "unclaimed")  # ring_due's scans; see ring_due.sql
 RING_DUE = {
     scan: statement("ring_due", due=f"@{{due_{scan}}}", **_ITS_QUEUE) for scan in RING_SCANS
 }
@@ -123,6 +137,8 @@ RESUME_BY_REQUESTER = _recorded("resume", scope=ENDPOINT_SCOPE_SQL, **_RESUMED)
 REJECT = _recorded("reject", **_HELD)
 # The holder's complete and fail classify a miss with REPORTED instead: it may be a retry.
 REPORTED = statement("reported", scope=ENDPOINT_SCOPE_SQL)
+# The holder's miss when someone else ended its claim (canceled, timed out): core.holder_miss.
+ENDED = statement("ended", scope=ENDPOINT_SCOPE_SQL)
 # A miss's classification (core.miss), in the caller's scope.
 IN_ENDPOINT_SCOPE = statement("in_scope", scope=ENDPOINT_SCOPE_SQL)
 IN_HUMAN_SCOPE = statement("in_scope", scope=HUMAN_SCOPE_SQL)
