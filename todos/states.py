@@ -170,6 +170,25 @@ def operator_actions(
     return frozenset(actions)
 
 
+class TimedRow(TodoRow, Protocol):
+    """What ``run_deadline`` reads besides a ``TodoRow``'s."""
+
+    @property
+    def claimed_at(self) -> dt.datetime | None: ...
+    @property
+    def run_timeout_seconds(self) -> int | None: ...
+
+
+def run_deadline(todo: TimedRow) -> dt.datetime | None:
+    """When the current run must end: the earlier of the todo's finish_by and, while a holder
+    has it, claimed_at + run_timeout_seconds; None when neither applies. No lease runs past it
+    (todos/sql/_lease_cap.sql)."""
+    limits = [todo.finish_by] if todo.finish_by is not None else []
+    if todo.state in IN_FLIGHT_STATES and todo.claimed_at and todo.run_timeout_seconds:
+        limits.append(todo.claimed_at + dt.timedelta(seconds=todo.run_timeout_seconds))
+    return min(limits) if limits else None
+
+
 # --- as ORM predicates -------------------------------------------------------------------------
 # ``prefix`` reaches todos through a relation (``todos__`` from an endpoint), as Scope.todos().
 

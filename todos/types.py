@@ -69,14 +69,7 @@ class TodoView:
 
     @property
     def run_deadline(self) -> dt.datetime | None:
-        """When the current run must end: the earlier of the todo's finish_by and its claim's
-        run timeout (claimed_at + run_timeout_seconds, while claimed); None when neither is set.
-        No lease runs past it (todos/sql/_lease_cap.sql)."""
-        limits = [self.finish_by] if self.finish_by is not None else []
-        held = self.state in states.IN_FLIGHT_STATES and self.claimed_at is not None
-        if held and self.run_timeout_seconds is not None and self.claimed_at is not None:
-            limits.append(self.claimed_at + dt.timedelta(seconds=self.run_timeout_seconds))
-        return min(limits) if limits else None
+        return states.run_deadline(self)
 
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
