@@ -342,8 +342,13 @@ async def read_resource(
 def _subscribable(caller: tools.Caller, uri: str) -> str | None:
     """The canonical form of ``uri`` (as the doorbell spells it) if ``caller`` may subscribe.
 
-    Only queue summaries ring, and only for endpoints that may read them.
+    Queue summaries ring when work is ready; a todo rings whenever it changes (so its holder
+    hears a cancel or a deadline at once). Only for endpoints that may read them. Any todo id
+    may be subscribed: the doorbell rings only the endpoint's own todos, so an unknown and a
+    foreign id alike never ring.
     """
+    if (todo_id := resources.todo_of(uri)) is not None:
+        return resources.todo_uri(todo_id) if verbs.can_read_todos(caller.endpoint) else None
     queue = resources.queue_of(uri)
     if queue is None or not verbs.can_read_queues(caller.endpoint):
         return None
@@ -433,11 +438,9 @@ async def unsubscribe_resource(
     caller = _caller(ctx)
     uri = str(params.uri)
     session = _legacy_session(caller)
-    queue = resources.queue_of(uri)
+    canonical = _subscribable(caller, uri) or uri
     try:
-        await _in_thread(doorbell.unsubscribe)(
-            session, uri if queue is None else resources.queue_uri(queue)
-        )
+        await _in_thread(doorbell.unsubscribe)(session, canonical)
     except DatabaseError:
         logger.exception("resources/unsubscribe %r: database error", uri)
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
