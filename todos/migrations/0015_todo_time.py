@@ -1,5 +1,7 @@
 """Time on every todo: priority, not_before, start_by, finish_by, run_timeout_seconds and
-dedupe_key (docs/decisions/0027-time-and-cancellation.md).
+dedupe_key (docs/decisions/0027-time-and-cancellation.md); and on every routing rule, the same
+relative to a delivery's arrival (a delay, start and finish windows, a priority, a run timeout,
+and the payload path a dedupe key is read from).
 
 - The columns are nullable or carry a constant default, so adding them rewrites no row. Their
   CHECKs are the bounds the lifecycle refuses first (``todos/lifecycle/agent.py``): a priority
@@ -20,7 +22,6 @@ each, so claims and intake go on while they build. A step that fails part way le
 INVALID index; every step can run again (``IF NOT EXISTS`` / ``IF EXISTS``).
 """
 
-import django.db.models.functions.datetime  # noqa: F401 (kept beside the other migrations')
 from django.db import migrations, models
 
 CLAIMABLE = (
@@ -42,6 +43,26 @@ ALTER TABLE todos
         (not_before IS NULL OR start_by IS NULL OR not_before <= start_by)
         AND (not_before IS NULL OR finish_by IS NULL OR not_before <= finish_by)
         AND (start_by IS NULL OR finish_by IS NULL OR start_by <= finish_by));
+"""
+RULE_COLUMNS = """
+ALTER TABLE rules
+    ADD COLUMN priority int NOT NULL DEFAULT 0
+        CONSTRAINT rules_priority_range CHECK (priority BETWEEN -1000 AND 1000),
+    ADD COLUMN delay_seconds int CONSTRAINT rules_delay_positive CHECK (delay_seconds >= 1),
+    ADD COLUMN start_within_seconds int
+        CONSTRAINT rules_start_within_positive CHECK (start_within_seconds >= 1),
+    ADD COLUMN finish_within_seconds int
+        CONSTRAINT rules_finish_within_positive CHECK (finish_within_seconds >= 1),
+    ADD COLUMN run_timeout_seconds int
+        CONSTRAINT rules_run_timeout_min CHECK (run_timeout_seconds >= 10),
+    ADD COLUMN dedupe_key_path text
+        CONSTRAINT rules_dedupe_key_path_size CHECK (octet_length(dedupe_key_path) BETWEEN 1 AND 256);
+"""
+DROP_RULE_COLUMNS = """
+ALTER TABLE rules
+    DROP COLUMN dedupe_key_path, DROP COLUMN run_timeout_seconds,
+    DROP COLUMN finish_within_seconds, DROP COLUMN start_within_seconds,
+    DROP COLUMN delay_seconds, DROP COLUMN priority;
 """
 DROP_COLUMNS = """
 ALTER TABLE todos
@@ -65,8 +86,34 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.SeparateDatabaseAndState(
-            database_operations=[migrations.RunSQL(COLUMNS, DROP_COLUMNS)],
+            database_operations=[
+                migrations.RunSQL(COLUMNS, DROP_COLUMNS),
+                migrations.RunSQL(RULE_COLUMNS, DROP_RULE_COLUMNS),
+            ],
             state_operations=[
+                migrations.AddField(
+                    model_name="rule",
+                    name="priority",
+                    field=models.IntegerField(db_default=0, default=0),
+                ),
+                *(
+                    migrations.AddField(
+                        model_name="rule",
+                        name=name,
+                        field=models.IntegerField(blank=True, null=True),
+                    )
+                    for name in (
+                        "delay_seconds",
+                        "start_within_seconds",
+                        "finish_within_seconds",
+                        "run_timeout_seconds",
+                    )
+                ),
+                migrations.AddField(
+                    model_name="rule",
+                    name="dedupe_key_path",
+                    field=models.TextField(blank=True, null=True),
+                ),
                 migrations.AddField(
                     model_name="todo",
                     name="priority",
