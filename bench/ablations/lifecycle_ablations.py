@@ -90,6 +90,9 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     activity="",
     activity_bump="",
     prior_attempts=str(lifecycle.PRIOR_ATTEMPTS),
+    # The lease cap's spots, as todos/lifecycle/statements.py fills them for a claim.
+    run_started="now()",
+    run_timeout="t.run_timeout_seconds",
 )
 # The per-endpoint claim index that statement reads, as todos/migrations/0001 created it.
 CLAIMABLE_PER_ENDPOINT_IDX = (
