@@ -51,6 +51,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from django.conf import settings
+from django.utils import timezone
 from google.protobuf import json_format
 from starlette.requests import Request
 
@@ -60,6 +61,7 @@ from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import lifecycle, queries
+from todos.limits import parse_instant
 
 # The key this app adds to the ASGI scope (namespaced, as the ASGI spec asks of extensions).
 SCOPE_ENDPOINT = "switchboard.a2a_endpoint"
@@ -109,10 +111,32 @@ def _create(endpoint: Endpoint, message: Message, metadata: dict[str, Any]) -> T
             title=wanted.title,
             work_order=wanted.work_order,
             payload=wanted.payload,
+            **_time(wanted.time),
         )
     except InvalidInput as exc:
         raise InvalidParamsError(str(exc)) from None
+    # A dedupe hit answers the task that already holds the key.
     return read_task(endpoint, todo.id)
+
+
+def _time(given: dict[str, Any]) -> dict[str, Any]:
+    """lifecycle.create's time arguments from message metadata: instants parsed, numbers made
+    whole (a protobuf Struct carries every number as a double); bad input raises
+    ``InvalidInput`` naming the key."""
+    now = timezone.now()
+    out: dict[str, Any] = {
+        name: parse_instant(name, given.get(name), now)
+        for name in ("not_before", "start_by", "finish_by")
+    }
+    for name in ("priority", "run_timeout_seconds"):
+        value = given.get(name)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if value is not None:
+            out[name] = value
+    if "dedupe_key" in given:
+        out["dedupe_key"] = given["dedupe_key"]
+    return out
 
 
 def _answer(endpoint: Endpoint, message: Message) -> Task:

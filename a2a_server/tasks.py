@@ -190,6 +190,13 @@ class Intake:
     title: str
     work_order: str
     payload: dict[str, Any]
+    # The todo's time as the metadata gave it (TIME_KEYS), unchecked: lifecycle.create checks.
+    time: dict[str, Any]
+
+
+# Metadata keys that set a new todo's time (docs/guides/agents.md): instants are ISO 8601 with
+# a time zone or +90s/+10m/+2h/+1d from now; priority and run_timeout_seconds whole numbers.
+TIME_KEYS = ("priority", "not_before", "start_by", "finish_by", "run_timeout_seconds", "dedupe_key")
 
 
 def _metadata(message: Any) -> dict[str, Any]:
@@ -200,7 +207,8 @@ def _metadata(message: Any) -> dict[str, Any]:
 
 def intake(message: Message, request_metadata: Mapping[str, Any]) -> Intake:
     """The todo a new message asks for. The queue comes from the message's metadata, else the
-    request's (``{"queue": "…"}``); None means the endpoint's default."""
+    request's (``{"queue": "…"}``); None means the endpoint's default. So does its time
+    (``TIME_KEYS``: ``{"priority": 5, "finish_by": "+2h", "dedupe_key": "pr-42"}``)."""
     metadata = _metadata(message)
     queue = metadata.get("queue", request_metadata.get("queue"))
     texts = [part.text for part in message.parts if part.WhichOneof("content") == "text"]
@@ -213,11 +221,17 @@ def intake(message: Message, request_metadata: Mapping[str, Any]) -> Intake:
     }
     if metadata:
         payload["metadata"] = metadata
+    time = {
+        key: value
+        for key in TIME_KEYS
+        if (value := metadata.get(key, request_metadata.get(key))) is not None
+    }
     return Intake(
         queue=queue if queue is None or isinstance(queue, str) else str(queue),
         title=first[:TITLE_MAX_CHARS],
         work_order=work_order,
         payload=payload,
+        time=time,
     )
 
 

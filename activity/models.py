@@ -21,6 +21,8 @@ class Kind(models.TextChoices):
     RETRIED = "retried"
     A2A_STATE = "a2a_state"
     RUNG = "rung"
+    # The sweeper dead-lettered the todo: its start_by or finish_by passed (detail.reason).
+    DEADLINE = "deadline"
 
 
 class ActorKind(models.TextChoices):

@@ -59,6 +59,7 @@ KIND_WORDS = {
     "human_action": "Board action",
     "retried": "retried",
     "a2a_state": "A2A",
+    "deadline": "deadline",
 }
 
 

@@ -26,6 +26,8 @@ class Outcome(models.TextChoices):
     REAPED = "reaped"
     CANCELED = "canceled"
     REVOKED = "revoked"
+    # Its todo's finish_by or its run timeout passed while it was open (the sweeper closed it).
+    TIMED_OUT = "timed_out"
 
 
 class Disposition(models.TextChoices):

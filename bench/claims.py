@@ -62,15 +62,20 @@ WARMUP = 10  # calls per case and endpoint, past psycopg's prepare threshold (5)
 
 # The backlog in one statement: ids are md5 hex with 0/1/8/9 mapped to w/x/y/z (todos_id_check
 # wants '^td_[a-z2-7]{20}$'), unique per (nonce, i); spread over the backlog queues, a day old,
-# 1 ms apart, sized like a webhook-made todo.
+# 1 ms apart, sized like a webhook-made todo. Every 7th has a priority (1..3) and every 11th a
+# not_before a day ahead, so the claim index's priority order and the deferred rows the scan
+# steps over are both in the figures (docs/decisions/0027-time-and-cancellation.md).
 LOAD = """
-INSERT INTO todos (id, endpoint_id, queue, title, payload, work_order, created_at, updated_at)
+INSERT INTO todos (id, endpoint_id, queue, title, payload, work_order, created_at, updated_at,
+                   priority, not_before)
 SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1, 20),
        %(endpoint_id)s, (%(queues)s::text[])[1 + i %% cardinality(%(queues)s::text[])],
        'backlog ' || i,
        jsonb_build_object('n', i, 'repo', 'stump/switchboard', 'detail', repeat('x', 200)),
        repeat('Fix the failing check, push, and report back. ', 4),
-       now() - interval '1 day' + i * interval '1 millisecond', now()
+       now() - interval '1 day' + i * interval '1 millisecond', now(),
+       CASE WHEN i %% 7 = 0 THEN 1 + i %% 3 ELSE 0 END,
+       CASE WHEN i %% 11 = 0 THEN now() + interval '1 day' END
   FROM generate_series(1, %(n)s) AS i
 """
 # The todos the claims take: newer than the backlog, 1 ms apart.

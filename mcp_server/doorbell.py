@@ -1,4 +1,5 @@
-"""The doorbell: ``ready`` and ``rung`` changes pushed to subscribed MCP clients.
+"""The doorbell: ``ready`` and ``rung`` changes pushed to subscribed MCP clients, and every
+change of a todo to the clients subscribed to that todo's resource (``switchboard://todos/{id}``).
 
 Every transition that makes a todo claimable announces a ``ready`` change in its own statement
 (``todos/sql/_notify_ready.sql``), so it reaches every process when the todo is committed,
@@ -238,6 +239,16 @@ class Doorbell:
         if change.kind == changefeed.RESYNC:
             self._ring_everything()
             return
+        if (
+            change.kind in (changefeed.READY, changefeed.CHANGED)
+            and change.todo_id is not None
+            and change.endpoint_id is not None
+            and change.endpoint_id in self._streams
+        ):
+            # A todo's own resource: rung on every change of it, to the streams watching it
+            # (a holder hears its todo canceled or timed out at once). No gate: a todo changes
+            # a handful of times, and each change is news to whoever watches it.
+            self._ring(change.endpoint_id, resources.todo_uri(change.todo_id))
         if change.kind not in (changefeed.READY, changefeed.RUNG):
             return
         endpoint_id = change.endpoint_id

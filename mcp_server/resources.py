@@ -67,6 +67,15 @@ def queue_of(uri: str) -> str | None:
     return name if kind == "queues" else None
 
 
+def todo_of(uri: str) -> str | None:
+    """The todo id a ``switchboard://todos/{id}`` URI names, or None for any other URI."""
+    try:
+        kind, name = _parse(uri)
+    except ResourceError:
+        return None
+    return name if kind == "todos" else None
+
+
 def read(caller: tools.Caller, uri: str) -> dict[str, Any]:
     """The JSON body of ``uri``; raises ``ResourceError`` when the caller may not read it."""
     kind, name = _parse(uri)

@@ -294,6 +294,23 @@ TODO: Schema = {
         "created_at": _TIME,
         "updated_at": _TIME,
         "finished_at": _TIME,
+        "priority": {
+            "type": "integer",
+            "description": "-1000..1000: a queue hands out higher first, then older.",
+        },
+        "not_before": _TIME,
+        "start_by": _TIME,
+        "finish_by": _TIME,
+        "run_timeout_seconds": _nullable({"type": "integer"}),
+        "run_deadline": _nullable(
+            {
+                "type": "string",
+                "format": "date-time",
+                "description": "When the current run must end: the earlier of finish_by and"
+                " claimed_at + run_timeout_seconds. No heartbeat extends the lease past it.",
+            }
+        ),
+        "dedupe_key": _TEXT_OR_NULL,
         "input_request": _nullable(
             {
                 "type": "object",

@@ -42,7 +42,7 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 
 from mcp_server import doorbell, resources, schemas, tools, verbs
 from switchboard.lib import dbthread, jsonlimits
-from switchboard.lib.errors import LifecycleError
+from switchboard.lib.errors import LifecycleError, TodoEnded
 from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def compact_json(value: Any) -> str:
 Outcome = tuple[dict[str, Any], bool]
 
 
-def tool_error(code: str, message: str) -> Outcome:
+def tool_error(code: str, message: str, **extra: Any) -> Outcome:
     """A tool error the model can read and act on (docs/guides/agents.md lists the codes).
 
     One text block, ``{"error": {"code": …, "message": …}}``, and no ``structuredContent``: a
@@ -153,7 +153,7 @@ def tool_error(code: str, message: str) -> Outcome:
     content (the TypeScript SDK does, error or not) would refuse an error shaped otherwise. An
     error without structured content is the spec's own example, and every client accepts it.
     """
-    return {"error": {"code": code, "message": message}}, True
+    return {"error": {"code": code, "message": message, **extra}}, True
 
 
 def tool_result(outcome: Outcome) -> types.CallToolResult:
@@ -238,6 +238,9 @@ async def answer_call(caller: tools.Caller, name: str, arguments: Mapping[str, A
         return tool_error("invalid", problem)
     try:
         out = await dbthread.run(_run_tool, name, caller, arguments)
+    except TodoEnded as exc:
+        # The holder's claim was ended by someone else: say why and who (only it learns it).
+        return tool_error(exc.code, str(exc), reason=exc.reason, by=exc.by)
     except LifecycleError as exc:
         if exc.code == "internal":
             logger.error("tool %s failed: %s", name, exc)
@@ -339,8 +342,13 @@ async def read_resource(
 def _subscribable(caller: tools.Caller, uri: str) -> str | None:
     """The canonical form of ``uri`` (as the doorbell spells it) if ``caller`` may subscribe.
 
-    Only queue summaries ring, and only for endpoints that may read them.
+    Queue summaries ring when work is ready; a todo rings whenever it changes (so its holder
+    hears a cancel or a deadline at once). Only for endpoints that may read them. Any todo id
+    may be subscribed: the doorbell rings only the endpoint's own todos, so an unknown and a
+    foreign id alike never ring.
     """
+    if (todo_id := resources.todo_of(uri)) is not None:
+        return resources.todo_uri(todo_id) if verbs.can_read_todos(caller.endpoint) else None
     queue = resources.queue_of(uri)
     if queue is None or not verbs.can_read_queues(caller.endpoint):
         return None
@@ -430,11 +438,9 @@ async def unsubscribe_resource(
     caller = _caller(ctx)
     uri = str(params.uri)
     session = _legacy_session(caller)
-    queue = resources.queue_of(uri)
+    canonical = _subscribable(caller, uri) or uri
     try:
-        await _in_thread(doorbell.unsubscribe)(
-            session, uri if queue is None else resources.queue_uri(queue)
-        )
+        await _in_thread(doorbell.unsubscribe)(session, canonical)
     except DatabaseError:
         logger.exception("resources/unsubscribe %r: database error", uri)
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None

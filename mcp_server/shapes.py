@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from attempts.types import AttemptView
+from todos import states
 from todos.models import Todo
 from todos.queries import QueueSummary, TodoDetail
 from todos.types import ClaimResult, QueueEmpty, TodoView
@@ -43,6 +44,13 @@ def todo_out(todo: TodoView | Todo, *, detail: bool = True, result: bool = False
         "created_at": iso(todo.created_at),
         "updated_at": iso(todo.updated_at),
         "finished_at": iso(todo.finished_at),
+        "priority": todo.priority,
+        "not_before": iso(todo.not_before),
+        "start_by": iso(todo.start_by),
+        "finish_by": iso(todo.finish_by),
+        "run_timeout_seconds": todo.run_timeout_seconds,
+        "run_deadline": iso(states.run_deadline(todo)),
+        "dedupe_key": todo.dedupe_key,
     }
     if detail:
         out["payload"] = todo.payload

@@ -9,7 +9,10 @@ needs is spliced into the statement at load time from here (``PRIOR_ATTEMPTS`` i
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from switchboard.lib import jsonlimits
@@ -40,7 +43,19 @@ BULK_ACTIONS = ("retry", "cancel")
 # (spliced into todos/sql/_claim_tail.sql at load) and the re-read after a stale snapshot.
 PRIOR_ATTEMPTS = 5
 
+# Time on a todo (docs/decisions/0027-time-and-cancellation.md): the schema's CHECKs
+# (todos/migrations/0015) hold the same bounds.
+PRIORITY_MIN = -1000
+PRIORITY_MAX = 1000
+RUN_TIMEOUT_MIN_SECONDS = 10
+RUN_TIMEOUT_MAX_SECONDS = 7 * 24 * 3600
+DEDUPE_KEY_MAX_BYTES = 256
+# The time fields create() takes, in the order the checks name them.
+TIME_FIELDS = ("priority", "not_before", "start_by", "finish_by", "run_timeout_seconds")
+
 _TODO_ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
+_RELATIVE = re.compile(r"^\+(\d{1,9})([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def new_todo_id() -> str:
@@ -63,4 +78,99 @@ def check_name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
     # the per-character check needed.
     if not value.isprintable() and strip_control(value) != value:
         raise InvalidInput(field, "must not contain control characters")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class TodoTime:
+    """A todo's time, checked: what ``lifecycle.create`` writes (todos/migrations/0015)."""
+
+    priority: int = 0
+    not_before: dt.datetime | None = None
+    start_by: dt.datetime | None = None
+    finish_by: dt.datetime | None = None
+    run_timeout_seconds: int | None = None
+    dedupe_key: str | None = None
+
+
+def _integer(field: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(field, "must be an integer")
+    if not low <= value <= high:
+        raise InvalidInput(field, f"must be between {low} and {high}")
+    return value
+
+
+def _instant(field: str, value: Any) -> dt.datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, dt.datetime) or value.tzinfo is None:
+        raise InvalidInput(field, "must be an instant with a time zone")
+    return value
+
+
+def check_time(
+    *,
+    priority: Any = 0,
+    not_before: Any = None,
+    start_by: Any = None,
+    finish_by: Any = None,
+    run_timeout_seconds: Any = None,
+    dedupe_key: Any = None,
+    now: dt.datetime,
+) -> TodoTime:
+    """Check a new todo's time against ``now``; raise ``InvalidInput`` naming the field.
+
+    A priority in -1000..1000; start_by and finish_by still ahead; not_before <= start_by <=
+    finish_by (a todo that could not be claimed before it must have started, or finished, is
+    refused, not dead-lettered on arrival); a run timeout of at least 10 seconds; a dedupe key
+    of 1 to 256 bytes without controls. A not_before already past is allowed: claimable now.
+    """
+    time = TodoTime(
+        priority=_integer("priority", priority, PRIORITY_MIN, PRIORITY_MAX),
+        not_before=_instant("not_before", not_before),
+        start_by=_instant("start_by", start_by),
+        finish_by=_instant("finish_by", finish_by),
+        run_timeout_seconds=None
+        if run_timeout_seconds is None
+        else _integer(
+            "run_timeout_seconds",
+            run_timeout_seconds,
+            RUN_TIMEOUT_MIN_SECONDS,
+            RUN_TIMEOUT_MAX_SECONDS,
+        ),
+        dedupe_key=None
+        if dedupe_key is None
+        else check_name("dedupe_key", dedupe_key, DEDUPE_KEY_MAX_BYTES),
+    )
+    for field in ("start_by", "finish_by"):
+        value = getattr(time, field)
+        if value is not None and value <= now:
+            raise InvalidInput(field, "is already past")
+    if time.start_by and time.finish_by and time.start_by > time.finish_by:
+        raise InvalidInput("start_by", "must not be after finish_by")
+    if time.not_before:
+        for field in ("start_by", "finish_by"):
+            value = getattr(time, field)
+            if value is not None and time.not_before > value:
+                raise InvalidInput("not_before", f"must not be after {field}")
+    return time
+
+
+def parse_instant(field: str, text: Any, now: dt.datetime) -> dt.datetime | None:
+    """An instant as typed (a command's option, a message's metadata): ISO 8601 with a time
+    zone (``2026-01-02T03:04:05Z``), or relative to ``now`` (``+90s``, ``+10m``, ``+2h``,
+    ``+1d``). None and "" are None; anything else raises ``InvalidInput`` naming ``field``."""
+    if text is None or text == "":
+        return None
+    if not isinstance(text, str):
+        raise InvalidInput(field, "must be an ISO 8601 instant or +N[s|m|h|d]")
+    if match := _RELATIVE.match(text.strip()):
+        return now + dt.timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    try:
+        value = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidInput(field, "must be an ISO 8601 instant or +N[s|m|h|d]") from None
+    if value.tzinfo is None:
+        raise InvalidInput(field, "must carry a time zone (Z or +hh:mm)")
     return value

@@ -7,9 +7,14 @@ state: ``todos.lifecycle`` is the only writer of ``todos`` and ``todo_attempts``
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from switchboard.lib.errors import InvalidInput
 from switchboard.models import Endpoint, Human, slug_validator
@@ -72,6 +77,15 @@ class Rule(models.Model):
     max_attempts = models.IntegerField(db_default=5, default=5)
     enabled = models.BooleanField(db_default=True, default=True)
     created_at = models.DateTimeField(db_default=Now())
+    # Time on the todos it creates, relative to the delivery's arrival (migrations/0015): a
+    # delay (not_before), start and finish windows (start_by, finish_by), a priority, a run
+    # timeout, and the payload path (dotted, as in ``match``) its dedupe key is read from.
+    priority = models.IntegerField(db_default=0, default=0)
+    delay_seconds = models.IntegerField(null=True, blank=True)
+    start_within_seconds = models.IntegerField(null=True, blank=True)
+    finish_within_seconds = models.IntegerField(null=True, blank=True)
+    run_timeout_seconds = models.IntegerField(null=True, blank=True)
+    dedupe_key_path = models.TextField(null=True, blank=True)
 
     class Meta:
         db_table = "rules"
@@ -111,8 +125,62 @@ class Rule(models.Model):
             )
         if not 1 <= self.max_attempts <= limits.MAX_ATTEMPTS_LIMIT:
             errors["max_attempts"] = f"Between 1 and {limits.MAX_ATTEMPTS_LIMIT}."
+        errors |= self._time_errors()
         if errors:
             raise ValidationError(errors)
+
+    def _time_errors(self) -> dict[str, str]:
+        """The rule's time as ``limits.check_time`` would take it for a delivery arriving now:
+        the same bounds and order, named by the rule's fields."""
+        errors: dict[str, str] = {}
+        for name in ("delay_seconds", "start_within_seconds", "finish_within_seconds"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= 366 * 24 * 3600:
+                errors[name] = "A positive number of seconds (at most a year)."
+        if self.dedupe_key_path is not None:
+            try:
+                routing.check_path(self.dedupe_key_path)
+            except routing.InvalidMatch as exc:
+                errors["dedupe_key_path"] = str(exc)
+        if errors:
+            return errors
+        now = timezone.now()
+        try:
+            limits.check_time(**self.todo_time(now), now=now - dt.timedelta(seconds=1))
+        except InvalidInput as exc:
+            field = _RULE_FIELD.get(exc.field, exc.field)
+            errors[field] = str(exc).split(": ", 1)[-1]
+        return errors
+
+    def todo_time(self, arrived: dt.datetime, payload: Any = None) -> dict[str, Any]:
+        """``lifecycle.create``'s time arguments for a delivery that arrived at ``arrived``;
+        the dedupe key is the payload's value at ``dedupe_key_path`` (a scalar, as text), none
+        when the path is missing or holds an object or a list."""
+
+        def after(seconds: int | None) -> dt.datetime | None:
+            return None if seconds is None else arrived + dt.timedelta(seconds=seconds)
+
+        key = None
+        if self.dedupe_key_path is not None and payload is not None:
+            value = routing.lookup(payload, self.dedupe_key_path)
+            if isinstance(value, str | int | float | bool) and value != "":
+                key = value if isinstance(value, str) else json.dumps(value)
+        return {
+            "priority": self.priority,
+            "not_before": after(self.delay_seconds),
+            "start_by": after(self.start_within_seconds),
+            "finish_by": after(self.finish_within_seconds),
+            "run_timeout_seconds": self.run_timeout_seconds,
+            "dedupe_key": key,
+        }
+
+
+# A todo's time field as the rule names the setting behind it.
+_RULE_FIELD = {
+    "not_before": "delay_seconds",
+    "start_by": "start_within_seconds",
+    "finish_by": "finish_within_seconds",
+}
 
 
 class Event(models.Model):
@@ -178,6 +246,16 @@ class Todo(models.Model):
     activity_seq = models.BigIntegerField(db_default=0, default=0)
     # Spans refused once the todo held its span cap (migrations/0005, otlp/store.py).
     spans_dropped = models.IntegerField(db_default=0, default=0)
+    # Time on the todo (migrations/0015, docs/decisions/0027-time-and-cancellation.md): claim
+    # order, not claimable before not_before, dead-lettered unclaimed at start_by or unfinished
+    # at finish_by, a lease never past claimed_at + run_timeout_seconds; one unfinished todo
+    # per endpoint and dedupe_key.
+    priority = models.IntegerField(db_default=0, default=0)
+    not_before = models.DateTimeField(null=True, blank=True)
+    start_by = models.DateTimeField(null=True, blank=True)
+    finish_by = models.DateTimeField(null=True, blank=True)
+    run_timeout_seconds = models.IntegerField(null=True, blank=True)
+    dedupe_key = models.TextField(null=True, blank=True)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()
@@ -194,6 +272,11 @@ class Todo(models.Model):
     def dead_letter(self) -> bool:
         """Failed with no retry scheduled: it runs again only if a human retries it."""
         return states.is_dead_letter(self)
+
+    @property
+    def run_deadline(self) -> dt.datetime | None:
+        """When the current run must end (``states.run_deadline``)."""
+        return states.run_deadline(self)
 
 
 class TodoSearch(models.Model):

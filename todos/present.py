@@ -27,6 +27,7 @@ OUTCOME_WORDS = {
     Outcome.RELEASED: "released",
     Outcome.CANCELED: "canceled",
     Outcome.REVOKED: "revoked with its endpoint",
+    Outcome.TIMED_OUT: "timed out: its deadline passed",
 }
 
 

@@ -75,11 +75,6 @@ MISSED_COUNT_MAX = 10_000  # missed ticks counted one by one at most; past it, j
 RUNS_KEPT = 50  # runs kept per schedule: the Board shows the newest
 TEMPLATE_NAMES = frozenset({"tick", "date", "time", "schedule"})
 
-# The todo fields lifecycle.create does not take yet. When it takes priority, start_by,
-# finish_by, run_timeout_seconds and dedupe_key, empty this set: _time_fields computes them all.
-CREATE_PENDING_FIELDS = frozenset(
-    {"priority", "start_by", "finish_by", "run_timeout_seconds", "dedupe_key"}
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,9 +355,7 @@ def _create_todo(row: Mapping[str, Any], tick: dt.datetime) -> tuple[str | None,
             "work_order": render("work_order", row["work_order_template"], context),
             "max_attempts": row["max_attempts"],
         }
-        fields |= {
-            k: v for k, v in _time_fields(row, tick).items() if k not in CREATE_PENDING_FIELDS
-        }
+        fields |= _time_fields(row, tick)
         with transaction.atomic():  # a savepoint: a refused todo leaves the run recorded
             todo = lifecycle.create(row["endpoint_id"], **fields)
     except InvalidInput as exc:

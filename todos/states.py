@@ -81,6 +81,10 @@ class TodoRow(Protocol):
     def lease_expires_at(self) -> dt.datetime | None: ...
     @property
     def next_retry_at(self) -> dt.datetime | None: ...
+    @property
+    def not_before(self) -> dt.datetime | None: ...
+    @property
+    def finish_by(self) -> dt.datetime | None: ...
 
 
 # --- on a loaded row ---------------------------------------------------------------------------
@@ -95,8 +99,13 @@ def is_claimable(todo: TodoRow, now: dt.datetime) -> bool:
     """A claim would take it at ``now``: todos/sql/_claimable.sql.
 
     Pending; claimed with a lapsed lease and budget left (a takeover); failed with a due retry
-    and budget left. ``now`` stands for the statement's ``now()``.
+    and budget left; in every case due (``not_before`` unset or passed) and not past its
+    ``finish_by``. ``now`` stands for the statement's ``now()``.
     """
+    if todo.not_before is not None and todo.not_before > now:
+        return False
+    if todo.finish_by is not None and todo.finish_by <= now:
+        return False
     if todo.state == State.PENDING:
         return True
     if todo.state == State.CLAIMED:
@@ -161,6 +170,25 @@ def operator_actions(
     return frozenset(actions)
 
 
+class TimedRow(TodoRow, Protocol):
+    """What ``run_deadline`` reads besides a ``TodoRow``'s."""
+
+    @property
+    def claimed_at(self) -> dt.datetime | None: ...
+    @property
+    def run_timeout_seconds(self) -> int | None: ...
+
+
+def run_deadline(todo: TimedRow) -> dt.datetime | None:
+    """When the current run must end: the earlier of the todo's finish_by and, while a holder
+    has it, claimed_at + run_timeout_seconds; None when neither applies. No lease runs past it
+    (todos/sql/_lease_cap.sql)."""
+    limits = [todo.finish_by] if todo.finish_by is not None else []
+    if todo.state in IN_FLIGHT_STATES and todo.claimed_at and todo.run_timeout_seconds:
+        limits.append(todo.claimed_at + dt.timedelta(seconds=todo.run_timeout_seconds))
+    return min(limits) if limits else None
+
+
 # --- as ORM predicates -------------------------------------------------------------------------
 # ``prefix`` reaches todos through a relation (``todos__`` from an endpoint), as Scope.todos().
 
@@ -169,7 +197,10 @@ def claimable_q(prefix: str = "") -> Q:
     """``is_claimable`` at the database's ``now()``: todos/sql/_claimable.sql."""
     p = prefix
     budget = Q(**{f"{p}attempt__lt": F(f"{p}max_attempts")})
-    return (
+    timely = (Q(**{f"{p}not_before__isnull": True}) | Q(**{f"{p}not_before__lte": Now()})) & (
+        Q(**{f"{p}finish_by__isnull": True}) | Q(**{f"{p}finish_by__gt": Now()})
+    )
+    return timely & (
         Q(**{f"{p}state": State.PENDING})
         | (Q(**{f"{p}state": State.CLAIMED, f"{p}lease_expires_at__lt": Now()}) & budget)
         | (
@@ -218,10 +249,12 @@ class TodoQuerySet(models.QuerySet["Todo"]):
 
         Agrees with todos/sql/_claimable.sql::
 
-            t.state = 'pending'
+            (t.not_before IS NULL OR t.not_before <= now())
+            AND (t.finish_by IS NULL OR t.finish_by > now())
+            AND (t.state = 'pending'
             OR (t.state = 'claimed' AND t.lease_expires_at < now() AND t.attempt < t.max_attempts)
             OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL AND t.next_retry_at <= now()
-                AND t.attempt < t.max_attempts)
+                AND t.attempt < t.max_attempts))
         """
         return self.filter(claimable_q())
 

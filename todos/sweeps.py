@@ -48,6 +48,10 @@ _overview_at: float | None = None  # monotonic time of this process's last Overv
 class PassReport:
     reaped_requeued: list[str] = field(default_factory=list)
     reaped_dead_lettered: list[str] = field(default_factory=list)
+    # Run timeouts: failed with a retry scheduled, as a failure is (reap.sql).
+    reaped_retry_scheduled: list[str] = field(default_factory=list)
+    # Dead-lettered by a passed start_by or finish_by (deadlines.sql).
+    deadlines: list[str] = field(default_factory=list)
     retries_requeued: list[str] = field(default_factory=list)
     retention: retention.RetentionResult | None = None
     rung: list[str] = field(default_factory=list)
@@ -66,6 +70,13 @@ class PassReport:
                 f"reap: dead-lettered {len(self.reaped_dead_lettered)}:"
                 f" {_ids(self.reaped_dead_lettered)}"
             )
+        if self.reaped_retry_scheduled:
+            out.append(
+                f"reap: run timed out, retry scheduled {len(self.reaped_retry_scheduled)}:"
+                f" {_ids(self.reaped_retry_scheduled)}"
+            )
+        if self.deadlines:
+            out.append(f"deadlines: dead-lettered {len(self.deadlines)}: {_ids(self.deadlines)}")
         if self.retries_requeued:
             out.append(
                 f"requeue_retries: requeued {len(self.retries_requeued)}:"
@@ -124,12 +135,21 @@ def _locked(key: int, work: Callable[[], None]) -> bool:
 
 
 def reap_all(report: PassReport) -> None:
-    """Reap every lapsed lease, batch by batch."""
+    """Dead-letter every todo whose start_by or finish_by passed, then reap every lapsed lease,
+    batch by batch. Deadlines first: a lease capped at its finish_by lapses with it, and is
+    the deadline's (timed_out, no retry), not the reaper's."""
+    while True:
+        ids = lifecycle.dead_letter_late()
+        report.deadlines.extend(ids)
+        if len(ids) < limits.SWEEP_BATCH:
+            break
     while True:
         result = lifecycle.reap()
         report.reaped_requeued.extend(result.requeued)
         report.reaped_dead_lettered.extend(result.dead_lettered)
-        if len(result.requeued) + len(result.dead_lettered) < limits.SWEEP_BATCH:
+        report.reaped_retry_scheduled.extend(result.retry_scheduled)
+        done = len(result.requeued) + len(result.dead_lettered) + len(result.retry_scheduled)
+        if done < limits.SWEEP_BATCH:
             return
 
 
@@ -145,7 +165,7 @@ def requeue_all(report: PassReport) -> None:
 def ring_all(report: PassReport, *, unclaimed: bool = False) -> None:
     """Ring every pending todo that is due a ring (lifecycle.ring_due), batch by batch: the
     recent scan, and the unclaimed one too when ``unclaimed``."""
-    for scan in lifecycle.RING_SCANS if unclaimed else ("gate", "push"):
+    for scan in lifecycle.RING_SCANS if unclaimed else ("gate", "push", "not_before"):
         while True:
             rung = lifecycle.ring_due(scan)
             report.rung.extend(r.todo_id for r in rung)

@@ -47,6 +47,14 @@ class TodoView:
     input_request: Any
     attempts_total: int
     attempts_pruned: int
+    priority: int
+    not_before: dt.datetime | None
+    start_by: dt.datetime | None
+    finish_by: dt.datetime | None
+    run_timeout_seconds: int | None
+    dedupe_key: str | None
+    # Not a column: create() found the dedupe key held and returned the todo holding it.
+    deduplicated: bool = False
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
@@ -59,10 +67,14 @@ class TodoView:
     def dead_letter(self) -> bool:
         return states.is_dead_letter(self)
 
+    @property
+    def run_deadline(self) -> dt.datetime | None:
+        return states.run_deadline(self)
+
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
-_TODO_FIELDS = tuple(f.name for f in fields(TodoView))
+_TODO_FIELDS = tuple(f.name for f in fields(TodoView) if f.name != "deduplicated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +122,8 @@ class SweepResult:
 
     requeued: tuple[str, ...] = ()
     dead_lettered: tuple[str, ...] = ()
+    # A run timeout: failed with a retry after the backoff (reap.sql).
+    retry_scheduled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,9 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     prior_attempts=str(lifecycle.PRIOR_ATTEMPTS),
     limits_endpoint="%(endpoint_id)s",
     limits_queues="(SELECT %(queues)s::text[])",
+    # The lease cap's spots, as todos/lifecycle/statements.py fills them for a claim.
+    run_started="now()",
+    run_timeout="COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
 )
 # The claim before docs/decisions/0028-queue-limits.md: no queue-limits probe, no spend arm
 # (as the owning human's claim, which honours no limit).

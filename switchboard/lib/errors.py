@@ -35,6 +35,22 @@ class LeaseConflict(LifecycleError):
         self.transition = transition
 
 
+class TodoEnded(LifecycleError):
+    """The caller's claim was ended by someone else: canceled (the Board, a bulk cancel, A2A,
+    ``manage.py cancel``) or timed out (a deadline or the run timeout, by the sweeper). Raised
+    only to the holder (its endpoint, owner and fence); anyone else gets ``LeaseConflict``.
+    ``code`` is the attempt's outcome, ``reason`` why (the cancel's reason, or ``finish_by``,
+    ``start_by``, ``run_timeout``), ``by`` who ended it as the activity records it."""
+
+    def __init__(self, todo_id: str, code: str, reason: str | None, by: str | None) -> None:
+        word = "canceled" if code == "canceled" else "timed out"
+        super().__init__(f"todo {todo_id} was {word}" + (f": {reason}" if reason else ""))
+        self.todo_id = todo_id
+        self.code = code
+        self.reason = reason
+        self.by = by
+
+
 class InvalidInput(LifecycleError):
     """An argument was malformed or out of bounds; nothing was changed."""
 

@@ -40,6 +40,23 @@ def _reap_spent(p: Personas, t: str) -> None:
     assert lifecycle.reap().dead_lettered == (t,)
 
 
+def _finish_by_passed(p: Personas, t: str) -> None:
+    fetch_all(
+        "UPDATE todos SET finish_by = now() - interval '1 second' WHERE id = %(id)s", {"id": t}
+    )
+    assert lifecycle.dead_letter_late() == (t,)
+
+
+def _run_timed_out(p: Personas, t: str) -> None:
+    fetch_all(
+        "UPDATE todos SET run_timeout_seconds = 10, claimed_at = now() - interval '1 minute'"
+        " WHERE id = %(id)s",
+        {"id": t},
+    )
+    expire_lease(t)
+    assert lifecycle.reap().retry_scheduled == (t,)
+
+
 def _fail_last(p: Personas, t: str) -> None:
     ep = p.endpoint_a.id
     lifecycle.fail(ep, t, owner=OWNER)
@@ -70,6 +87,8 @@ CLOSERS: dict[str, tuple[Drive, tuple[str, str]]] = {
     "takeover": (_takeover, ("lease_expired", "requeued")),
     "reap with budget left": (_reap, ("reaped", "requeued")),
     "reap with budget spent": (_reap_spent, ("reaped", "dead_lettered")),
+    "finish_by passed": (_finish_by_passed, ("timed_out", "dead_lettered")),
+    "run timeout": (_run_timed_out, ("timed_out", "retry_scheduled")),
     "cancel": (
         lambda p, t: lifecycle.cancel(Scope.of_human(p.alice.id), t),
         ("canceled", "canceled"),
@@ -107,6 +126,8 @@ SEED_PAIRS = {
     ("reaped", "dead_lettered"),
     ("canceled", "canceled"),
     ("revoked", "dead_lettered"),
+    ("timed_out", "dead_lettered"),
+    ("timed_out", "retry_scheduled"),
 }
 
 

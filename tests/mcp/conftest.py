@@ -34,5 +34,8 @@ def error_of(result: CallToolResult) -> dict[str, Any]:
     [block] = result.content
     assert isinstance(block, TextContent), block
     body = json.loads(block.text)
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+    # A claim someone else ended also says why and who (canceled, timed_out).
+    ended = body.get("error", {}).get("code") in ("canceled", "timed_out")
+    keys = {"code", "message", "reason", "by"} if ended else {"code", "message"}
+    assert set(body) == {"error"} and set(body["error"]) == keys, body
     return dict(body["error"])

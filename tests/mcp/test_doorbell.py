@@ -346,8 +346,11 @@ def test_the_legacy_get_stream_and_subscribe_refuse_what_they_cannot_serve(
         return post(live, legacy_headers(personas.key_a, session), body).json()
 
     assert subscribe(URI) == {"jsonrpc": "2.0", "id": 3, "result": {}}
-    # Only queue summaries ring: anything else is "not found", as resources/read says.
-    assert subscribe("switchboard://todos/td_aaaaaaaaaaaaaaaaaaaa")["error"]["code"] == -32602
+    # Queue summaries and todos ring (any todo id: only the endpoint's own todos ever ring, so
+    # an unknown and a foreign id alike are silent); anything else is "not found", as
+    # resources/read says.
+    assert subscribe("switchboard://todos/td_aaaaaaaaaaaaaaaaaaaa")["result"] == {}
+    assert subscribe("switchboard://elsewhere/x")["error"]["code"] == -32602
 
 
 def test_legacy_subscriptions_are_capped_per_session(live: LiveServer, personas: Personas) -> None:

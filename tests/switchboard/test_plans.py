@@ -99,6 +99,8 @@ STATEMENTS = [
     "IN_ENDPOINT_SCOPE",
     "IN_HUMAN_SCOPE",
     "REPORTED",
+    # The holder's miss: was its claim ended by someone else (todos/sql/ended.sql).
+    "ENDED",
     # The ring's gate is on last_ringed_at, which todos_pending_ring_idx holds.
     "RING",
 ]

@@ -329,7 +329,8 @@ def test_the_claim_index_is_per_queue_over_claimable_rows_only() -> None:
     # It replaced the per-endpoint index, which nothing reads any more (migrations/0006).
     assert list(definitions) == ["todos_claim_queue_idx"], definitions
     definition = definitions["todos_claim_queue_idx"]
-    assert "USING btree (endpoint_id, queue, created_at, id)" in definition
+    # In claim order: higher priority first, then older (migrations/0015).
+    assert "USING btree (endpoint_id, queue, priority DESC, created_at, id)" in definition
     where = definition.split(" WHERE ", 1)[1]
     for state in ("pending", "claimed", "failed"):
         assert f"'{state}'" in where

@@ -87,3 +87,58 @@ def test_enqueue_refuses_a_revoked_endpoint(personas: Personas) -> None:
     with pytest.raises(CommandError, match="endpoint 'agent-b' is revoked"):
         enqueue("--endpoint=agent-b", "--queue=q", "--title=t")
     assert not Todo.objects.exists()
+
+
+def test_enqueue_sets_the_todos_time_from_instants_and_offsets(personas: Personas) -> None:
+    out = enqueue(
+        "--endpoint=agent-a",
+        "--queue=triage",
+        "--title=Timed",
+        "--priority=7",
+        "--not-before=+90s",
+        "--start-by=+10m",
+        "--finish-by=2999-01-02T03:04:05Z",
+        "--run-timeout=600",
+        "--dedupe-key=pr-42",
+    )
+    todo = Todo.objects.get(pk=out.strip())
+    assert (todo.priority, todo.run_timeout_seconds, todo.dedupe_key) == (7, 600, "pr-42")
+    assert todo.not_before is not None and todo.start_by is not None
+    assert 500 < (todo.start_by - todo.not_before).total_seconds() < 520
+    assert todo.finish_by is not None and todo.finish_by.year == 2999
+
+
+def test_enqueue_with_a_held_dedupe_key_prints_the_first_todo(personas: Personas) -> None:
+    first = enqueue("--endpoint=agent-a", "--queue=q", "--title=a", "--dedupe-key=k").strip()
+    err = io.StringIO()
+    out = io.StringIO()
+    call_command(
+        "enqueue",
+        "--endpoint=agent-a",
+        "--queue=q",
+        "--title=b",
+        "--dedupe-key=k",
+        stdout=out,
+        stderr=err,
+    )
+    assert out.getvalue().strip() == first
+    assert "deduplicated" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("option", "field"),
+    [
+        ("--priority=1001", "priority"),
+        ("--start-by=2001-01-01T00:00:00Z", "start_by"),
+        ("--finish-by=+0s", "finish_by"),
+        ("--finish-by=tomorrow", "finish_by"),
+        ("--not-before=2030-01-01T00:00:00", "not_before"),
+        ("--run-timeout=9", "run_timeout_seconds"),
+    ],
+)
+def test_enqueue_refuses_bad_time_in_one_line_naming_the_field(
+    personas: Personas, option: str, field: str
+) -> None:
+    with pytest.raises(CommandError, match=rf"^refused: {field}: "):
+        enqueue("--endpoint=agent-a", "--queue=q", "--title=t", option)
+    assert not Todo.objects.exists()

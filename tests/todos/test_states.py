@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
 from switchboard.lib.errors import LeaseConflict
 from switchboard.lib.sql import fetch_all, load
@@ -73,6 +74,14 @@ TABLE: dict[str, Row] = {
     "pending, released by its holder": row(State.PENDING, "claimable unfinished", "claim cancel"),
     "pending, its lapsed lease reaped": row(State.PENDING, "claimable unfinished", "claim cancel"),
     "pending, retried by a human": row(State.PENDING, "claimable unfinished", "claim cancel"),
+    # Time on a todo (_claimable.sql): not before not_before, never past finish_by.
+    "pending, not_before ahead": row(State.PENDING, "unfinished", "cancel"),
+    "pending, not_before passed": row(State.PENDING, "claimable unfinished", "claim cancel"),
+    "pending, finish_by passed (the sweeper's next)": row(State.PENDING, "unfinished", "cancel"),
+    "claimed, lapsed lease, finish_by passed": row(State.CLAIMED, "in_flight unfinished", HOLDING),
+    "failed, dead letter: finish_by passed while claimed": row(
+        State.FAILED, "dead_letter", "retry"
+    ),
     "claimed, live lease": row(State.CLAIMED, "in_flight unfinished", HOLDING),
     "claimed, live lease, budget spent": row(State.CLAIMED, "in_flight unfinished", HOLDING),
     "claimed by its owner on the Board": row(State.CLAIMED, "in_flight unfinished", HOLDING),
@@ -100,6 +109,16 @@ TABLE: dict[str, Row] = {
 }
 
 
+def soon() -> dt.datetime:
+    return timezone.now() + dt.timedelta(hours=1)
+
+
+def moved(todo_id: str, **columns: str) -> None:
+    """Set time columns to SQL expressions: PostgreSQL's clock, which Python's does not move."""
+    sets = ", ".join(f"{name} = {expr}" for name, expr in columns.items())
+    fetch_all(f"UPDATE todos SET {sets} WHERE id = %(id)s", {"id": todo_id})
+
+
 def reach_every_state(p: Personas) -> dict[str, str]:
     """One todo per row of TABLE, each brought there by real transitions; name → todo id."""
     ep, alice = p.endpoint_a.id, p.alice.id
@@ -115,6 +134,20 @@ def reach_every_state(p: Personas) -> dict[str, str]:
     expire_lease(requeued)
     expire_lease(spent)
     assert set(lifecycle.reap().requeued) == {requeued}
+
+    # The deadline sweep takes every todo past its finish_by, so its row comes next.
+    late = claim("failed, dead letter: finish_by passed while claimed", finish_by=soon())
+    moved(late, finish_by="now() - interval '1 second'")
+    assert lifecycle.dead_letter_late() == (late,)
+
+    ids["pending, not_before ahead"] = new_todo(ep, not_before=soon()).id
+    ids["pending, not_before passed"] = new_todo(ep, not_before=soon()).id
+    moved(ids["pending, not_before passed"], not_before="now() - interval '1 second'")
+    ids["pending, finish_by passed (the sweeper's next)"] = new_todo(ep, finish_by=soon()).id
+    moved(ids["pending, finish_by passed (the sweeper's next)"], finish_by="now()")
+    passed = claim("claimed, lapsed lease, finish_by passed", finish_by=soon())
+    moved(passed, finish_by="now() - interval '1 second'")
+    expire_lease(passed)
 
     ids["pending"] = new_todo(ep).id
     lifecycle.release(ep, claim("pending, released by its holder"), owner=OWNER)

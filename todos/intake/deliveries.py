@@ -31,6 +31,7 @@ from urllib.parse import parse_qs
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from switchboard.lib import jsonlimits, metrics, redact
@@ -259,6 +260,8 @@ def plan_for(source: Source, headers: Mapping[str, str], payload: Any) -> routin
 def _route(event_id: int, plan: routing.RoutingPlan, payload: Any) -> Delivery:
     """Create the plan's todos on the stored event and record what became of each rule."""
     todo_ids: list[str] = []
+    # The rules' delays and windows count from the delivery's arrival.
+    arrived = timezone.now()
     for planned in plan.todos:
         rule = planned.rule
         try:
@@ -271,6 +274,7 @@ def _route(event_id: int, plan: routing.RoutingPlan, payload: Any) -> Delivery:
                 max_attempts=rule.max_attempts,
                 event_id=event_id,
                 routing_trace=planned.trace,
+                **rule.todo_time(arrived, payload),
             )
         except InvalidInput as exc:
             # The endpoint was revoked since the rules were read, or the rule is out of bounds:
@@ -278,6 +282,9 @@ def _route(event_id: int, plan: routing.RoutingPlan, payload: Any) -> Delivery:
             planned.trace["error"] = str(exc)
             continue
         planned.trace["todo_id"] = todo.id
+        if todo.deduplicated:
+            # The rule's dedupe key is held by an unfinished todo: that one stands for it.
+            planned.trace["deduplicated"] = True
         todo_ids.append(todo.id)
     disposition = EventDisposition.ROUTED if todo_ids else EventDisposition.DROPPED
     # The trace entries gained todo ids (and maybe errors) since the insert; store the final one.

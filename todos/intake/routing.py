@@ -30,12 +30,13 @@ are, other values as compact JSON); a missing field renders empty and is reporte
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import json
 import re
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +98,11 @@ def parse_match(match: Any) -> tuple[Condition, ...]:
                 _check_path(key, where)
             conditions.append(Condition(section, key, _parse_ops(spec, where)))
     return tuple(conditions)
+
+
+def check_path(path: str, where: str = "path") -> None:
+    """Refuse a dotted path ``lookup`` could not follow (``InvalidMatch``)."""
+    _check_path(path, where)
 
 
 def _check_path(path: str, where: str) -> None:
@@ -263,6 +269,10 @@ def placeholders(template: str) -> list[str]:
 # --- a source's rules against one delivery -------------------------------------------------
 
 
+def _no_time(arrived: dt.datetime, payload: Any) -> dict[str, Any]:
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class RuleSpec:
     """What routing needs of a rule; built from a ``Rule`` row (``from_rule``) or a form."""
@@ -279,6 +289,9 @@ class RuleSpec:
     title_template: str
     work_order_template: str
     max_attempts: int
+    # lifecycle.create's time arguments for a delivery arriving at an instant with a payload
+    # (``Rule.todo_time``); none for a spec not built from a rule.
+    todo_time: Callable[[dt.datetime, Any], dict[str, Any]] = _no_time
 
     @classmethod
     def from_rule(cls, rule: Any, source_owner_id: int) -> RuleSpec:
@@ -296,6 +309,7 @@ class RuleSpec:
             title_template=rule.title_template,
             work_order_template=rule.work_order_template,
             max_attempts=rule.max_attempts,
+            todo_time=rule.todo_time,
         )
 
 

@@ -138,6 +138,16 @@ def delete_sources(queryset: QuerySet[Source]) -> None:
 # --- rules -----------------------------------------------------------------------------------
 
 
+RULE_TIME_FIELDS = (
+    "priority",
+    "delay_seconds",
+    "start_within_seconds",
+    "finish_within_seconds",
+    "run_timeout_seconds",
+    "dedupe_key_path",
+)
+
+
 def create_rule(
     source: Source,
     endpoint: Endpoint,
@@ -150,11 +160,18 @@ def create_rule(
     max_attempts: int = 5,
     position: int | None = None,
     enabled: bool = True,
+    **time: Any,
 ) -> Rule:
     """Add a rule to ``source``: after the last one, or at ``position``.
 
     Raise ``ValidationError`` (by field) for what intake could not route (``Rule.clean``).
+    ``time`` sets the time on the todos it creates: ``priority``, ``delay_seconds``,
+    ``start_within_seconds``, ``finish_within_seconds``, ``run_timeout_seconds``,
+    ``dedupe_key_path`` (the ``Rule`` fields of those names).
     """
+    unknown = set(time) - set(RULE_TIME_FIELDS)
+    if unknown:
+        raise TypeError(f"create_rule() got unexpected arguments: {', '.join(sorted(unknown))}")
     if position is None:
         last = source.rules.aggregate(last=Max("position"))["last"]
         position = 0 if last is None else last + POSITION_STEP
@@ -169,6 +186,7 @@ def create_rule(
         max_attempts=max_attempts,
         position=position,
         enabled=enabled,
+        **time,
     )
     rule.full_clean()
     rule.save()

@@ -11,7 +11,7 @@
 - ``operator.py``: the humans' retry, cancel, revoke_endpoint and ``operator_*`` transitions;
 - ``bulk.py``: a human's retry or cancel of every todo a filter selects;
 - ``queues.py``: pausing and resuming a queue, and setting its limits;
-- ``sweeps.py``: the sweeper's reap, requeue_due_retries, ring and ring_due.
+- ``sweeps.py``: the sweeper's dead_letter_late, reap, requeue_due_retries, ring and ring_due.
 
 The limits are ``todos/limits.py``'s, named here too; the push outbox is ``todos/push.py``.
 """
@@ -23,6 +23,7 @@ from switchboard.lib.errors import (
     AttemptInvariantViolated,
     InvalidInput,
     LeaseConflict,
+    TodoEnded,
     TodoNotFound,
 )
 from todos.lifecycle.agent import (
@@ -59,6 +60,9 @@ from todos.lifecycle.statements import (
     CLAIM_NEXT_QUEUES,
     COMPLETE,
     CREATE,
+    DEADLINES,
+    DEDUPE_HIT,
+    ENDED,
     FAIL,
     HEARTBEAT,
     HEARTBEAT_NOTE,
@@ -88,7 +92,7 @@ from todos.lifecycle.statements import (
     RING_SCANS,
     bulk_statement,
 )
-from todos.lifecycle.sweeps import reap, requeue_due_retries, ring, ring_due
+from todos.lifecycle.sweeps import dead_letter_late, reap, requeue_due_retries, ring, ring_due
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
     ACTOR_REF_MAX_BYTES,
@@ -118,6 +122,9 @@ __all__ = [
     "CLAIM_NEXT_QUEUES",
     "COMPLETE",
     "CREATE",
+    "DEADLINES",
+    "DEDUPE_HIT",
+    "ENDED",
     "FAIL",
     "HEARTBEAT",
     "HEARTBEAT_NOTE",
@@ -160,6 +167,7 @@ __all__ = [
     "AttemptInvariantViolated",
     "InvalidInput",
     "LeaseConflict",
+    "TodoEnded",
     "TodoNotFound",
     "activity_text",
     "answer",
@@ -175,6 +183,7 @@ __all__ = [
     "claim_next_or_why",
     "complete",
     "create",
+    "dead_letter_late",
     "fail",
     "heartbeat",
     "interrupt",

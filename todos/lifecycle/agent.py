@@ -4,11 +4,14 @@ the claim asked for one, the fence token)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
+from dataclasses import fields, replace
 from typing import Any
 from uuid import UUID
 
 from django.db import transaction
+from django.utils import timezone
 
 from attempts import rules
 from switchboard import runtime_settings
@@ -23,6 +26,7 @@ from todos.lifecycle.core import (
     claim_params,
     claimed_result,
     counted,
+    ended,
     fail_params,
     fail_result,
     holder_params,
@@ -41,6 +45,7 @@ from todos.lifecycle.statements import (
     CLAIM_NEXT_QUEUES,
     COMPLETE,
     CREATE,
+    DEDUPE_HIT,
     FAIL,
     HEARTBEAT,
     HEARTBEAT_NOTE,
@@ -69,9 +74,31 @@ def create(
     event_id: int | None = None,
     routing_trace: Any = None,
     assignee: str | None = None,
+    priority: int = 0,
+    not_before: dt.datetime | None = None,
+    start_by: dt.datetime | None = None,
+    finish_by: dt.datetime | None = None,
+    run_timeout_seconds: int | None = None,
+    dedupe_key: str | None = None,
 ) -> TodoView:
-    """Create a pending todo on a live endpoint's queue and ring the doorbell."""
+    """Create a pending todo on a live endpoint's queue and ring the doorbell (once due, for a
+    ``not_before`` ahead: the sweeper rings it then).
+
+    The time arguments are checked by ``limits.check_time`` (bad input raises ``InvalidInput``
+    naming the field, and nothing is created). With a ``dedupe_key`` an unfinished todo of the
+    endpoint already holds, nothing is created: that todo is returned with ``deduplicated``
+    set. Two racing creates with one key give one todo (create.sql).
+    """
     check_name("queue", queue)
+    time = limits.check_time(
+        priority=priority,
+        not_before=not_before,
+        start_by=start_by,
+        finish_by=finish_by,
+        run_timeout_seconds=run_timeout_seconds,
+        dedupe_key=dedupe_key,
+        now=timezone.now(),
+    )
     if not isinstance(title, str) or len(title.encode()) > TITLE_MAX_BYTES:
         raise InvalidInput("title", f"must be a string of at most {TITLE_MAX_BYTES} bytes")
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
@@ -89,12 +116,22 @@ def create(
         "routing_trace": jsonb("routing_trace", routing_trace),
         "assignee": None if assignee is None else check_name("assignee", assignee, OWNER_MAX_BYTES),
         "max_attempts": max_attempts,
+        **{f.name: getattr(time, f.name) for f in fields(time)},
     }
-    rows = fetch_all(CREATE, params)
-    if not rows:
-        raise InvalidInput("endpoint", "unknown or revoked")
-    counted("create")
-    return TodoView.from_row(rows[0])
+    # Twice at most: a dedupe hit whose holder finished before it could be read is a key
+    # free again, and the second insert takes it (or meets the next holder).
+    for _ in range(2):
+        rows = fetch_all(CREATE, params)
+        if rows:
+            counted("create")
+            return TodoView.from_row(rows[0])
+        if time.dedupe_key is None:
+            break
+        hit = fetch_one(DEDUPE_HIT, {"endpoint_id": endpoint_id, "dedupe_key": time.dedupe_key})
+        if hit is not None:
+            metrics.transition("create", "deduplicated")
+            return replace(TodoView.from_row(hit), deduplicated=True)
+    raise InvalidInput("endpoint", "unknown or revoked")
 
 
 def claim_next(
@@ -292,6 +329,8 @@ def _report(
     metrics.transition(transition, "miss")
     if row is None:
         raise TodoNotFound(todo_id)
+    if (error := ended(todo_id, holder)) is not None:
+        raise error
     raise LeaseConflict(todo_id, transition)
 
 

@@ -46,7 +46,9 @@ Misses
 ------
 A statement that matched nothing is classified after the fact (``in_scope.sql``): no row in the
 caller's scope → ``TodoNotFound``; a row that did not match → ``LeaseConflict``. A wrong fence
-token is exactly "not the holder".
+token is exactly "not the holder". The holder whose claim someone else ended (canceled, timed
+out) learns it instead (``ended.sql`` → ``TodoEnded``), and only the holder: the read runs on
+the miss path, so the hot path pays nothing for it.
 """
 
 from __future__ import annotations
@@ -70,12 +72,13 @@ from switchboard.lib.errors import (
     AttemptInvariantViolated,
     InvalidInput,
     LeaseConflict,
+    TodoEnded,
     TodoNotFound,
 )
 from switchboard.lib.sql import fetch_all, fetch_one
 from switchboard.lib.text import cut_utf8
 from switchboard.scope import Scope
-from todos.lifecycle.statements import IN_ENDPOINT_SCOPE, IN_HUMAN_SCOPE
+from todos.lifecycle.statements import ENDED, IN_ENDPOINT_SCOPE, IN_HUMAN_SCOPE
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
     LEASE_TTL_MAX_SECONDS,
@@ -91,6 +94,9 @@ from todos.types import AttemptView, ClaimResult, FailResult, TodoView
 # A note may span lines; any other control character (NUL included) is refused.
 _NOTE_CONTROLS_ALLOWED = frozenset("\n\t")
 _ONE_OPEN_KEY = re.compile(r"\(todo_id\)=\(([^)]*)\)")
+# The holder's own transitions through run_single (complete and fail classify in
+# agent._report): a miss may be a claim someone else ended (holder_miss).
+_HOLDER_TRANSITIONS = frozenset({"heartbeat", "release", "interrupt", "reject"})
 
 
 def jsonb(field: str, value: Any) -> Jsonb | None:
@@ -268,6 +274,26 @@ def miss(scope: Scope, todo_id: str, transition: str) -> Exception:
     return TodoNotFound(todo_id)
 
 
+def ended(todo_id: str, holder: Mapping[str, Any]) -> TodoEnded | None:
+    """``TodoEnded`` when the holder's claim (``holder``: endpoint_id, owner, token_hash) on
+    ``todo_id`` was ended by someone else, else None (``ended.sql``)."""
+    scope = Scope.of_endpoint(holder["endpoint_id"])
+    row = fetch_one(ENDED, {"id": todo_id, **holder, **scope.params})
+    if row is None:
+        return None
+    return TodoEnded(todo_id, row["outcome"], row["reason"], row["actor_ref"] or "sweeper")
+
+
+def holder_miss(todo_id: str, transition: str, params: Mapping[str, Any]) -> Exception:
+    """Classify the holder's miss: ``TodoEnded`` when its claim was ended by someone else, else
+    as ``miss`` (``params`` hold the holder's endpoint_id, owner and token_hash)."""
+    holder = {k: params[k] for k in ("endpoint_id", "owner", "token_hash")}
+    if (error := ended(todo_id, holder)) is not None:
+        metrics.transition(transition, "miss")
+        return error
+    return miss(Scope.of_endpoint(holder["endpoint_id"]), todo_id, transition)
+
+
 def counted(
     transition: str,
     closes: tuple[str, str] | None = None,
@@ -296,6 +322,9 @@ def run_single(
     """Run a single-todo statement (it announces its change itself: ``_notify_*.sql``)."""
     rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if not rows:
+        if transition in _HOLDER_TRANSITIONS:
+            # The holder's own transition: it may learn that someone else ended its claim.
+            raise holder_miss(todo_id, transition, params)
         raise miss(scope, todo_id, transition)
     return rows[0]
 

@@ -54,12 +54,19 @@ def retry(human_id: int, todo_id: str, *, actor_id: int | None = None) -> Report
 
 
 def cancel(
-    scope: Scope, todo_id: str, *, reason: str | None = None, actor_id: int | None = None
+    scope: Scope,
+    todo_id: str,
+    *,
+    reason: str | None = None,
+    actor_id: int | None = None,
+    by_system: bool = False,
 ) -> ReportResult:
     """Cancel an unfinished todo (a human from the Board, or the endpoint over A2A).
 
     A human's cancel is recorded as a ``human_action`` of ``actor_id`` (default: the scope's
-    human), an endpoint's as an ``a2a_state`` change.
+    human), or of the system (``manage.py``) when ``by_system`` (``manage.py cancel`` without
+    ``--as``: the scope is then the owner's, and no operator is named); an endpoint's as an
+    ``a2a_state`` change. The holder, if any, learns it at its next call (``TodoEnded``).
     """
     text, truncated = rules.summary(reason)
     params = {"summary": text, "summary_truncated": truncated}
@@ -76,7 +83,7 @@ def cancel(
         assert scope.human_id is not None
         params |= activity_params(
             "human_action",
-            Actor.human(actor_id or scope.human_id),
+            Actor.command("cancel") if by_system else Actor.human(actor_id or scope.human_id),
             "cancel",
             message=reason,
             message_field="reason",

@@ -45,6 +45,12 @@ def statement(name: str, **fragments: str) -> str:
         # The queues whose limits a claim_next honours (_queue_limited.sql): those it asked for.
         "limits_endpoint": "%(endpoint_id)s",
         "limits_queues": "(SELECT %(queues)s::text[])",
+        # The lease cap (_lease_cap.sql): the run timeout counts from the claim. A claim's
+        # statement says now() (its todo row still holds the previous claim's claimed_at).
+        "run_started": "t.claimed_at",
+        # The run timeout of the todo t, in seconds, NULL for none: its own, else its queue's
+        # default (_queue_run_timeout.sql, docs/decisions/0028-queue-limits.md).
+        "run_timeout": "COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
     }
     return load(SQL_DIR, name, **{**defaults, **fragments})
 
@@ -67,8 +73,10 @@ def _recorded(name: str, *, attempt: str, from_state: str, **fragments: str) -> 
 
 CREATE = statement("create")
 # One queue (the usual call) and several (docs/decisions/0013-claim-per-queue.md).
-CLAIM_NEXT = statement("claim_next")
-CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue")
+# A claim's run timeout starts now (_lease_cap.sql).
+_AT_CLAIM = {"run_started": "now()"}
+CLAIM_NEXT = statement("claim_next", **_AT_CLAIM)
+CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue", **_AT_CLAIM)
 # A todo's own queue, where a statement reaches the todo first (claim by id, rings).
 _ITS_QUEUE = {"pause_endpoint": "t.endpoint_id", "pause_queue": "t.queue"}
 # Operator variants, A2A transitions and the retry sweep also write one activity row each
@@ -84,7 +92,7 @@ _ITS_LIMITS = {
     "limits_endpoint": "%(scope_endpoint_id)s",
     "limits_queues": "(SELECT ARRAY[q.queue] FROM todos q WHERE q.id = %(id)s)",
 }
-CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE, **_ITS_LIMITS)
+CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE, **_ITS_LIMITS, **_AT_CLAIM)
 OPERATOR_CLAIM = _recorded(
     "claim",
     attempt="upd.attempts_total",
@@ -94,11 +102,11 @@ OPERATOR_CLAIM = _recorded(
     queue_limited="queue_limited AS (SELECT WHERE false)",
     queue_limits="TRUE",
     queue_spend="",
+    **_AT_CLAIM,
 )
-# Why an agent's claim_next took nothing, queue by queue (docs/decisions/0028-queue-limits.md).
-# Where todos.not_before exists (the time controls), splice _earliest_not_before.sql here by
-# dropping the override; until then the `not_before` reason is never given.
-CLAIM_EMPTY = statement("claim_empty", earliest_not_before="NULL::timestamptz")
+# Why an agent's claim_next took nothing, queue by queue (docs/decisions/0028-queue-limits.md),
+# the earliest not_before of a queue whose work is all scheduled included.
+CLAIM_EMPTY = statement("claim_empty")
 # An agent's claim that found its limited queue's count stale runs again behind this lock.
 LOCK_QUEUE_LIMITS = statement("lock_queue_limits")
 LOCK_QUEUE_LIMITS_OF_TODO = statement("lock_queue_limits", **_ITS_LIMITS)
@@ -115,8 +123,12 @@ OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
 RELEASE = statement("release")
 OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = statement("reap")
+# The deadline sweep: finish_by and start_by passed (deadlines.sql).
+DEADLINES = statement("deadlines")
+# A create that found its dedupe key held reads the todo holding it.
+DEDUPE_HIT = statement("dedupe_hit")
 RING = statement("ring", **_ITS_QUEUE)
-RING_SCANS = ("gate", "push", "unclaimed")  # ring_due's scans; see ring_due.sql
+RING_SCANS = ("gate", "push", "not_before", "unclaimed")  # ring_due's scans; see ring_due.sql
 RING_DUE = {
     scan: statement("ring_due", due=f"@{{due_{scan}}}", **_ITS_QUEUE) for scan in RING_SCANS
 }
@@ -145,6 +157,8 @@ RESUME_BY_REQUESTER = _recorded("resume", scope=ENDPOINT_SCOPE_SQL, **_RESUMED)
 REJECT = _recorded("reject", **_HELD)
 # The holder's complete and fail classify a miss with REPORTED instead: it may be a retry.
 REPORTED = statement("reported", scope=ENDPOINT_SCOPE_SQL)
+# The holder's miss when someone else ended its claim (canceled, timed out): core.holder_miss.
+ENDED = statement("ended", scope=ENDPOINT_SCOPE_SQL)
 # A miss's classification (core.miss), in the caller's scope.
 IN_ENDPOINT_SCOPE = statement("in_scope", scope=ENDPOINT_SCOPE_SQL)
 IN_HUMAN_SCOPE = statement("in_scope", scope=HUMAN_SCOPE_SQL)

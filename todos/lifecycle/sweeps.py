@@ -1,8 +1,10 @@
-"""The sweeper's transitions (todos/sweeps.py runs them): reap lapsed leases, requeue due
-retries, and ring, gated per todo across every process (docs/decisions/0015-rings-never-lost.md)."""
+"""The sweeper's transitions (todos/sweeps.py runs them): dead-letter the todos whose deadline
+passed, reap lapsed leases, requeue due retries, and ring, gated per todo across every process
+(docs/decisions/0015-rings-never-lost.md)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from uuid import uuid4
 
 from django.db import transaction
@@ -12,27 +14,67 @@ from switchboard.lib import metrics
 from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_all, fetch_one
 from todos.lifecycle.core import activity_params, counted, run
-from todos.lifecycle.statements import REAP, REQUEUE_DUE_RETRIES, RING, RING_DUE
+from todos.lifecycle.statements import DEADLINES, REAP, REQUEUE_DUE_RETRIES, RING, RING_DUE
 from todos.limits import SWEEP_BATCH
+from todos.states import IN_FLIGHT_STATES
 from todos.types import RingResult, SweepResult
 
 
 def reap(limit: int = SWEEP_BATCH) -> SweepResult:
-    """Reap up to ``limit`` lapsed leases: requeue them, or dead-letter those out of budget."""
-    rows = run(REAP, {"limit": limit}, None)
+    """Reap up to ``limit`` lapsed leases: requeue them, or dead-letter those out of budget. A
+    lease that lapsed at its run timeout closes ``timed_out`` and is retried as a failure is
+    (after the backoff, budget permitting: ``retry_scheduled``), else dead-lettered."""
+    current = runtime_settings.current()
+    params = {
+        "limit": limit,
+        "retry_after_seconds": None,
+        "retry_base_seconds": current.retry_base_seconds,
+        "retry_max_seconds": current.retry_max_seconds,
+    }
+    rows = run(REAP, params, None)
     requeued = tuple(r["id"] for r in rows if r["state"] == "pending")
-    dead = tuple(r["id"] for r in rows if r["state"] == "failed")
+    retried = tuple(r["id"] for r in rows if r["state"] == "failed" and r["next_retry_at"])
+    dead = tuple(r["id"] for r in rows if r["state"] == "failed" and not r["next_retry_at"])
+    closes = Counter(("timed_out" if r["timed_out"] else "reaped", _disposition(r)) for r in rows)
 
     def count() -> None:
-        if requeued:
-            metrics.transition("reap", "requeued", len(requeued))
-            metrics.attempt_closed("reaped", "requeued", len(requeued))
-        if dead:
-            metrics.transition("reap", "dead_lettered", len(dead))
-            metrics.attempt_closed("reaped", "dead_lettered", len(dead))
+        for name, ids in (
+            ("requeued", requeued),
+            ("retry_scheduled", retried),
+            ("dead_lettered", dead),
+        ):
+            if ids:
+                metrics.transition("reap", name, len(ids))
+        for (outcome, disposition), n in closes.items():
+            metrics.attempt_closed(outcome, disposition, n)
 
     transaction.on_commit(count)
-    return SweepResult(requeued=requeued, dead_lettered=dead)
+    return SweepResult(requeued=requeued, dead_lettered=dead, retry_scheduled=retried)
+
+
+def _disposition(row: dict[str, object]) -> str:
+    if row["state"] == "pending":
+        return "requeued"
+    return "retry_scheduled" if row["next_retry_at"] else "dead_lettered"
+
+
+def dead_letter_late(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
+    """Dead-letter up to ``limit`` todos whose time ran out (deadlines.sql): unfinished past
+    their finish_by (an open attempt closes ``timed_out``), or still pending past their
+    start_by. Each gets a ``deadline`` activity row of the sweeper naming the deadline."""
+    rows = run(DEADLINES, {"limit": limit}, None)
+    ids = tuple(r["id"] for r in rows)
+    held = sum(1 for r in rows if r["from_state"] in IN_FLIGHT_STATES)
+
+    def count() -> None:
+        metrics.transition("deadline", "dead_lettered", len(ids))
+        if held:
+            metrics.attempt_closed("timed_out", "dead_lettered", held)
+        metrics.activity("deadline", len(ids))
+
+    if ids:
+        transaction.on_commit(count)
+    return ids
 
 
 def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:

@@ -41,7 +41,7 @@ REVERSE = "DROP TABLE queue_settings;"
 class Migration(migrations.Migration):
     # Follows the time controls' migration (0015_todo_time) where both are present; the lead
     # renumbers the dependency when the branches meet.
-    dependencies = [("todos", "0014_todo_search_table")]
+    dependencies = [("todos", "0015_todo_time")]
 
     operations = [
         migrations.SeparateDatabaseAndState(

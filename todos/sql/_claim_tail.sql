@@ -26,7 +26,9 @@ pruned AS (
 upd AS (
     UPDATE todos t
        SET @{activity_bump}state = 'claimed', owner = %(owner)s,
-           lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
+           -- The lease never runs past the todo's finish_by or this claim's run timeout
+           -- (_lease_cap.sql; LEAST ignores the NULLs of limits not set).
+           lease_expires_at = LEAST(now() + %(ttl_seconds)s * interval '1 second', @{lease_cap}),
            -- The todo's copies of the new attempt's fence and heartbeat write (_fence.sql).
            lease_token_hash = %(token_hash)s::bytea, attempt_heartbeat_at = NULL,
            attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,

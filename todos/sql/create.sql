@@ -1,21 +1,36 @@
--- create: a new pending todo on a live endpoint's queue, and its search text; rings the doorbell.
+-- create: a new pending todo on a live endpoint's queue, and its search text; rings the doorbell
+--   when it is claimable now (a todo with a later not_before is announced as changed, and rung
+--   by the sweeper once due: ring_due.sql's `not_before` scan).
 --   The search text (todo_search, migrations/0014) is written here once: id, title and payload
 --   never change after, so no later transition touches it (docs/decisions/0019-todo-search.md).
+--   A dedupe_key already held by an unfinished todo of the endpoint inserts nothing
+--   (ON CONFLICT on todos_dedupe_idx; a racing create waits for the other's commit, then
+--   finds the conflict): the caller reads that todo with dedupe_hit.sql.
 -- params: id, endpoint_id, queue, title, event_id, payload (jsonb), work_order, routing_trace
---   (jsonb), assignee, max_attempts
--- returns: the todo; no row when the endpoint is unknown or revoked (and no search row).
--- Uses index: endpoints_pkey; todo_search_pkey and todo_search_text_idx take the new row.
+--   (jsonb), assignee, max_attempts, priority, not_before, start_by, finish_by,
+--   run_timeout_seconds, dedupe_key
+-- returns: the todo; no row when the endpoint is unknown or revoked, or the dedupe key is held
+--   (and no search row).
+-- Uses index: endpoints_pkey; todos_dedupe_idx; todo_search_pkey and todo_search_text_idx take
+--   the new row.
 WITH upd AS (
     INSERT INTO todos (id, endpoint_id, queue, title, event_id, payload, work_order,
-                       routing_trace, assignee, max_attempts)
+                       routing_trace, assignee, max_attempts, priority, not_before, start_by,
+                       finish_by, run_timeout_seconds, dedupe_key)
     SELECT %(id)s, e.id, %(queue)s, %(title)s, %(event_id)s, %(payload)s, %(work_order)s,
-           %(routing_trace)s, %(assignee)s, %(max_attempts)s
+           %(routing_trace)s, %(assignee)s, %(max_attempts)s, %(priority)s, %(not_before)s,
+           %(start_by)s, %(finish_by)s, %(run_timeout_seconds)s, %(dedupe_key)s
       FROM endpoints e
      WHERE e.id = %(endpoint_id)s AND e.revoked_at IS NULL
+        ON CONFLICT (endpoint_id, dedupe_key) WHERE dedupe_key IS NOT NULL AND finished_at IS NULL
+        DO NOTHING
     RETURNING *
 ),
 search AS (
     INSERT INTO todo_search (todo_id, text)
     SELECT upd.id, todo_search_text(upd.id, upd.title, upd.payload) FROM upd
 )
-SELECT upd.*, NULL::int AS attempt_seq, @{notify_ready} AS rung FROM upd
+SELECT upd.*, NULL::int AS attempt_seq,
+       CASE WHEN upd.not_before IS NULL OR upd.not_before <= now() THEN @{notify_ready}
+            ELSE @{notify_changed} END AS rung
+  FROM upd

@@ -10,11 +10,7 @@ WITH upd AS (
     UPDATE todos t
        SET @{activity_bump}state = 'failed', result = %(result)s, @{unheld},
            next_retry_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN
-               now() + COALESCE(
-                   %(retry_after_seconds)s::float8,
-                   LEAST(%(retry_base_seconds)s * power(2, LEAST(GREATEST(t.attempt - 1, 0), 40)),
-                         %(retry_max_seconds)s) * (0.9 + random() * 0.2)
-               ) * interval '1 second'
+               @{retry_backoff}
            END,
            finished_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN NULL
                               ELSE now() END,

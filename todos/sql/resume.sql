@@ -18,7 +18,8 @@ WITH cur AS (
 upd AS (
     UPDATE todos t
        SET @{activity_bump}state = 'claimed',
-           lease_expires_at = now() + %(ttl_seconds)s * interval '1 second',
+           -- Capped as a heartbeat's (_lease_cap.sql): the wait for input counts.
+           lease_expires_at = LEAST(now() + %(ttl_seconds)s * interval '1 second', @{lease_cap}),
            input_request = CASE WHEN %(response)s::jsonb IS NULL THEN t.input_request
                                 ELSE COALESCE(t.input_request, '{}'::jsonb)
                                      || jsonb_build_object('response', %(response)s::jsonb) END,

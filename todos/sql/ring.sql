@@ -17,6 +17,8 @@ WITH cur AS (
                  AND (t.last_ringed_at IS NULL
                       OR t.last_ringed_at <= now() - make_interval(secs => %(gate_seconds)s))
                  AND @{queue_open}
+                 -- Not before it is due (_due_now.sql): the sweeper rings it then.
+                 AND @{due_now}
            THEN true ELSE false END
        FOR UPDATE SKIP LOCKED
 ),
