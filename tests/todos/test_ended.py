@@ -93,7 +93,7 @@ def test_a_requesters_cancel_over_a2a_names_the_endpoint(personas: Personas) -> 
     lifecycle.cancel(Scope.of_endpoint(ep), got.todo.id, reason="not needed")
     with pytest.raises(lifecycle.TodoEnded) as ended:
         lifecycle.heartbeat(ep, got.todo.id, owner=OWNER)
-    assert (ended.value.reason, ended.value.by) == ("not needed", f"endpoint:{ep}")
+    assert (ended.value.reason, ended.value.by) == ("not needed", f"requester:{ep}")
 
 
 def test_a_bulk_cancel_reaches_the_holder(personas: Personas) -> None:
@@ -124,7 +124,7 @@ def test_manage_py_cancel_reaches_the_holder_as_the_system(personas: Personas) -
     assert Todo.objects.get(pk=got.todo.id).state == "canceled"
     with pytest.raises(lifecycle.TodoEnded) as ended:
         lifecycle.heartbeat(ep, got.todo.id, owner=OWNER)
-    assert (ended.value.reason, ended.value.by) == ("wrong repository", "manage.py")
+    assert (ended.value.reason, ended.value.by) == ("wrong repository", "command:cancel")
 
 
 def test_manage_py_cancel_as_an_operator_is_scoped_to_their_endpoints(
