@@ -76,7 +76,6 @@ RUNS_KEPT = 50  # runs kept per schedule: the Board shows the newest
 TEMPLATE_NAMES = frozenset({"tick", "date", "time", "schedule"})
 
 
-
 @dataclass(frozen=True, slots=True)
 class Fired:
     """What the fire step did with one due schedule."""
