@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from switchboard.lib.errors import InvalidInput
@@ -248,6 +248,24 @@ def test_a_second_create_with_the_key_returns_the_first_and_says_so(personas: Pe
     lifecycle.operator_cancel(personas.alice.id, first.id)
     third = new_todo(ep, dedupe_key="pr-42")
     assert third.id != first.id and not third.deduplicated
+
+
+@pytest.mark.django_db
+def test_retrying_a_todo_whose_key_a_newer_one_holds_is_refused_and_changes_nothing(
+    personas: Personas,
+) -> None:
+    ep = personas.endpoint_a.id
+    first = new_todo(ep, dedupe_key="pr-43")
+    lifecycle.operator_cancel(personas.alice.id, first.id)
+    newer = new_todo(ep, dedupe_key="pr-43")
+
+    # A savepoint: the refused statement aborts its transaction, and the test's is still open.
+    with pytest.raises(InvalidInput) as refused, transaction.atomic():
+        lifecycle.operator_retry(personas.alice.id, first.id)
+
+    assert refused.value.field == "dedupe_key"
+    assert Todo.objects.get(pk=first.id).state == "canceled"
+    assert Todo.objects.get(pk=newer.id).state == "pending"
 
 
 @pytest.mark.django_db(transaction=True)

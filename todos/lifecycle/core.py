@@ -234,9 +234,15 @@ def run(sql: str, params: Mapping[str, Any], todo_id: str | None) -> list[dict[s
 
 
 def _invariant_error(exc: IntegrityError, todo_id: str | None) -> Exception:
-    """``AttemptInvariantViolated`` if ``exc`` is the one-open-attempt constraint, else ``exc``."""
+    """``AttemptInvariantViolated`` if ``exc`` is the one-open-attempt constraint;
+    ``InvalidInput`` if a retry would make a second unfinished todo of one dedupe key (the
+    finished todo's key is held by a newer one: ``todos_dedupe_idx``); else ``exc``."""
     cause = exc.__cause__
     diag = getattr(cause, "diag", None)
+    if diag is not None and diag.constraint_name == "todos_dedupe_idx":
+        return InvalidInput(
+            "dedupe_key", "another unfinished todo of this endpoint holds the same dedupe key"
+        )
     if diag is None or diag.constraint_name != "todo_attempts_one_open":
         return exc
     match = _ONE_OPEN_KEY.search(diag.message_detail or "")
