@@ -110,15 +110,18 @@ HEARTBEAT_NO_ATTEMPTS = _bench_statement("heartbeat_no_attempts")
 # Seeding in one statement: ids are md5 hex with 0/1/8/9 mapped to w/x/y/z, which satisfies
 # todos_id_check ('^td_[a-z2-7]{20}$') and is unique per (nonce, i). created_at is spread 1 ms
 # apart so claim order is total. The payload and work order are sized like a webhook-made todo.
+# With --priorities the pending todos spread over 21 priorities (-100..100, interleaved with their
+# age), so each claim takes the head of the priority-ordered index among mixed rows.
 SEED = """
 INSERT INTO todos (id, endpoint_id, queue, title, payload, work_order, max_attempts,
-                   created_at, updated_at)
+                   created_at, updated_at, priority)
 SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1, 20),
        %(endpoint_id)s, %(queue)s, 'bench todo ' || i,
        jsonb_build_object('n', i, 'repo', 'stump/switchboard', 'ref', 'refs/heads/main',
                           'check', 'ci/unit', 'detail', repeat('x', 200)),
        repeat('Fix the failing check, push, and report back. ', 4), 5,
-       now() - (%(n)s - i) * interval '1 millisecond', now()
+       now() - (%(n)s - i) * interval '1 millisecond', now(),
+       %(spread)s * (((i * 7919) %% 21) - 10) * 10
   FROM generate_series(1, %(n)s) AS i
 """
 
@@ -404,15 +407,21 @@ def ensure_endpoint() -> uuid.UUID:
     return endpoint.id
 
 
-def seed(admin: psycopg.Connection[Any], endpoint_id: uuid.UUID, n: int, history: int) -> None:
+def seed(
+    admin: psycopg.Connection[Any],
+    endpoint_id: uuid.UUID,
+    n: int,
+    history: int,
+    priorities: bool = False,
+) -> None:
     """Replace every todo (and, by cascade, attempt) with ``history`` completed todos and ``n``
-    fresh pending ones."""
+    fresh pending ones (of mixed priorities when ``priorities``)."""
     # Both named: an ablation drops the FK through which CASCADE would reach todo_attempts.
     admin.execute("TRUNCATE todos, todo_attempts CASCADE")
     params = {"nonce": uuid.uuid4().hex, "endpoint_id": endpoint_id, "queue": QUEUE}
     if history:
         admin.execute(SEED_HISTORY, {**params, "n": history})
-    admin.execute(SEED, {**params, "n": n})
+    admin.execute(SEED, {**params, "n": n, "spread": 1 if priorities else 0})
     # Statistics and a visibility map as a settled table would have.
     admin.execute("VACUUM (ANALYZE) todos, todo_attempts")
 
@@ -642,7 +651,9 @@ def measure(
     local: bool,
 ) -> Sample:
     with variant.around() if variant.around is not None else nullcontext():
-        seed(admin, target.endpoint_id, args.todos, args.history)
+        seed(
+            admin, target.endpoint_id, args.todos, args.history, getattr(args, "priorities", False)
+        )
         if variant.after_seed is not None:
             variant.after_seed(target)
         workers = [_Worker(i) for i in range(threads)]
@@ -886,6 +897,9 @@ def argument_parser(description: str) -> argparse.ArgumentParser:
         "--history", type=int, default=10_000, help="completed todos seeded first (10000)"
     )
     parser.add_argument("--only", default="", help="comma-separated variant keys to run")
+    parser.add_argument(
+        "--priorities", action="store_true", help="seed pending todos of 21 mixed priorities"
+    )
     parser.add_argument("--no-wal", action="store_true", help="skip the WAL figures")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 s, 1 round, 5000 todos")
     return parser
