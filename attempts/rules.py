@@ -1,8 +1,8 @@
 """What an attempt may record: summary and claimant are cut, never rejected; artifact is validated.
 
-Seed 000: "a reporter's verdict must never be lost because its prose ran long", while "a
-malformed handle is a bug the caller should see". Summaries are data replayed to later claimers;
-Switchboard never interprets them.
+A reporter's verdict must never be lost because its prose ran long, while a malformed handle is a
+bug the caller should see (docs/guides/lifecycle.md, the attempt's fields). Summaries are data
+replayed to later claimers; Switchboard never interprets them.
 """
 
 from __future__ import annotations
