@@ -65,8 +65,6 @@ SCHEDULE_ADVANCE = load(_SQL, "schedule_advance")
 
 CRON_MAX_BYTES = 200
 TIMEZONE_MAX_BYTES = 64
-PRIORITY_MIN, PRIORITY_MAX = -1000, 1000
-RUN_TIMEOUT_MIN = 10
 WITHIN_MAX_SECONDS = 366 * 24 * 3600  # deadlines relative to the tick: at most a year after it
 # A tick later than this is missed even when the next tick has not passed yet (a daily
 # schedule whose sweeper was down for hours); the sweeper runs every few seconds.
@@ -224,7 +222,9 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
         "title_template": check_template("title", values["title_template"], limits.TITLE_MAX_BYTES),
         "payload_template": _check_payload(values["payload_template"]),
         "work_order_template": check_template("work_order", values["work_order_template"] or ""),
-        "priority": _check_int("priority", values["priority"], PRIORITY_MIN, PRIORITY_MAX),
+        "priority": _check_int(
+            "priority", values["priority"], limits.PRIORITY_MIN, limits.PRIORITY_MAX
+        ),
         "start_within_seconds": _check_int(
             "start_within", values["start_within_seconds"], 1, WITHIN_MAX_SECONDS, optional=True
         ),
@@ -234,7 +234,7 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
         "run_timeout_seconds": _check_int(
             "run_timeout_seconds",
             values["run_timeout_seconds"],
-            RUN_TIMEOUT_MIN,
+            limits.RUN_TIMEOUT_MIN_SECONDS,
             limits.LEASE_TTL_MAX_SECONDS,
             optional=True,
         ),
