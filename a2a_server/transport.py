@@ -87,9 +87,7 @@ def _unstorable(value: Any) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return "numbers must be finite (1e400, NaN and Infinity are not)"
     if isinstance(value, dict):
-        return next(
-            (why for item in value.items() for why in map(_unstorable, item) if why), None
-        )
+        return next((why for item in value.items() for why in map(_unstorable, item) if why), None)
     if isinstance(value, list):
         return next((why for why in map(_unstorable, value) if why), None)
     return None

@@ -150,9 +150,10 @@ else:
 AUTH_USER_MODEL = "switchboard.Human"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
-# django-axes first: it refuses a locked-out username+address before any password is checked.
+# django-axes first: it refuses a locked-out username+address, or a username whose budget across
+# addresses is spent (switchboard/login.py), before any password is checked.
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
+    "switchboard.login.LoginBudgetBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
@@ -241,12 +242,19 @@ SWITCHBOARD_METRICS_ALLOW = parse_networks(
 AXES_FAILURE_LIMIT = env_int("SWITCHBOARD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("SWITCHBOARD_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# ... and after this many for one username from any addresses, the username from everywhere
+# (switchboard/login.py).
+SWITCHBOARD_LOGIN_USERNAME_FAILURE_LIMIT = env_int(
+    "SWITCHBOARD_LOGIN_USERNAME_FAILURE_LIMIT", 50, minimum=1
+)
 AXES_RESET_ON_SUCCESS = True
 # No "AXES: BEGIN …" banner on every command's standard error.
 AXES_VERBOSE = False
 # The login form's field; the admin's is the same.
 AXES_USERNAME_FORM_FIELD = "username"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The lockout answer: that page, 429, with Retry-After (switchboard/login.py).
+AXES_LOCKOUT_CALLABLE = "switchboard.login.locked_out"
 # REMOTE_ADDR, which ForwardedMiddleware set from trusted proxies only (never django-ipware,
 # which would read X-Forwarded-For from anyone if it were installed).
 AXES_CLIENT_IP_CALLABLE = "switchboard.lib.proxies.remote_addr"
