@@ -131,6 +131,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels --------------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
+# redis-py 8 reads with a 5 s socket timeout by default, the same 5 s that channels_redis blocks
+# in BZPOPMIN for: the read timed out just before Redis answered "nothing", and every idle
+# consumer died (its socket closed 1011). A longer timeout lets the blocking pop answer first and
+# still notices a dead Redis (tests/activity/test_live_servers.py holds it).
+REDIS_LAYER_OPTIONS = {"socket_timeout": 30}
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -138,7 +143,7 @@ if REDIS_URL:
             # Processes that share a prefix hear each other's live updates; a second
             # deployment (or test run) on the same Redis picks a prefix of its own.
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                "hosts": [{"address": REDIS_URL, **REDIS_LAYER_OPTIONS}],
                 "prefix": env_str("SWITCHBOARD_CHANNEL_PREFIX", "asgi"),
             },
         }

@@ -254,3 +254,29 @@ def test_a_host_not_in_allowed_hosts_is_421_in_the_surface_s_shape(
             assert "ALLOWED_HOSTS" in json_format.Parse(body, Status()).message
         else:
             assert "ALLOWED_HOSTS" in answer["message"]
+
+
+def test_an_exception_that_ends_a_request_is_logged_with_its_path(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """daphne's own line names neither the path nor the socket (switchboard/asgi.py)."""
+    import asyncio
+
+    from switchboard import asgi
+    from switchboard.lib import changefeed
+
+    async def boom(scope: object, receive: object, send: object) -> None:
+        raise RuntimeError("the consumer died")
+
+    monkeypatch.setattr(asgi, "router", boom)
+    monkeypatch.setattr(type(changefeed.FEED), "running", property(lambda self: True))
+    asgi.logger.addHandler(caplog.handler)  # the test settings' logging may not propagate
+    try:
+        with pytest.raises(RuntimeError):
+            asyncio.run(asgi.with_feed({"type": "websocket", "path": "/ws/live/"}, None, None))
+    finally:
+        asgi.logger.removeHandler(caplog.handler)
+
+    (record,) = [r for r in caplog.records if r.name == "switchboard.asgi"]
+    assert record.getMessage() == "websocket /ws/live/ ended by an exception"
+    assert record.exc_info is not None
