@@ -176,7 +176,10 @@ def store(
             },
         )
         decision = _decide(unique, counts, attempt_cap, todo_cap)
-        bindings = sorted(new_bindings)
+        # A binding is kept only with a span stored for it: a trace whose spans the caps all
+        # refused binds nothing (its later spans would be refused at the same cap anyway).
+        kept = {(r.todo_id, r.trace_id) for r in decision.keep}
+        bindings = sorted(b for b in new_bindings if b in kept)
         attempt_drops = [(k, n) for k, n in decision.attempt_drops.items() if k[1] is not None]
         fetch_all(
             STORE,
