@@ -17,8 +17,11 @@ in ``mcp_server.server``.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections import Counter
+from collections.abc import AsyncGenerator, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+from uuid import UUID
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
@@ -73,6 +76,27 @@ def _in_thread(func: Callable[..., Any]) -> Callable[..., Any]:
     return dbthread.wrap(func)
 
 
+# Streams open per endpoint in this process (SWITCHBOARD_A2A_STREAMS_PER_ENDPOINT): each holds a
+# waiter and a socket, so a requester key cannot open them without bound.
+_streams: Counter[UUID] = Counter()
+
+
+@contextmanager
+def _stream_slot(endpoint: Endpoint) -> Iterator[None]:
+    most = settings.SWITCHBOARD_A2A_STREAMS_PER_ENDPOINT
+    if _streams[endpoint.id] >= most:
+        raise UnsupportedOperationError(
+            f"this endpoint already holds {most} open streams here; close one first"
+        )
+    _streams[endpoint.id] += 1
+    try:
+        yield
+    finally:
+        _streams[endpoint.id] -= 1
+        if _streams[endpoint.id] <= 0:
+            del _streams[endpoint.id]
+
+
 class ContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's call context, plus the endpoint the transport authenticated."""
 
@@ -103,8 +127,8 @@ def read_task(endpoint: Endpoint, todo_id: str) -> Task:
 
 
 def _create(endpoint: Endpoint, message: Message, metadata: dict[str, Any]) -> Task:
-    wanted = tasks.intake(message, metadata)
     try:
+        wanted = tasks.intake(message, metadata)
         todo = lifecycle.create(
             endpoint.id,
             queue=wanted.queue or settings.SWITCHBOARD_A2A_DEFAULT_QUEUE,
@@ -282,22 +306,24 @@ class TodoRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         endpoint = _endpoint(context)
-        first = await _in_thread(send)(endpoint, params)
-        async for event in self._follow(endpoint, first):
-            yield event
+        with _stream_slot(endpoint):
+            first = await _in_thread(send)(endpoint, params)
+            async for event in self._follow(endpoint, first):
+                yield event
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         endpoint = _endpoint(context)
-        first = await _in_thread(read_task)(endpoint, params.id)
-        if first.status.state in tasks.FINAL - {
-            tasks.TaskState.TASK_STATE_INPUT_REQUIRED,
-            tasks.TaskState.TASK_STATE_AUTH_REQUIRED,
-        }:
-            raise UnsupportedOperationError(f"task {params.id} is in a terminal state")
-        async for event in self._follow(endpoint, first):
-            yield event
+        with _stream_slot(endpoint):
+            first = await _in_thread(read_task)(endpoint, params.id)
+            if first.status.state in tasks.FINAL - {
+                tasks.TaskState.TASK_STATE_INPUT_REQUIRED,
+                tasks.TaskState.TASK_STATE_AUTH_REQUIRED,
+            }:
+                raise UnsupportedOperationError(f"task {params.id} is in a terminal state")
+            async for event in self._follow(endpoint, first):
+                yield event
 
     # Push notifications and the extended card are not offered (the card says so).
 

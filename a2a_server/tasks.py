@@ -40,6 +40,7 @@ from google.protobuf import json_format, struct_pb2, timestamp_pb2
 
 from attempts.types import AttemptView
 from switchboard.lib.actors import Actor
+from switchboard.lib.errors import InvalidInput
 from todos import states
 from todos.states import State, TodoRow
 
@@ -208,9 +209,12 @@ def _metadata(message: Any) -> dict[str, Any]:
 def intake(message: Message, request_metadata: Mapping[str, Any]) -> Intake:
     """The todo a new message asks for. The queue comes from the message's metadata, else the
     request's (``{"queue": "…"}``); None means the endpoint's default. So does its time
-    (``TIME_KEYS``: ``{"priority": 5, "finish_by": "+2h", "dedupe_key": "pr-42"}``)."""
+    (``TIME_KEYS``: ``{"priority": 5, "finish_by": "+2h", "dedupe_key": "pr-42"}``).
+    ``InvalidInput`` for a queue that is not a string."""
     metadata = _metadata(message)
     queue = metadata.get("queue", request_metadata.get("queue"))
+    if queue is not None and not isinstance(queue, str):
+        raise InvalidInput("metadata.queue", "must be a string (a queue's name)")
     texts = [part.text for part in message.parts if part.WhichOneof("content") == "text"]
     work_order = "\n\n".join(texts)
     first = work_order.strip().splitlines()[0] if work_order.strip() else ""
@@ -227,7 +231,7 @@ def intake(message: Message, request_metadata: Mapping[str, Any]) -> Intake:
         if (value := metadata.get(key, request_metadata.get(key))) is not None
     }
     return Intake(
-        queue=queue if queue is None or isinstance(queue, str) else str(queue),
+        queue=queue,
         title=first[:TITLE_MAX_CHARS],
         work_order=work_order,
         payload=payload,

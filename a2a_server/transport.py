@@ -14,6 +14,12 @@ endpoint goes into the ASGI scope and the request goes to one shared Starlette a
 - ``GET /a2a/{slug}/.well-known/agent-card.json``: the endpoint's card (``a2a_server.card``),
   through the SDK's card route.
 
+A body whose strings PostgreSQL could not store (a NUL, ``\\u0000``, or a lone surrogate such as
+``\\ud800``) or with a number that is not finite (``1e400``) is refused here with "invalid params"
+(-32602), before the SDK converts it: none can be written to a text or jsonb column, and the SDK
+fails on them with an internal error. The scan is a byte search; only a body that carries such
+a token is parsed.
+
 Everything that leaves is JSON: refusals here are JSON-RPC error objects, the SDK answers a
 malformed request with the JSON-RPC error (HTTP 200, as the A2A JSON-RPC binding does), and a
 path or method the routes do not know is a JSON 404/405, never an HTML page or a 500.
@@ -24,7 +30,9 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import math
 import re
+from typing import Any
 
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.types import AgentCard
@@ -49,17 +57,57 @@ logger = logging.getLogger(__name__)
 PREFIX = "/a2a"
 _PATH = re.compile(r"^/a2a/([^/]+)(/.*)?$")
 INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+# A JSON escape of NUL or a surrogate, an exponent of three digits or more, or the NaN and
+# Infinity that Python's json module accepts: the only bodies worth a second look.
+_SUSPECT = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])|[eE][+-]?\d{3}|NaN|Infinity")
 
 # The card being served: set per request before the SDK's card route runs (it asks
 # ``_current_card`` for it), so one route serves every endpoint its own card.
 _CARD: contextvars.ContextVar[AgentCard] = contextvars.ContextVar("a2a_card")
 
 
-def _error_body(message: str, code: int = INVALID_REQUEST) -> bytes:
+def _error_body(message: str, code: int = INVALID_REQUEST, request_id: Any = None) -> bytes:
     return json.dumps(
-        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
     ).encode()
+
+
+def _unstorable(value: Any) -> str | None:
+    """Why a string or number in ``value`` cannot be stored, or None."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "strings must not contain NUL (\\u0000)"
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return "strings must be valid Unicode (a lone surrogate is not)"
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return "numbers must be finite (1e400, NaN and Infinity are not)"
+    if isinstance(value, dict):
+        return next((why for item in value.items() for why in map(_unstorable, item) if why), None)
+    if isinstance(value, list):
+        return next((why for why in map(_unstorable, value) if why), None)
+    return None
+
+
+def refuse_unstorable(body: bytes) -> bytes | None:
+    """The JSON-RPC error answering a body whose strings cannot be stored, or None."""
+    if not _SUSPECT.search(body):
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the SDK answers a parse error
+    why = _unstorable(message)
+    if why is None:
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(request_id, (str, int)) or _unstorable(request_id):
+        request_id = None
+    return _error_body(why, INVALID_PARAMS, request_id)
 
 
 def encode_refusal(refused: frontdoor.Refused, _content_type: str | None) -> tuple[str, bytes]:
@@ -85,7 +133,12 @@ async def send_error(
     code: int = INVALID_REQUEST,
     headers: dict[str, str] | None = None,
 ) -> None:
-    body = _error_body(message, code)
+    await _send_body(send, status, _error_body(message, code), headers)
+
+
+async def _send_body(
+    send: Send, status: int, body: bytes, headers: dict[str, str] | None = None
+) -> None:
     raw_headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -170,6 +223,10 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         await send_error(send, 503, "the database is unavailable", code=INTERNAL_ERROR)
         return
     except asgi.ClientDisconnected:
+        return
+    refusal = refuse_unstorable(body)
+    if refusal is not None:
+        await _send_body(send, 200, refusal)
         return
     if rest == AGENT_CARD_WELL_KNOWN_PATH:
         served = await dbthread.run(card.endpoint_card, endpoint, _base_url(scope, slug))

@@ -18,6 +18,7 @@ pages does not.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from activity import feed
+from activity import feed, forget
 from activity.context_processors import mark_read
 from activity.markup import trail_blocks, trail_rows
 from activity.trail import todo_trail
@@ -40,11 +41,14 @@ from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
-from todos import lifecycle, states
+from switchboard.scope import Scope
+from todos import lifecycle, queries, states
+from todos.filters import TodoFilters
 from todos.intake.traces import present_trace
 from todos.pages import (
     DRAWER,
     ROW,
+    bulk_page,
     drawer_context,
     error_message,
     not_found,
@@ -52,6 +56,7 @@ from todos.pages import (
     text,
 )
 from todos.present import outcome_badge, pretty
+from todos.types import BulkResult
 
 KIND_WORDS = {
     "attempt_end": "attempt ended",
@@ -204,6 +209,7 @@ def trail_page(
         "verification_json": pretty(event.verification) if event else "",
         "headers_json": pretty(event.headers) if event else "",
         "event_payload_json": pretty(event.payload) if event else "",
+        "forgotten_by_name": trail.names.label(todo.forgotten_by),
     }
     return render(request, "todos/todo_detail.html", context, status=status)
 
@@ -238,6 +244,26 @@ def _answer(request: BoardRequest, human_id: int, todo_id: str) -> Any:
     return lifecycle.resume(human_id, todo_id, response=response)
 
 
+def _forget(request: BoardRequest, human_id: int, todo_id: str) -> None:
+    """Forget one finished todo (activity/forget.py), once the operator ticked that they
+    understand; ``LeaseConflict`` when it is not finished or already forgotten."""
+    if request.POST.get("understood") != "on":
+        raise InvalidInput("understood", "tick the box: forgetting erases the todo's content")
+    if not forget.forget(human_id, [todo_id]):
+        queries.todo_in_scope(Scope.of_human(human_id), todo_id)  # TodoNotFound when not theirs
+        raise LeaseConflict(todo_id, "forget")
+
+
+def _bulk_forget(request: BoardRequest, filters: TodoFilters, seen_at: dt.datetime) -> BulkResult:
+    return forget.bulk_forget(request.user.id, filters, seen_at=seen_at)
+
+
+@login_required
+def bulk_forget(request: BoardRequest) -> HttpResponse:
+    """Forget the finished todos of the list's filter (todos.pages.bulk_page's confirm step)."""
+    return bulk_page(request, "forget", _bulk_forget)
+
+
 ACTIONS: dict[str, tuple[str, Callable[[BoardRequest, int, str], Any]]] = {
     "claim": ("Claimed.", _claim),
     "complete": (
@@ -267,6 +293,7 @@ ACTIONS: dict[str, tuple[str, Callable[[BoardRequest, int, str], Any]]] = {
         lambda r, h, t: lifecycle.operator_cancel(h, t, reason=text(r, "reason")),
     ),
     "answer": ("Answered; the holder resumes.", _answer),
+    "forget": ("Forgotten: its content is erased; this tombstone stays.", _forget),
 }
 
 

@@ -161,7 +161,12 @@ async def timed(
             connection.close()
 
     worker = asyncio.create_task(asyncio.to_thread(run))
-    frame = await asyncio.wait_for(ws.recv(), ARRIVAL_TIMEOUT_SECONDS)
+    try:
+        frame = await asyncio.wait_for(ws.recv(), ARRIVAL_TIMEOUT_SECONDS)
+    except TimeoutError:
+        if worker.done() and worker.exception() is not None:
+            raise RuntimeError(f"transition {i} failed") from worker.exception()
+        raise RuntimeError(f"transition {i}: no push within {ARRIVAL_TIMEOUT_SECONDS} s") from None
     arrived = time.perf_counter()
     await worker
     return (arrived - returned[0]) * 1000, len(frame)
@@ -227,7 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefix = settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"]
     print(f"bench/live.py  Redis {url}, channel prefix {prefix}")
     _, endpoint, password = ensure_human()
-    todo = lifecycle.create(endpoint.id, queue=QUEUE, title="bench: watched live")
+    # Every CYCLE transitions spend an attempt (a release and a claim): the budget must outlast
+    # the run, or the release of the fifth attempt (the default budget) dead-letters the todo
+    # and the next claim fails, which read as a push that never came.
+    attempts = (WARMUP + args.transitions) // CYCLE + 2
+    todo = lifecycle.create(
+        endpoint.id, queue=QUEUE, title="bench: watched live", max_attempts=attempts
+    )
     lifecycle.claim(endpoint.id, todo.id, owner=OWNER, lease_ttl_seconds=3600)
     server = DevServer("live", str(settings.DATABASE_URL))
     try:

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import mcp_types as types
 from django.conf import settings
 from django.db import DatabaseError
-from django.http.request import split_domain_port, validate_host
+from django.http.request import split_domain_port
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_server import doorbell, fastpath, sessions
@@ -102,18 +102,7 @@ async def send_error(
 # --- Host and Origin ---------------------------------------------------------------------------
 
 
-def _allowed_hosts() -> list[str]:
-    hosts = list(settings.ALLOWED_HOSTS)
-    if settings.DEBUG and not hosts:  # Django's own fallback in get_host()
-        hosts = [".localhost", "127.0.0.1", "[::1]"]
-    return hosts
-
-
-def host_allowed(host: str | None) -> bool:
-    if not host:
-        return False
-    domain, _port = split_domain_port(host)
-    return bool(domain) and validate_host(domain, _allowed_hosts())
+host_allowed = frontdoor.host_allowed
 
 
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
@@ -179,6 +168,7 @@ DOOR = frontdoor.Door(
     encode=encode_refusal,
     rate_per_address="mcp_rate_per_address",
     rate_per_endpoint="mcp_rate_per_endpoint",
+    check_host=False,  # _serve checks it first, then the Origin against it
 )
 
 

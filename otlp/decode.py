@@ -7,7 +7,10 @@ Pure: bytes in, a message out, or ``Refused`` with the HTTP status the receiver 
 - ``Content-Encoding`` may be ``gzip`` or ``deflate`` (the Python exporter offers both; deflate
   is the zlib format, or raw deflate from senders that read the name literally). Decompression
   stops at ``cap + 1`` bytes of output, so a body that inflates past the cap is 413 after
-  ``cap + 1`` bytes of work: a gzip bomb costs nothing. Any other encoding is 415.
+  ``cap + 1`` bytes of work: a gzip bomb costs nothing. A gzip body may hold at most
+  ``GZIP_MEMBERS_MAX`` members (exporters send one): each member's remainder is copied by zlib,
+  so a body of many tiny members would cost time quadratic in its size. Any other encoding
+  is 415.
 - OTLP/JSON writes trace and span ids as hex, but protobuf's JSON mapping reads ``bytes`` as
   base64, and a 32-character hex string *is* valid base64 (it decodes, silently, to 24 wrong
   bytes). So a pre-pass rewrites ``traceId``, ``spanId`` and ``parentSpanId`` from hex to base64
@@ -35,6 +38,7 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CONTENT_TYPES = (PROTOBUF, JSON)
 _ENCODINGS = ("", "identity", "gzip", "x-gzip", "deflate")
+GZIP_MEMBERS_MAX = 16
 _HEX = {32: re.compile(r"[0-9a-fA-F]{32}"), 16: re.compile(r"[0-9a-fA-F]{16}")}
 # A one-byte id: any length but 16 or 8 makes the translator count the span invalid.
 _BAD_ID = base64.b64encode(b"\x00").decode()
@@ -100,8 +104,12 @@ def decompress(body: bytes, content_encoding: str | None, cap: int) -> bytes:
 def _inflate(data: bytes, wbits: int, cap: int) -> bytes:
     """Inflate every member of ``data`` (gzip allows several), stopping past ``cap`` bytes."""
     out = bytearray()
+    members = 0
     try:
         while True:
+            members += 1
+            if members > GZIP_MEMBERS_MAX:
+                raise Refused(400, f"the gzip body has more than {GZIP_MEMBERS_MAX} members")
             inflater = zlib.decompressobj(wbits)
             # max_length is at least 1 here (len(out) <= cap), and 0 would mean "no limit".
             out += inflater.decompress(data, cap + 1 - len(out))

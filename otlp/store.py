@@ -56,6 +56,7 @@ COUNTS = load(_SQL, "counts")
 STORE = load(_SQL, "store")
 TODO_DROPPED = load(_SQL, "todo_dropped")
 SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
+FORGET = load(_SQL, "forget")
 ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
 
 Key = tuple[str, bytes, bytes]
@@ -175,7 +176,10 @@ def store(
             },
         )
         decision = _decide(unique, counts, attempt_cap, todo_cap)
-        bindings = sorted(new_bindings)
+        # A binding is kept only with a span stored for it: a trace whose spans the caps all
+        # refused binds nothing (its later spans would be refused at the same cap anyway).
+        kept = {(r.todo_id, r.trace_id) for r in decision.keep}
+        bindings = sorted(b for b in new_bindings if b in kept)
         attempt_drops = [(k, n) for k, n in decision.attempt_drops.items() if k[1] is not None]
         fetch_all(
             STORE,
@@ -225,3 +229,12 @@ def spans_for_todo(todo_id: str, seqs: Sequence[int], per_attempt: int) -> dict[
             out[seq] = AttemptSpans(spans, int(total), int(input_tokens), int(output_tokens))
         spans.append(SpanView(*span))
     return out
+
+
+def forget(todo_ids: Sequence[str]) -> int:
+    """Delete the spans and trace bindings of forgotten todos (``sql/forget.sql``); the number
+    of spans deleted. Runs in the caller's transaction (``activity/forget.py``)."""
+    if not todo_ids:
+        return 0
+    rows = fetch_all(FORGET, {"ids": list(todo_ids)})
+    return int(rows[0]["spans"])

@@ -22,6 +22,7 @@ crowding body before the application runs, in the path's surface's shape
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -77,6 +78,8 @@ _DJANGO = frontdoor.Door(
     encode=frontdoor.encode_json,
 )
 
+logger = logging.getLogger(__name__)
+
 ROUTES = frontdoor.RouteTable(
     routes=(
         frontdoor.Route(mcp_transport.PREFIX, mcp_transport.DOOR, _mcp),
@@ -109,10 +112,22 @@ router = ProtocolTypeRouter({"http": http, "websocket": websocket, "lifespan": m
 async def with_feed(scope: Any, receive: Any, send: Any) -> None:
     """``router``, once the change feed listens on this loop: the first request waits (bounded)
     for its first LISTEN, so a stream or socket it opens hears the next change; later ones only
-    check that it still runs."""
-    if not changefeed.FEED.running:
-        await changefeed.FEED.start()
-    await router(scope, receive, send)
+    check that it still runs.
+
+    An exception that ends a request or a socket is logged here with its traceback and the
+    request's path (daphne's own line names neither the path nor the socket), then re-raised for
+    the server to answer (500, or the socket's close 1011)."""
+    try:
+        if not changefeed.FEED.running:
+            await changefeed.FEED.start()
+        await router(scope, receive, send)
+    except Exception:
+        logger.exception(
+            "%s %s ended by an exception",
+            scope.get("type", "request"),
+            scope.get("path", "?"),
+        )
+        raise
 
 
 application = ForwardedMiddleware(with_feed, settings.SWITCHBOARD_TRUSTED_PROXIES)

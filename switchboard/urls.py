@@ -18,6 +18,8 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     # The Board (operators' web UI).
     path("", todo_views.todo_list, name="todo_list"),
+    # Forget erases spans too: the trail app's (activity/forget.py); the rest are the list's.
+    path("bulk/forget", activity_views.bulk_forget, name="bulk_forget"),
     path("bulk/<str:action>", todo_views.bulk_action, name="bulk_action"),
     path("queues/<str:action>", todo_views.queue_action, name="queue_action"),
     path("todos/<str:todo_id>", activity_views.todo_detail, name="todo_detail"),

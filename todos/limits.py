@@ -38,7 +38,7 @@ SWEEP_BATCH = 500
 # The most todos one bulk action changes: one statement holds their row locks until it commits,
 # so a click must not lock the table for long (docs/decisions/0020-queue-pause-and-bulk-actions.md).
 BULK_MAX = 10_000
-BULK_ACTIONS = ("retry", "cancel")
+BULK_ACTIONS = ("retry", "cancel", "forget")
 # The closed attempts a claim result carries, newest first: the statement's own LIMIT
 # (spliced into todos/sql/_claim_tail.sql at load) and the re-read after a stale snapshot.
 PRIOR_ATTEMPTS = 5

@@ -256,6 +256,10 @@ class Todo(models.Model):
     finish_by = models.DateTimeField(null=True, blank=True)
     run_timeout_seconds = models.IntegerField(null=True, blank=True)
     dedupe_key = models.TextField(null=True, blank=True)
+    # Set when a human erased the todo's content (activity/forget.py): the tombstone's when and
+    # who (an Actor spelling). Migration todos.0019_todo_forgotten.
+    forgotten_at = models.DateTimeField(null=True, blank=True)
+    forgotten_by = models.TextField(null=True, blank=True)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()

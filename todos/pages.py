@@ -1,5 +1,6 @@
 """What the Board's todo page modules share: the request's scope, the id check, the 404
-answer, the drawer's context and the words of a refused action.
+answer, the drawer's context, the words of a refused action, the list's filter from a query
+string, and the confirm-then-act page of a bulk action.
 
 Below both page modules that show a todo (``todos/views.py``: the list, bulk actions and queue
 pauses; ``activity/views.py``: the drawer, the trail page and the operator actions), so
@@ -8,21 +9,27 @@ neither imports the other.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
-from django.http import HttpResponse
-from django.shortcuts import render
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 
 from attempts.models import ClaimerKind
 from switchboard import actors
 from switchboard.lib import jsonlimits
 from switchboard.lib.actors import Actor
-from switchboard.lib.errors import LeaseConflict, LifecycleError
+from switchboard.lib.errors import InvalidInput, LeaseConflict, LifecycleError
 from switchboard.lib.guards import BoardRequest
 from switchboard.scope import Scope
-from todos import queries, states
+from todos import limits, queries, states
 from todos.present import attempt_row, pretty
+from todos.types import BulkResult
 
 DRAWER = "todos/todo_detail.html#drawer"
 ROW = "todos/todo_list.html#row"
@@ -90,3 +97,84 @@ def error_message(exc: LifecycleError) -> str:
             " It is shown as it is now."
         )
     return f"Nothing changed: {exc}."
+
+
+# --- bulk actions ------------------------------------------------------------------------------
+
+BULK_CONFIRM = "todos/bulk_confirm.html"
+# What each bulk action says: the verb, what it acts on, what it did.
+BULK_WORDS = {
+    "retry": ("Retry", "dead letters", "Retried"),
+    "cancel": ("Cancel", "unfinished todos", "Canceled"),
+    "forget": ("Forget", "finished todos", "Forgot"),
+}
+# The call behind a bulk action: (request, the confirmed filter, the count's time) -> result.
+BulkAct = Callable[[BoardRequest, queries.TodoFilters, dt.datetime], BulkResult]
+
+
+def list_filters(request: BoardRequest) -> queries.TodoFilters:
+    """The list's filters from the query string: the list's, and the bulk actions' own."""
+    return queries.TodoFilters.parse(request.GET)
+
+
+def list_query(filters: queries.TodoFilters, **extra: str) -> str:
+    return urlencode(filters.to_params() | {k: v for k, v in extra.items() if v})
+
+
+def _seen_at(request: BoardRequest) -> dt.datetime:
+    try:
+        seen_at = dt.datetime.fromisoformat(request.POST.get("seen_at", ""))
+    except ValueError:
+        raise InvalidInput("seen_at", "must be the time of the count the page showed") from None
+    if seen_at.tzinfo is None:
+        raise InvalidInput("seen_at", "must carry its time zone")
+    return seen_at
+
+
+def _counted(request: BoardRequest) -> int | None:
+    text = request.POST.get("counted", "")
+    return int(text) if text.isdigit() and len(text) < 10 else None
+
+
+def bulk_page(request: BoardRequest, action: str, act: BulkAct) -> HttpResponse:
+    """A bulk action on the list's current filter (its query string, on both requests); the
+    caller's view checks the login and the action's name, and ``act`` is its lifecycle call.
+
+    GET: the confirm page, with how many todos the action would change now (at most
+    ``limits.BULK_MAX``, said when there are more). POST: the action, re-checking every todo
+    against the count's time (``seen_at``), then back to the list with how many it changed.
+    """
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
+    filters = list_filters(request)
+    verb, things, done = BULK_WORDS[action]
+    context: dict[str, Any] = {
+        "section": "todos",
+        "action": action,
+        "verb": verb,
+        "things": things,
+        "filters": filters,
+        "query": list_query(filters),
+        "cap_text": f"{limits.BULK_MAX:,}",
+    }
+    if request.method == "POST":
+        try:
+            seen_at = _seen_at(request)
+            result = act(request, filters, seen_at)
+        except InvalidInput as exc:
+            context["error"] = error_message(exc)
+            return render(request, BULK_CONFIRM, context, status=400)
+        acted, counted = len(result.acted), _counted(request)
+        notice = f"{done} {acted} {'todo' if acted == 1 else 'todos'}."
+        if counted is not None and acted < min(counted, limits.BULK_MAX):
+            notice += f" {min(counted, limits.BULK_MAX) - acted} of those counted had changed."
+        messages.success(request, notice)
+        return redirect(reverse("todo_list") + (f"?{context['query']}" if context["query"] else ""))
+    count = queries.bulk_count(scope(request), filters, action, limits.BULK_MAX + 1)
+    context |= {
+        "count": min(count.n, limits.BULK_MAX),
+        "count_text": f"{min(count.n, limits.BULK_MAX):,}",
+        "more": count.n > limits.BULK_MAX,
+        "seen_at": count.seen_at.isoformat(),
+    }
+    return render(request, BULK_CONFIRM, context)

@@ -18,10 +18,11 @@ other writer of ``push_attempts`` and ``push_circuits``: it takes, records and h
   doubles from ``RETRY_FIRST_SECONDS``, up to ``push_max_tries`` tries; any other answer but a
   2xx, and a refused target (SSRF), fail it at once.
 - Circuit breaker, per endpoint (``push_circuits``): ``push_breaker_failures`` failed tries in
-  a row open it for ``push_breaker_seconds``, during which nothing is sent to the endpoint but
-  test rings; then the next due push is tried, and a delivery closes it. Within one pass an
-  endpoint's pushes go one after the other and stop at its first failure (the rest are handed
-  back untried), while different endpoints are sent to in parallel.
+  a row open it for ``push_breaker_seconds``, during which nothing is sent to the endpoint, test
+  rings included (the Board refuses a test ring then, and more than one per
+  ``TEST_RING_EVERY_SECONDS``); then the next due push is tried, and a delivery closes it.
+  Within one pass an endpoint's pushes go one after the other and stop at its first failure
+  (the rest are handed back untried), while different endpoints are sent to in parallel.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.client import HTTPException
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID, uuid4
 
 from django.conf import settings
@@ -55,6 +56,7 @@ RETRY_FIRST_SECONDS = 5.0
 RETRY_MAX_SECONDS = 300.0
 KEEP_PER_ENDPOINT = 200  # finished pushes kept per endpoint for the Board
 USER_AGENT = "Switchboard-Push/1"
+TEST_RING_EVERY_SECONDS = 10  # at most one test ring per endpoint in this many seconds
 
 _SQL = Path(__file__).resolve().parent / "sql"
 CLAIM_PUSHES = load(_SQL, "claim_pushes")
@@ -135,11 +137,29 @@ def unclaim_pushes(push_ids: Sequence[int]) -> None:
         fetch_all(UNCLAIM_PUSHES, {"ids": list(push_ids)})
 
 
-def queue_test_push(endpoint_id: UUID) -> UUID | None:
-    """Queue a test push ring for the endpoint; its ring id, or None without a push URL."""
+@dataclass(frozen=True)
+class TestRing:
+    """What the Board's "send test ring" did: ``queued`` (with the ring's id), or why not."""
+
+    outcome: Literal["queued", "no_push_url", "breaker_open", "throttled"]
+    ring_id: UUID | None = None
+
+
+def queue_test_push(endpoint_id: UUID) -> TestRing:
+    """Queue a test push ring for the endpoint (``queue_test_push.sql``): refused without a push
+    URL, while its circuit breaker is open, and within ``TEST_RING_EVERY_SECONDS`` of the last."""
     ring_id = uuid4()
-    row = fetch_one(QUEUE_TEST_PUSH, {"endpoint_id": endpoint_id, "ring_id": ring_id})
-    return ring_id if row is not None else None
+    row = fetch_one(
+        QUEUE_TEST_PUSH,
+        {"endpoint_id": endpoint_id, "ring_id": ring_id, "every_seconds": TEST_RING_EVERY_SECONDS},
+    )
+    if row is None:
+        return TestRing("no_push_url")
+    if row["breaker_open"]:
+        return TestRing("breaker_open")
+    if row["throttled"]:
+        return TestRing("throttled")
+    return TestRing("queued", ring_id)
 
 
 # --- sending ---------------------------------------------------------------------------------

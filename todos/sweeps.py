@@ -173,10 +173,11 @@ def ring_all(report: PassReport, *, unclaimed: bool = False) -> None:
                 break
 
 
-def rings(report: PassReport, *, unclaimed: bool | None = None) -> None:
-    """The pass's ring step: due rings (committed first), then the push rings that are due,
-    sent outside any transaction (todos/push.py). ``unclaimed`` None: the unclaimed scan runs
-    when this process last ran it ``UNCLAIMED_EVERY_SECONDS`` ago or more."""
+def rings(report: PassReport, *, unclaimed: bool | None = None, with_pushes: bool = True) -> None:
+    """The pass's ring step: due rings (committed first), then, ``with_pushes``, the push rings
+    that are due, sent outside any transaction (todos/push.py; the ``Sweeper`` loop sends them
+    from a thread of its own instead). ``unclaimed`` None: the unclaimed scan runs when this
+    process last ran it ``UNCLAIMED_EVERY_SECONDS`` ago or more."""
     global _unclaimed_at
     now = time.monotonic()
     if unclaimed is None:
@@ -185,7 +186,8 @@ def rings(report: PassReport, *, unclaimed: bool | None = None) -> None:
         report.skipped.append("ring")
     elif unclaimed:
         _unclaimed_at = now
-    report.pushes = push.send_due()
+    if with_pushes:
+        report.pushes = push.send_due()
 
 
 def fire_schedules(report: PassReport) -> None:
@@ -220,7 +222,9 @@ def roll_up(report: PassReport, *, force: bool = False) -> None:
     _overview_at = now
 
 
-def run_pass(*, with_retention: bool = False) -> PassReport:
+def run_pass(*, with_retention: bool = False, with_pushes: bool = True) -> PassReport:
+    """One pass of every sweep. ``with_pushes`` False leaves the push rings to another caller of
+    ``push.send_due`` (the ``Sweeper`` loop's pusher thread)."""
     report = PassReport()
     if not _locked(LOCK_REAP, lambda: reap_all(report)):
         report.skipped.append("reap")
@@ -228,7 +232,7 @@ def run_pass(*, with_retention: bool = False) -> PassReport:
         report.skipped.append("requeue_retries")
     # Before the rings, so a scheduled todo's ring goes out in the same pass.
     fire_schedules(report)
-    rings(report)
+    rings(report, with_pushes=with_pushes)
     roll_up(report)
     if with_retention:
 
@@ -264,19 +268,40 @@ class Sweeper:
         return self._stop.is_set()
 
     def run(self) -> None:
+        """The loop. Push rings go out from a thread of their own (``push_loop``): a receiver
+        that is slow to answer (each push is bounded by the push timeout, a pass by its batch)
+        delays other pushes, never a reap, a requeue or a ring."""
+        pusher = threading.Thread(target=self.push_loop, name="sweeper-pushes", daemon=True)
+        pusher.start()
         try:
             while not self._stop.is_set():
-                self.tick()
+                self.tick(with_pushes=False)
                 self._stop.wait(self.interval)
         finally:
             connection.close()
 
-    def tick(self) -> PassReport | None:
+    def push_loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    report = push.send_due()
+                except Exception:
+                    log.exception("push pass failed; retrying at the next tick")
+                    connection.close()
+                else:
+                    if report.delivered or report.failed:
+                        for line in PassReport(pushes=report).lines():
+                            self.emit(line)
+                self._stop.wait(self.interval)
+        finally:
+            connection.close()
+
+    def tick(self, *, with_pushes: bool = True) -> PassReport | None:
         now = time.monotonic()
         last = self._last_retention
         with_retention = last is None or now - last >= RETENTION_EVERY_SECONDS
         try:
-            report = run_pass(with_retention=with_retention)
+            report = run_pass(with_retention=with_retention, with_pushes=with_pushes)
         except Exception:
             log.exception("sweep pass failed; retrying at the next tick")
             connection.close()

@@ -55,10 +55,17 @@ class TodoView:
     dedupe_key: str | None
     # Not a column: create() found the dedupe key held and returned the todo holding it.
     deduplicated: bool = False
+    # The tombstone of a forgotten todo (activity/forget.py): read where a statement returns
+    # them (``t.*``), None elsewhere.
+    forgotten_at: dt.datetime | None = None
+    forgotten_by: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
         values = {name: row[name] for name in _TODO_FIELDS}
+        if "forgotten_at" in row:
+            values["forgotten_at"] = row["forgotten_at"]
+            values["forgotten_by"] = row["forgotten_by"]
         for name in _JSON_COLUMNS:
             values[name] = _json(values[name])
         return cls(**values)
@@ -74,7 +81,11 @@ class TodoView:
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
-_TODO_FIELDS = tuple(f.name for f in fields(TodoView) if f.name != "deduplicated")
+_TODO_FIELDS = tuple(
+    f.name
+    for f in fields(TodoView)
+    if f.name not in ("deduplicated", "forgotten_at", "forgotten_by")
+)
 
 
 @dataclass(frozen=True, slots=True)

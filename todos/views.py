@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseNotAllowed
@@ -27,7 +26,17 @@ from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import lifecycle, limits, queries
-from todos.pages import error_message, not_found, possible_id, scope, text
+from todos.pages import (
+    BulkAct,
+    bulk_page,
+    error_message,
+    list_filters,
+    list_query,
+    not_found,
+    possible_id,
+    scope,
+    text,
+)
 from todos.states import State
 
 # The list's sortable columns: the column, and the sort a first click asks for.
@@ -49,15 +58,6 @@ SORT_CHOICES = [
 ]
 
 
-def _filters(request: BoardRequest) -> queries.TodoFilters:
-    """The list's filters from the query string: the list's, and the bulk actions' own."""
-    return queries.TodoFilters.parse(request.GET)
-
-
-def _query(filters: queries.TodoFilters, **extra: str) -> str:
-    return urlencode(filters.to_params() | {k: v for k, v in extra.items() if v})
-
-
 def _sort_links(filters: queries.TodoFilters) -> dict[str, tuple[str, str]]:
     """Per sortable column, the query its header links to and the arrow it shows now: a click
     on the column in force turns its direction round, on another sorts by it."""
@@ -67,7 +67,7 @@ def _sort_links(filters: queries.TodoFilters) -> dict[str, tuple[str, str]]:
         target = filters.order.removeprefix("-") if filters.order.startswith("-") else ""
         sort = (target or f"-{column}") if current else first
         arrow = ("↓" if filters.order.startswith("-") else "↑") if current else ""
-        links[column] = (_query(replace(filters, sort=sort)), arrow)
+        links[column] = (list_query(replace(filters, sort=sort)), arrow)
     return links
 
 
@@ -77,15 +77,15 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     """The human's todos, filtered, searched and sorted (newest first unless asked), with
     per-state counts; rows open the drawer. Filters it cannot read are said on the page, and
     match nothing (``TodoFilters``)."""
-    filters = _filters(request)
+    filters = list_filters(request)
     after = queries.Cursor.decode(request.GET.get("after", ""))  # malformed: from the top
     page = queries.todo_page(scope(request), filters, after, size=queries.PAGE_SIZE)
     counts = queries.state_counts(scope(request), filters)
     endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
     base = filters.without_state()
-    tabs = [("all", "all", counts["all"], _query(base))]
-    tabs += [(s.value, s.value, counts[s.value], _query(base, state=s.value)) for s in State]
-    tabs.append(("dead", "dead letter", counts["dead_letter"], _query(base, dead="1")))
+    tabs = [("all", "all", counts["all"], list_query(base))]
+    tabs += [(s.value, s.value, counts[s.value], list_query(base, state=s.value)) for s in State]
+    tabs.append(("dead", "dead letter", counts["dead_letter"], list_query(base, dead="1")))
     current_tab = "dead" if filters.dead_letter else (filters.state or "all")
     paused = queries.paused_queues(scope(request))
     return render(
@@ -110,11 +110,11 @@ def todo_list(request: BoardRequest) -> HttpResponse:
             "endpoints": endpoints,
             "sorts": SORT_CHOICES,
             "sort_links": _sort_links(filters),
-            "next_query": _query(filters, after=page.next_cursor.encode())
+            "next_query": list_query(filters, after=page.next_cursor.encode())
             if page.next_cursor
             else None,
-            "first_query": _query(filters) if after else None,
-            "query": _query(filters),
+            "first_query": list_query(filters) if after else None,
+            "query": list_query(filters),
             # The human's paused queues, and whether the filter names one queue to pause.
             "paused": paused,
             "queue_paused": any(
@@ -126,79 +126,29 @@ def todo_list(request: BoardRequest) -> HttpResponse:
 
 # --- bulk actions and queue pauses ------------------------------------------------------------
 
-BULK_CONFIRM = "todos/bulk_confirm.html"
 QUEUE_CONFIRM = "todos/queue_confirm.html"
-# What each bulk action says: the verb, what it acts on, what it did.
-BULK_WORDS = {
-    "retry": ("Retry", "dead letters", "Retried"),
-    "cancel": ("Cancel", "unfinished todos", "Canceled"),
-}
 
 
-def _seen_at(request: BoardRequest) -> dt.datetime:
-    try:
-        seen_at = dt.datetime.fromisoformat(request.POST.get("seen_at", ""))
-    except ValueError:
-        raise InvalidInput("seen_at", "must be the time of the count the page showed") from None
-    if seen_at.tzinfo is None:
-        raise InvalidInput("seen_at", "must carry its time zone")
-    return seen_at
+def _bulk_act(action: str) -> BulkAct:
+    """The lifecycle call behind the list's bulk ``retry`` and ``cancel`` (Forget is the trail
+    app's: ``activity/views.py``, since it erases spans too)."""
 
+    def act(request: BoardRequest, filters: queries.TodoFilters, seen_at: dt.datetime) -> Any:
+        if action == "retry":
+            return lifecycle.bulk_retry(request.user.id, filters, seen_at=seen_at)
+        return lifecycle.bulk_cancel(
+            request.user.id, filters, seen_at=seen_at, reason=text(request, "reason")
+        )
 
-def _counted(request: BoardRequest) -> int | None:
-    text = request.POST.get("counted", "")
-    return int(text) if text.isdigit() and len(text) < 10 else None
+    return act
 
 
 @login_required
 def bulk_action(request: BoardRequest, action: str) -> HttpResponse:
-    """A bulk action on the list's current filter (its query string, on both requests).
-
-    GET: the confirm page, with how many todos the action would change now (at most
-    ``limits.BULK_MAX``, said when there are more). POST: the action, re-checking every todo
-    against the count's time (``seen_at``), then back to the list with how many it changed.
-    """
-    if action not in BULK_WORDS:
+    """A bulk retry or cancel on the list's current filter (``todos.pages.bulk_page``)."""
+    if action not in ("retry", "cancel"):
         return not_found(request, action)
-    if request.method not in ("GET", "POST"):
-        return HttpResponseNotAllowed(["GET", "POST"])
-    filters = _filters(request)
-    verb, things, done = BULK_WORDS[action]
-    context: dict[str, Any] = {
-        "section": "todos",
-        "action": action,
-        "verb": verb,
-        "things": things,
-        "filters": filters,
-        "query": _query(filters),
-        "cap_text": f"{limits.BULK_MAX:,}",
-    }
-    if request.method == "POST":
-        try:
-            seen_at = _seen_at(request)
-            if action == "retry":
-                result = lifecycle.bulk_retry(request.user.id, filters, seen_at=seen_at)
-            else:
-                result = lifecycle.bulk_cancel(
-                    request.user.id, filters, seen_at=seen_at, reason=text(request, "reason")
-                )
-        except InvalidInput as exc:
-            context["error"] = error_message(exc)
-            return render(request, BULK_CONFIRM, context, status=400)
-        acted, counted = len(result.acted), _counted(request)
-        notice = f"{done} {acted} {'todo' if acted == 1 else 'todos'}."
-        if counted is not None and acted < min(counted, limits.BULK_MAX):
-            notice += f" {min(counted, limits.BULK_MAX) - acted} of those counted had changed."
-        messages.success(request, notice)
-        return redirect(reverse("todo_list") + (f"?{context['query']}" if context["query"] else ""))
-    count = queries.bulk_count(scope(request), filters, action, limits.BULK_MAX + 1)
-    context |= {
-        "count": min(count.n, limits.BULK_MAX),
-        "count_text": f"{min(count.n, limits.BULK_MAX):,}",
-        "more": count.n > limits.BULK_MAX,
-        "seen_at": count.seen_at.isoformat(),
-    }
-    return render(request, BULK_CONFIRM, context)
+    return bulk_page(request, action, _bulk_act(action))
 
 
 @login_required
@@ -221,7 +171,7 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
         "action": action,
         "endpoint_slug": slug,
         "queue": queue,
-        "query": _query(queries.TodoFilters(endpoint=slug, queue=queue)),
+        "query": list_query(queries.TodoFilters(endpoint=slug, queue=queue)),
     }
     endpoint = (
         Endpoint.objects.filter(owner_id=request.user.id, slug=slug).first()
@@ -286,7 +236,7 @@ def queue_limits(request: BoardRequest) -> HttpResponse:
         "section": "todos",
         "endpoint_slug": slug,
         "queue": queue,
-        "query": _query(queries.TodoFilters(endpoint=slug, queue=queue)),
+        "query": list_query(queries.TodoFilters(endpoint=slug, queue=queue)),
     }
     endpoint = (
         Endpoint.objects.filter(owner_id=request.user.id, slug=slug).first()

@@ -9,7 +9,9 @@ path prefix: the door and the ASGI app) that both its router and the server
 (``switchboard/lib/server.py``, which refuses before the application runs) read, so a path
 prefix is tested in one place and a refusal has one shape whoever sends it.
 
-``admit`` is the admission step, in one order for every surface: the client address under its
+``admit`` is the admission step, in one order for every surface: the ``Host`` header names
+this server (``ALLOWED_HOSTS``, as the Board's pages check it: 421 otherwise, so a DNS-rebound
+name cannot reach an API nor be echoed back in an agent card), the client address under its
 rate (429), the caller's credentials (``authenticate``, the surface's bearer resolution: 401,
 403, 503), the endpoint under its rate (429, or handed back to the surface when it answers that
 itself, as MCP's ``tools/call`` does), then the body under its cap (413, ``read_body``). It adds
@@ -29,6 +31,7 @@ from http import HTTPStatus
 from typing import Any
 
 from django.conf import settings
+from django.http.request import split_domain_port, validate_host
 
 from switchboard.lib import asgi, limits, metrics
 from switchboard.lib.asgi import Receive, Scope, Send
@@ -42,6 +45,7 @@ UNAVAILABLE = "unavailable"
 TOO_LARGE = "too_large"
 TOO_SLOW = "too_slow"  # the whole body did not arrive within its deadline (408)
 TOO_MANY_BODIES = "too_many_bodies"  # the address already sends its most bodies at once (429)
+MISDIRECTED = "misdirected"  # the Host header is not one of ALLOWED_HOSTS (421)
 
 
 class Refused(Exception):
@@ -97,6 +101,32 @@ def too_many_bodies(most: int) -> Refused:
     )
 
 
+def misdirected() -> Refused:
+    return Refused(421, MISDIRECTED, "Misdirected Request: Host is not in ALLOWED_HOSTS")
+
+
+def _allowed_hosts() -> list[str]:
+    hosts = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not hosts:  # Django's own fallback in get_host()
+        hosts = [".localhost", "127.0.0.1", "[::1]"]
+    return hosts
+
+
+def host_allowed(host: str | None) -> bool:
+    """Whether ``host`` (a Host header's value) names this server, as Django's ``get_host``
+    judges it for the Board."""
+    if not host:
+        return False
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, _allowed_hosts())
+
+
+def require_host(scope: Scope) -> None:
+    """Refuse (421) a request whose Host is not one of ``ALLOWED_HOSTS``."""
+    if not host_allowed(asgi.header(scope, b"host")):
+        raise misdirected()
+
+
 # (the refusal, the request's Content-Type or None) -> (Content-Type, body) of the answer.
 Encoder = Callable[[Refused, str | None], tuple[str, bytes]]
 
@@ -120,6 +150,9 @@ class Door:
     encode: Encoder
     rate_per_address: str | None = None  # the runtime setting's name, or None: no such rate
     rate_per_endpoint: str | None = None
+    # Whether ``admit`` checks the Host header first (``require_host``); MCP checks it itself,
+    # before its Origin check.
+    check_host: bool = True
 
 
 async def send_refusal(
@@ -173,6 +206,8 @@ async def admit[T](
     ``endpoint_wait`` when ``defer_endpoint_rate``). ``rates`` is the runtime settings object
     the surface read; the body is the surface's next step (``read_body``), after any checks of
     its own that need no body."""
+    if door.check_host:
+        require_host(scope)
     if door.rate_per_address is not None:
         per_minute = getattr(rates, door.rate_per_address)
         wait = await hit(door, "address", limits.client_address(scope), per_minute)
@@ -192,7 +227,9 @@ async def admit[T](
 
 async def admit_address(door: Door, scope: Scope, rates: Any) -> None:
     """The door of a surface that authenticates no one here (webhooks: their signature is
-    checked with the source): the address's rate alone."""
+    checked with the source): the Host, then the address's rate alone."""
+    if door.check_host:
+        require_host(scope)
     if door.rate_per_address is not None:
         per_minute = getattr(rates, door.rate_per_address)
         wait = await hit(door, "address", limits.client_address(scope), per_minute)

@@ -11,16 +11,30 @@ any address it resolves to is not global (unless ``allow_private``), and connect
 it checked (not the name again, so a DNS answer that changes between the check and the connect
 cannot slip an inside address through), sending the original name as the Host header and, for
 https, as the TLS server name the certificate is checked against. Redirects are not followed.
+A URL carrying credentials (``user:pass@``) is refused too: a receiver is authenticated by the
+signature, and a secret in a URL ends up in logs and on the Board.
+
+Not global, for this guard: whatever ``ipaddress`` does not call global, multicast, and an IPv6
+address that carries an IPv4 one, judged by the IPv4 address inside (IPv4-mapped
+``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, NAT64 ``64:ff9b::/96`` and its local-use
+``64:ff9b:1::/48``, 6to4 ``2002::/16``): otherwise ``64:ff9b::7f00:1`` reaches 127.0.0.1 on a
+network with a NAT64 gateway.
+
+Time: ``timeout`` bounds the whole exchange (connect, send, and reading the answer), not each
+read, so a receiver that trickles its answer a byte at a time cannot hold the sender longer than
+``timeout``: a watchdog shuts the socket at the deadline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -45,10 +59,30 @@ def signature(secret: str, body: bytes, timestamp: int) -> str:
     return f"t={timestamp},v1={mac.hexdigest()}"
 
 
-def _global(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries to the IPv4 internet, if it carries one."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in net for net in _NAT64) or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)
+    return None
+
+
+def is_global(address: str) -> bool:
+    """Whether the guard lets a push reach ``address`` (see the module docstring)."""
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(
+        address.split("%", 1)[0]
+    )
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = _embedded_ipv4(ip)
+        if inner is not None:
+            ip = inner
     return ip.is_global and not ip.is_multicast
 
 
@@ -61,6 +95,8 @@ def resolve(url: str, *, allow_private: bool) -> tuple[str, str, int, str, str]:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TargetRefused("the push URL must be http:// or https:// with a host")
+    if parts.username is not None or parts.password is not None:
+        raise TargetRefused("the push URL must not carry a user name or password")
     host = parts.hostname
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -73,7 +109,7 @@ def resolve(url: str, *, allow_private: bool) -> tuple[str, str, int, str, str]:
     addresses = [str(info[4][0]) for info in infos]
     if not addresses:
         raise TargetRefused(f"cannot resolve {host}")
-    if not allow_private and not all(_global(a) for a in addresses):
+    if not allow_private and not all(is_global(a) for a in addresses):
         raise TargetRefused(f"{host} resolves to a private, loopback or link-local address")
     path = parts.path or "/"
     if parts.query:
@@ -121,6 +157,18 @@ def post(
     else:
         conn = http.client.HTTPConnection(address, port, timeout=timeout)
     started = time.monotonic()
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(timeout, cut)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         conn.putrequest("POST", path, skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", host_header)
@@ -129,6 +177,13 @@ def post(
         conn.endheaders(body)
         response = conn.getresponse()
         response.read(RESPONSE_READ_BYTES)
-        return Answer(response.status, int((time.monotonic() - started) * 1000))
+    except (OSError, http.client.HTTPException):
+        if expired.is_set():
+            raise TimeoutError(f"no whole answer within {timeout:g} s") from None
+        raise
     finally:
+        watchdog.cancel()
         conn.close()
+    if expired.is_set():
+        raise TimeoutError(f"no whole answer within {timeout:g} s")
+    return Answer(response.status, int((time.monotonic() - started) * 1000))

@@ -17,7 +17,7 @@ from django.db import connection
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.base import Personas
-from tests.live import LiveServer, mcp_client, run
+from tests.live import LiveServer, mcp_client, redis_env, run
 from todos import lifecycle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -132,3 +132,27 @@ def test_with_a_shared_redis_layer_a_socket_hears_each_change_once(
                     await asyncio.wait_for(ws.recv(), 1.0)
 
     run(scenario())
+
+
+def test_an_idle_consumer_on_the_redis_layer_outlives_the_blocking_pop() -> None:
+    """channels_redis blocks 5 s in BZPOPMIN per receive; redis-py 8's default socket timeout is
+    5 s too, so an idle receive raised "Timeout reading" and the socket closed 1011. With the
+    layer's options (settings.REDIS_LAYER_OPTIONS) an idle receive outlasts several pops."""
+    from channels_redis.core import RedisChannelLayer
+    from django.conf import settings
+
+    env = redis_env()
+    layer = RedisChannelLayer(
+        hosts=[{"address": env["REDIS_URL"], **settings.REDIS_LAYER_OPTIONS}],
+        prefix=env["SWITCHBOARD_CHANNEL_PREFIX"],
+    )
+
+    async def idle() -> None:
+        channel = await layer.new_channel()
+        with pytest.raises(TimeoutError):  # nothing came: the wait ran out, not the socket
+            await asyncio.wait_for(layer.receive(channel), 6.5)
+        await layer.send(channel, {"type": "x"})
+        assert await asyncio.wait_for(layer.receive(channel), 2) == {"type": "x"}
+        await layer.flush()
+
+    run(idle())

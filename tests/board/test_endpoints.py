@@ -251,6 +251,10 @@ def test_the_endpoint_page_lists_pushes_and_the_test_ring_button_queues_one(
     assert todo.id in body and body.count('<span class="badge state-pending">queued</span>') == 2
     assert sorted(endpoint.push_attempts.values_list("reason", flat=True)) == ["ready", "test"]
 
+    again = alice_client.post(reverse("endpoint_push_test", args=["ci-fixer"]), follow=True)
+    assert "A test ring was queued less than 10 s ago" in again.content.decode()
+    assert endpoint.push_attempts.filter(reason="test").count() == 1
+
 
 def test_a_test_ring_without_a_push_url_is_refused_and_bobs_slug_is_unknown(
     alice_client: Client, personas: Personas

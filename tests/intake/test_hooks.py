@@ -251,6 +251,32 @@ def test_a_duplicate_delivery_answers_200_and_creates_nothing(hook: Hook):
     assert duplicate.routing_trace == [{"duplicate_of": first["event_id"]}]
 
 
+def test_a_signed_delivery_replayed_under_a_new_delivery_id_is_a_duplicate(hook: Hook):
+    """A GitHub signature covers the body alone: the same body under a new X-GitHub-Delivery
+    is a captured delivery posted again, not a new event."""
+    first = hook.post(delivery="d-10").json()
+
+    replay = hook.post(delivery="d-11")
+
+    assert replay.status_code == 200
+    assert replay.json()["disposition"] == "duplicate"
+    assert replay.json()["duplicate_of"] == first["event_id"]
+    assert Todo.objects.count() == 1
+    # Another body is another delivery; an unsigned source keeps no body digest to compare.
+    changed = {**CHECK_RUN_FAILED, "check_run": {**CHECK_RUN_FAILED["check_run"], "id": 2}}
+    assert hook.post(changed, delivery="d-12").json()["disposition"] == "routed"
+    assert Event.objects.filter(disposition="routed", body_sha256__isnull=False).count() == 2
+
+
+def test_an_unsigned_source_takes_the_same_body_twice(hook: Hook):
+    hook.source.verify = False
+    hook.source.save(update_fields=["verify"])
+
+    hook.post(delivery="d-13", secret=None)
+
+    assert hook.post(delivery="d-14", secret=None).json()["disposition"] == "routed"
+
+
 def test_a_dropped_delivery_id_is_a_duplicate_too(hook: Hook):
     hook.post({"action": "created"}, delivery="d-8")
 

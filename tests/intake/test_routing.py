@@ -171,6 +171,12 @@ def test_stored_headers_drop_credentials_and_lower_case_names():
         "X-Shopify-Hmac-Sha256",
         "x-twilio-hmac-sha1",
         "X-Webhook-Hmac",
+        "X-Pass",
+        "X-Sig",
+        "X-Webhook-Pwd",
+        "X_Session",
+        "X-Jwt",
+        "X-Signed",
     ],
 )
 def test_stored_headers_drop_auth_key_and_hmac_headers_in_any_case(name):
@@ -178,9 +184,18 @@ def test_stored_headers_drop_auth_key_and_hmac_headers_in_any_case(name):
     assert kept == {"x-github-event": "push"}
 
 
-@pytest.mark.parametrize("name", ["X-Request-Id", "X-Keyboard", "X-Monkey", "Accept"])
+@pytest.mark.parametrize(
+    "name", ["X-Request-Id", "X-Keyboard", "X-Monkey", "Accept", "X-Passenger", "X-Signal"]
+)
 def test_stored_headers_keep_names_that_only_resemble_credentials(name):
     assert routing.stored_headers([(name, "v")]) == {name.lower(): "v"}
+
+
+def test_a_credential_under_a_harmless_name_is_masked():
+    token = "ghp_" + "a1B2" * 9
+    kept = routing.stored_headers([("X-Note", f"Bearer {token}"), ("X-Ref", token)])
+    assert token not in str(kept)
+    assert kept["x-ref"].startswith("[redacted:")
 
 
 def test_signatures_are_checked_in_constant_time_and_never_echoed():

@@ -154,3 +154,19 @@ def test_broken_compression_is_400(body: bytes) -> None:
     with pytest.raises(Refused) as caught:
         decompress(body, "gzip", CAP)
     assert caught.value.status == 400
+
+
+def test_a_gzip_body_of_many_members_is_refused_in_linear_time() -> None:
+    """Each member's remainder is copied by zlib: 50,000 empty members (1 MB) took seconds."""
+    import time
+
+    from otlp.decode import GZIP_MEMBERS_MAX
+
+    member = gzip.compress(b"")
+    body = gzip.compress(b"{}")
+    assert decompress(body + member * (GZIP_MEMBERS_MAX - 1), "gzip", CAP) == b"{}"
+    started = time.monotonic()
+    with pytest.raises(Refused) as refused:
+        decompress(member * 50_000, "gzip", 10 * 1024 * 1024)
+    assert refused.value.status == 400 and "members" in refused.value.message
+    assert time.monotonic() - started < 1.0

@@ -72,6 +72,35 @@ def test_the_attempt_cap_refuses_new_spans_and_counts_them_on_the_attempt(
 
 
 @pytest.mark.django_db
+def test_a_trace_whose_spans_the_cap_refused_writes_no_binding(personas: Personas) -> None:
+    from otlp.models import TodoTraceBinding
+
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    todo_id = claim.todo.id
+    kept_trace, refused_trace = trace_id(), trace_id()
+    put(rows(todo_id, 1, trace=kept_trace))
+    before = set(
+        TodoTraceBinding.objects.filter(todo_id=todo_id).values_list("trace_id", flat=True)
+    )
+
+    stored = store(
+        rows(todo_id, 2, trace=refused_trace),
+        {(todo_id, refused_trace)},
+        attempt_cap=1000,
+        todo_cap=1,
+    )
+
+    assert stored.accepted == 0
+    after = set(TodoTraceBinding.objects.filter(todo_id=todo_id).values_list("trace_id", flat=True))
+    assert after == before and bytes(refused_trace) not in {bytes(t) for t in after}
+    kept = store(
+        rows(todo_id, 1, trace=kept_trace), {(todo_id, kept_trace)}, attempt_cap=1000, todo_cap=10
+    )
+    assert kept.accepted == 1
+    assert TodoTraceBinding.objects.filter(todo_id=todo_id, trace_id=kept_trace).exists()
+
+
+@pytest.mark.django_db
 def test_the_todo_cap_counts_across_attempts_on_the_todo(personas: Personas) -> None:
     claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
     lifecycle.release(personas.endpoint_a.id, claim.todo.id, owner="endpoint:agent")

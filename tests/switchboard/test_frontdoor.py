@@ -229,3 +229,54 @@ def test_the_refusal_shapes_come_from_the_route_table() -> None:
     assert head.startswith(b"HTTP/1.1 429 Too Many Requests\r\n")
     assert b"Retry-After: 1\r\n" in head
     assert json.loads(body)["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize("surface", ["mcp", "a2a", "otlp", "hooks"])
+def test_a_host_not_in_allowed_hosts_is_421_in_the_surface_s_shape(
+    door: LiveServer, surface: str
+) -> None:
+    """A DNS-rebound name reaches no API, and an agent card never echoes it."""
+    path = PATHS[surface] + ("/.well-known/agent-card.json" if surface == "a2a" else "")
+    for method in ("POST", "GET") if surface == "a2a" else ("POST",):
+        sock = socket.create_connection(("127.0.0.1", door.port), timeout=15)
+        sock.sendall(
+            f"{method} {path} HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\n"
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}".encode()
+        )
+        head, body = _answer(sock)
+        assert _status(head) == 421, head + body
+        assert b"evil.example" not in body
+        assert _header(head, b"content-type") == b"application/json"
+        answer = json.loads(body)
+        if surface in ("mcp", "a2a"):
+            assert answer["jsonrpc"] == "2.0" and "ALLOWED_HOSTS" in answer["error"]["message"]
+        elif surface == "otlp":
+            assert "ALLOWED_HOSTS" in json_format.Parse(body, Status()).message
+        else:
+            assert "ALLOWED_HOSTS" in answer["message"]
+
+
+def test_an_exception_that_ends_a_request_is_logged_with_its_path(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """daphne's own line names neither the path nor the socket (switchboard/asgi.py)."""
+    import asyncio
+
+    from switchboard import asgi
+    from switchboard.lib import changefeed
+
+    async def boom(scope: object, receive: object, send: object) -> None:
+        raise RuntimeError("the consumer died")
+
+    monkeypatch.setattr(asgi, "router", boom)
+    monkeypatch.setattr(type(changefeed.FEED), "running", property(lambda self: True))
+    asgi.logger.addHandler(caplog.handler)  # the test settings' logging may not propagate
+    try:
+        with pytest.raises(RuntimeError):
+            asyncio.run(asgi.with_feed({"type": "websocket", "path": "/ws/live/"}, None, None))
+    finally:
+        asgi.logger.removeHandler(caplog.handler)
+
+    (record,) = [r for r in caplog.records if r.name == "switchboard.asgi"]
+    assert record.getMessage() == "websocket /ws/live/ ended by an exception"
+    assert record.exc_info is not None

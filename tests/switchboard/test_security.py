@@ -40,11 +40,35 @@ def test_the_right_password_is_refused_after_too_many_wrong_ones(
     response = client.post(path, {"username": "admin", "password": PASSWORD})
 
     assert response.status_code == 429
+    assert response["Retry-After"] == str(int(settings.AXES_COOLOFF_TIME.total_seconds()))
     assert "Too many failed logins" in response.content.decode()
     assert "_auth_user_id" not in client.session
     # Another address may still log in as admin: the lock is per username and address.
     elsewhere = Client(REMOTE_ADDR="10.9.9.9")
     assert elsewhere.post(path, {"username": "admin", "password": PASSWORD}).status_code == 302
+
+
+@override_settings(SWITCHBOARD_LOGIN_USERNAME_FAILURE_LIMIT=12)
+def test_guessing_spread_over_many_addresses_spends_the_username_s_budget(
+    personas: Personas,
+) -> None:
+    """Under the pair's limit at every address, over the username's budget in all."""
+    for n in range(12):
+        client = Client(REMOTE_ADDR=f"10.0.{n}.1")
+        for _ in range(settings.AXES_FAILURE_LIMIT - 4):
+            assert client.post("/login/", {"username": "alice", "password": "no"}).status_code in (
+                200,
+                429,
+            )
+
+    fresh = Client(REMOTE_ADDR="10.99.0.1")
+    response = fresh.post("/login/", {"username": "alice", "password": PASSWORD})
+
+    assert response.status_code == 429 and response["Retry-After"]
+    assert "from all addresses" in response.content.decode()
+    assert "_auth_user_id" not in fresh.session
+    # Another username is untouched.
+    assert fresh.post("/login/", {"username": "bob", "password": PASSWORD}).status_code == 302
 
 
 def test_a_few_wrong_passwords_then_the_right_one_logs_in(personas: Personas) -> None:

@@ -187,14 +187,30 @@ def test_a_failing_receiver_never_blocks_the_sweep_and_opens_the_breaker(
     assert all(state == "queued" for _, state, _, _ in pushes(endpoint))
     assert lifecycle.claim_next(endpoint.id, queues=["default"], owner="w") is not None
 
-    # A test ring is sent even so, and a delivery closes the breaker.
+    # A test ring is refused while it is open (the breaker bounds what the button can send).
+    assert push.queue_test_push(endpoint.id) == push.TestRing("breaker_open")
+    assert len(pushes(endpoint)) == 2
+
+    # Once it has run its time, the next due push is tried, and a delivery closes it.
     receiver.status = 200
-    assert push.queue_test_push(endpoint.id) is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE push_circuits SET open_until = now() - interval '1 second'"
+            " WHERE endpoint_id = %s",
+            [endpoint.id],
+        )
+    make_due(endpoint)
+    report = sweeps.run_pass()
+    assert report.pushes is not None and report.pushes.delivered == 2
+    assert circuit(endpoint) == (0, False)
+    ring = push.queue_test_push(endpoint.id)
+    assert ring.outcome == "queued" and ring.ring_id is not None
+    assert push.queue_test_push(endpoint.id) == push.TestRing("throttled")
     report = sweeps.run_pass()
     assert report.pushes is not None and report.pushes.delivered == 1
     assert json.loads(receiver.requests[-1][1])["reason"] == "test"
     assert json.loads(receiver.requests[-1][1])["todo_id"] is None
-    assert circuit(endpoint) == (0, False)
+    assert json.loads(receiver.requests[-1][1])["ring_id"] == str(ring.ring_id)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -335,3 +351,91 @@ def test_https_connects_to_the_resolved_address_with_the_names_sni_and_certifica
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[64:ff9b::7f00:1]:9/ring",  # NAT64 of 127.0.0.1
+        "http://[64:ff9b::a9fe:a9fe]/latest/meta-data",  # NAT64 of 169.254.169.254
+        "http://[64:ff9b:1::a00:1]/ring",  # local-use NAT64 of 10.0.0.1
+        "http://[::127.0.0.1]:9/ring",  # IPv4-compatible
+        "http://[::10.1.2.3]/ring",
+        "http://[2002:7f00:1::1]/ring",  # 6to4 of 127.0.0.1
+        "http://user:secret@example.com/ring",  # credentials in the URL
+    ],
+)
+def test_addresses_that_carry_an_inside_ipv4_address_and_userinfo_are_refused(url: str) -> None:
+    with pytest.raises(webhook_out.TargetRefused):
+        webhook_out.resolve(url, allow_private=False)
+
+
+def test_an_ipv6_address_carrying_a_public_ipv4_one_is_judged_by_it() -> None:
+    assert webhook_out.is_global("64:ff9b::808:808")  # NAT64 of 8.8.8.8
+    assert not webhook_out.is_global("64:ff9b::c0a8:101")  # NAT64 of 192.168.1.1
+    assert webhook_out.is_global("2606:4700:4700::1111")
+
+
+def test_a_receiver_that_trickles_its_answer_is_cut_at_the_whole_push_timeout() -> None:
+    """The timeout bounds the whole exchange: one byte every 0.2 s never lets a per-read
+    timeout of 0.5 s fire, yet the push ends at 1 s."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError):
+            webhook_out.post(
+                f"http://127.0.0.1:{listener.getsockname()[1]}/ring",
+                b"{}",
+                {},
+                timeout=1.0,
+                allow_private=True,
+            )
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - started < 2.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sweeper_loop_sends_pushes_off_its_pass(personas: Personas, receiver: Receiver) -> None:
+    """A slow receiver delays pushes, never the reap: the loop's passes run while a push waits."""
+    endpoint = with_push_url(personas.endpoint_a, receiver.url)
+    receiver.delay = 1.5
+    new_todo(endpoint.id)
+    lapsed = claimed(personas.endpoint_b.id)
+    expire_lease(lapsed.todo.id)
+    lines: list[str] = []
+    sweeper = sweeps.Sweeper(0.05, emit=lines.append)
+    thread = threading.Thread(target=sweeper.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 1.0
+        while not any(line.startswith("reap:") for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.02)
+        deadline = time.monotonic() + 5.0
+        while not any("push" in line for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.05)
+    finally:
+        sweeper.stop()
+        thread.join(5)

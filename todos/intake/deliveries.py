@@ -222,6 +222,14 @@ def receive(
         raise SourceOverRate(retry_after)
     payload = parse_body(body, content_type)
     delivery_id = _delivery_id(raw, source.scheme)
+    # A signature without a timestamp is the same for the same body: the body itself must be
+    # new (migration todos.0018_events_signed_body).
+    signed_body = (
+        hashlib.sha256(body).hexdigest()
+        if verification.detail.get("scheme") == "hmac-sha256"
+        and verification.detail.get("result") == "valid"
+        else None
+    )
 
     plan = plan_for(source, kept, payload)
     with transaction.atomic():
@@ -230,6 +238,7 @@ def receive(
             {
                 "source_id": source.id,
                 "delivery_id": delivery_id,
+                "body_sha256": signed_body,
                 "headers": Jsonb(kept),
                 "payload": Jsonb(payload),
                 "verification": Jsonb(verification.detail),
@@ -238,7 +247,9 @@ def receive(
             },
         )
         if not rows:
-            delivery = _store_duplicate(source, delivery_id, kept, payload, verification.detail)
+            delivery = _store_duplicate(
+                source, delivery_id, signed_body, kept, payload, verification.detail
+            )
         else:
             delivery = _route(rows[0]["id"], plan, payload)
     metrics.webhook_delivery(delivery.disposition)
@@ -316,11 +327,15 @@ def _store_rejected(
 def _store_duplicate(
     source: Source,
     delivery_id: str | None,
+    signed_body: str | None,
     headers: dict[str, str],
     payload: Any,
     verification: dict[str, Any],
 ) -> Delivery:
-    original = fetch_all(ORIGINAL_EVENT, {"source_id": source.id, "delivery_id": delivery_id})
+    original = fetch_all(
+        ORIGINAL_EVENT,
+        {"source_id": source.id, "delivery_id": delivery_id, "body_sha256": signed_body},
+    )
     original_id = original[0]["id"] if original else None
     event = Event.objects.create(
         source=source,

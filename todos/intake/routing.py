@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from switchboard.lib import jsonlimits
+from switchboard.lib import jsonlimits, redact
 from switchboard.lib.text import cut_utf8
 
 # --- the match language --------------------------------------------------------------------
@@ -412,6 +412,12 @@ _SECRET_WORDS = ("token", "secret", "signature", "password", "api-key", "apikey"
 _SECRET_PREFIXES = ("x-auth",)
 _SECRET_SUFFIXES = ("-key", "-hmac")
 _SECRET_INFIXES = ("-hmac-",)
+# ... nor abbreviations: a header whose name has one of these as a word (split at "-" and "_"):
+# X-Pass, X-Sig, X-Webhook-Pwd, X-Session, X-Jwt.
+_SECRET_NAME_WORDS = frozenset(
+    {"pass", "passwd", "pwd", "pw", "sig", "sign", "signed", "auth", "key", "hmac", "jwt"}
+    | {"session", "sess", "cred", "creds", "otp", "bearer", "cookie", "sid"}
+)
 HEADER_VALUE_MAX_CHARS = 2048
 HEADERS_MAX = 100
 
@@ -424,17 +430,21 @@ def is_secret_header(name: str) -> bool:
         or any(word in name for word in (*_SECRET_WORDS, *_SECRET_INFIXES))
         or name.startswith(_SECRET_PREFIXES)
         or name.endswith(_SECRET_SUFFIXES)
+        or not _SECRET_NAME_WORDS.isdisjoint(re.split(r"[-_]", name))
     )
 
 
 def stored_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """The headers an event keeps: lower-cased names, secrets dropped, values and count capped."""
+    """The headers an event keeps: lower-cased names, headers named like credentials dropped,
+    values and count capped, and any value that still holds a credential's shape masked
+    (``switchboard/lib/redact.py``: a bearer, a JWT, a GitHub token under a harmless name)."""
     kept: dict[str, str] = {}
     for name, value in headers:
         name = name.strip().lower()
         if not name or is_secret_header(name) or name in kept or len(kept) >= HEADERS_MAX:
             continue
-        kept[name] = value.replace("\x00", "")[:HEADER_VALUE_MAX_CHARS]
+        cut = value.replace("\x00", "")[:HEADER_VALUE_MAX_CHARS]
+        kept[name] = redact.mask(cut)[0][:HEADER_VALUE_MAX_CHARS]
     return kept
 
 

@@ -8,8 +8,9 @@
 - ``agent.py``: create, and the holder's claim_next (and why it took nothing), claim,
   heartbeat, complete, fail, release;
 - ``requester.py``: the A2A states: interrupt, resume and answer, reject;
-- ``operator.py``: the humans' retry, cancel, revoke_endpoint and ``operator_*`` transitions;
-- ``bulk.py``: a human's retry or cancel of every todo a filter selects;
+- ``operator.py``: the humans' retry, cancel, forget, revoke_endpoint and ``operator_*``
+  transitions;
+- ``bulk.py``: a human's retry, cancel or forget of every todo a filter selects;
 - ``queues.py``: pausing and resuming a queue, and setting its limits;
 - ``sweeps.py``: the sweeper's dead_letter_late, reap, requeue_due_retries, ring and ring_due.
 
@@ -36,10 +37,11 @@ from todos.lifecycle.agent import (
     heartbeat,
     release,
 )
-from todos.lifecycle.bulk import bulk_cancel, bulk_retry
+from todos.lifecycle.bulk import bulk_cancel, bulk_forget, bulk_retry
 from todos.lifecycle.core import activity_text, check_commit
 from todos.lifecycle.operator import (
     cancel,
+    forget,
     operator_cancel,
     operator_claim,
     operator_complete,
@@ -64,6 +66,7 @@ from todos.lifecycle.statements import (
     DEDUPE_HIT,
     ENDED,
     FAIL,
+    FORGET,
     HEARTBEAT,
     HEARTBEAT_NOTE,
     IN_ENDPOINT_SCOPE,
@@ -126,6 +129,7 @@ __all__ = [
     "DEDUPE_HIT",
     "ENDED",
     "FAIL",
+    "FORGET",
     "HEARTBEAT",
     "HEARTBEAT_NOTE",
     "INTERRUPT",
@@ -172,6 +176,7 @@ __all__ = [
     "activity_text",
     "answer",
     "bulk_cancel",
+    "bulk_forget",
     "bulk_retry",
     "bulk_statement",
     "cancel",
@@ -185,6 +190,7 @@ __all__ = [
     "create",
     "dead_letter_late",
     "fail",
+    "forget",
     "heartbeat",
     "interrupt",
     "new_todo_id",

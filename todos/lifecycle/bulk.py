@@ -1,5 +1,5 @@
-"""Bulk actions: one human's retry or cancel of every todo a filter selects, in one statement
-(docs/decisions/0020-queue-pause-and-bulk-actions.md)."""
+"""Bulk actions: one human's retry, cancel or forget of every todo a filter selects, in one
+statement (docs/decisions/0020-queue-pause-and-bulk-actions.md)."""
 
 from __future__ import annotations
 
@@ -108,4 +108,28 @@ def bulk_cancel(
         closed = sum(1 for r in rows if r["attempt_seq"] is not None)
         if closed:
             transaction.on_commit(lambda: metrics.attempt_closed("canceled", "canceled", closed))
+    return BulkResult(tuple(r["id"] for r in rows))
+
+
+def bulk_forget(
+    human_id: int,
+    filters: TodoFilters,
+    *,
+    seen_at: dt.datetime,
+    limit: int = BULK_MAX,
+    actor_id: int | None = None,
+) -> BulkResult:
+    """Forget the finished todos of the human's that ``filters`` select, at most ``limit``
+    (oldest first), each as ``forget`` forgets one, in one statement (bulk_forget.sql); a todo
+    finished after the count ``seen_at`` is left alone. Spans are ``activity/forget.py``'s to
+    delete, in the same transaction."""
+    params = {
+        **_bulk_params(seen_at, limit),
+        **activity_params(
+            "human_action", Actor.human(actor_id or human_id), "forget", detail={"bulk": True}
+        ),
+    }
+    rows = _bulk("forget", human_id, filters, params)
+    if rows:
+        counted("forget", n=len(rows), activity="human_action")
     return BulkResult(tuple(r["id"] for r in rows))

@@ -1,10 +1,11 @@
-"""The humans' transitions (the Board, the admin, commands): retry, cancel, revoking an
+"""The humans' transitions (the Board, the admin, commands): retry, cancel, forget, revoking an
 endpoint, and the operator variants of the agent's transitions, checked by "the human owns the
 endpoint" instead of "the caller holds the lease" and never fenced. Each records a
 ``human_action`` activity row in the same statement; ``cancel`` serves A2A's requester too."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -13,6 +14,7 @@ from django.db import transaction
 from attempts import rules
 from switchboard.lib import metrics
 from switchboard.lib.actors import Actor
+from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_one
 from switchboard.scope import Scope
 from todos.lifecycle.core import (
@@ -26,11 +28,13 @@ from todos.lifecycle.core import (
     lease_ttl,
     release_closes,
     report_params,
+    run,
     run_single,
 )
 from todos.lifecycle.statements import (
     CANCEL_BY_HUMAN,
     CANCEL_BY_REQUESTER,
+    FORGET,
     OPERATOR_CLAIM,
     OPERATOR_COMPLETE,
     OPERATOR_EXTEND,
@@ -39,6 +43,7 @@ from todos.lifecycle.statements import (
     RETRY,
     REVOKE_ENDPOINT,
 )
+from todos.limits import BULK_MAX
 from todos.types import ClaimResult, FailResult, ReportResult, RevokeResult, TodoView
 
 
@@ -51,6 +56,34 @@ def retry(human_id: int, todo_id: str, *, actor_id: int | None = None) -> Report
     row = run_single("retry", RETRY, params, Scope.of_human(human_id), todo_id)
     counted("retry", activity="human_action")
     return ReportResult(TodoView.from_row(row), None)
+
+
+def forget(
+    human_id: int,
+    todo_ids: Sequence[str],
+    *,
+    actor_id: int | None = None,
+    by_system: bool = False,
+) -> tuple[str, ...]:
+    """Erase what the human's finished todos among ``todo_ids`` held, leaving each a tombstone
+    (forget.sql; what goes and what stays: _forget_arms.sql); the ids forgotten, in id order.
+    Todos unfinished, foreign, unknown or already forgotten are left alone (not an error: the
+    caller compares). Recorded as ``cancel``'s are: a ``human_action`` of ``actor_id`` (default
+    ``human_id``), or of the system when ``by_system`` (``manage.py forget`` without ``--as``).
+    Spans are not this writer's: ``activity/forget.py`` deletes them in the same transaction and
+    is what the surfaces call."""
+    if len(todo_ids) > BULK_MAX:
+        raise InvalidInput("ids", f"at most {BULK_MAX} at once")
+    actor = Actor.command("forget") if by_system else Actor.human(actor_id or human_id)
+    params = {
+        "ids": list(todo_ids),
+        **activity_params("human_action", actor, "forget"),
+        **Scope.of_human(human_id).params,
+    }
+    rows = run(FORGET, params, None)
+    if rows:
+        counted("forget", n=len(rows), activity="human_action")
+    return tuple(r["id"] for r in rows)
 
 
 def cancel(

@@ -138,6 +138,10 @@ _CANCELED = {"attempt": "(SELECT seq FROM closed)", "from_state": "upd.from_stat
 # A cancel from the Board (the owning human) or over A2A (the endpoint's requester).
 CANCEL_BY_HUMAN = _recorded("cancel", scope=HUMAN_SCOPE_SQL, **_CANCELED)
 CANCEL_BY_REQUESTER = _recorded("cancel", scope=ENDPOINT_SCOPE_SQL, **_CANCELED)
+# A human erases what their finished todos held and leaves a tombstone (forget.sql).
+FORGET = _recorded(
+    "forget", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL
+)
 REVOKE_ENDPOINT = statement("revoke_endpoint")
 # A queue's pause and resume: by a human (their own endpoints only) or the system (a command).
 _OWN_ENDPOINT = "e.owner_id = %(scope_human_id)s"
@@ -176,8 +180,9 @@ _BULK_CANCELED_ATTEMPT = (
 
 @cache
 def bulk_statement(action: str, selection: str) -> str:
-    """The statement of one bulk action (``retry``, ``cancel``) for one filter combination
-    (``TodoFilters.where``'s text), in the human's scope, built once per combination."""
+    """The statement of one bulk action (``retry``, ``cancel``, ``forget``) for one filter
+    combination (``TodoFilters.where``'s text), in the human's scope, built once per
+    combination."""
     if action == "retry":
         return _recorded(
             "bulk_retry",
@@ -195,7 +200,15 @@ def bulk_statement(action: str, selection: str) -> str:
             selection=selection,
             bulk_canceled_attempt=_BULK_CANCELED_ATTEMPT,
         )
-    raise InvalidInput("action", "must be retry or cancel")
+    if action == "forget":
+        return _recorded(
+            "bulk_forget",
+            attempt="NULL::int",
+            from_state="upd.from_state",
+            scope=HUMAN_SCOPE_SQL,
+            selection=selection,
+        )
+    raise InvalidInput("action", "must be retry, cancel or forget")
 
 
 def named() -> dict[str, str]:

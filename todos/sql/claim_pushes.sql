@@ -2,7 +2,7 @@
 --   send after this commits (todos/push.py). Taking one counts a try and moves its next try
 --   `lease_seconds` ahead, so a sender that dies mid-send leaves it to be taken again then, and
 --   two senders never take the same row (SKIP LOCKED). An endpoint whose circuit breaker is open
---   gets nothing sent until it closes, but a test ring (reason 'test') is always tried.
+--   gets nothing sent until it closes, test rings included.
 -- params: limit, lease_seconds
 -- returns: id, endpoint_id, todo_id, ring_id, queue, reason, tries, push_url, push_secret.
 -- Uses index: push_attempts_due_idx (next_try_at) WHERE state = 'queued'; push_circuits_pkey.
@@ -10,9 +10,8 @@ WITH due AS (
     SELECT p.id
       FROM push_attempts p
      WHERE p.state = 'queued' AND p.next_try_at <= now()
-       AND (p.reason = 'test'
-            OR NOT EXISTS (SELECT 1 FROM push_circuits c
-                            WHERE c.endpoint_id = p.endpoint_id AND c.open_until > now()))
+       AND NOT EXISTS (SELECT 1 FROM push_circuits c
+                        WHERE c.endpoint_id = p.endpoint_id AND c.open_until > now())
      ORDER BY p.next_try_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED

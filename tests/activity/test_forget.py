@@ -1,0 +1,261 @@
+"""Forgetting a todo (activity/forget.py): its content is gone from every table that holds any of
+it, a tombstone stays, only the owner's finished todos are forgotten, and neither forget nor
+retention leaves a row that points at a todo that is not there."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import reverse
+
+from activity import forget
+from otlp import ingest
+from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.scope import Scope
+from tests.base import Personas
+from tests.factories import SourceFactory
+from tests.otlp.helpers import PROTOBUF, SpanSpec, request, trace_id
+from tests.reach import OWNER, new_todo
+from todos import lifecycle, retention
+from todos.models import Event, Todo
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "hunter2-do-not-keep"
+
+
+def tables_with_a_todo_id() -> list[str]:
+    """Every table with a ``todo_id`` column: each one refers to a todo (FK or not)."""
+    rows = fetch_all(
+        "SELECT table_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND column_name = 'todo_id'"
+        " AND table_name IN (SELECT tablename FROM pg_tables WHERE schemaname = current_schema())"
+        " ORDER BY table_name",
+        {},
+    )
+    return [r["table_name"] for r in rows]
+
+
+def rows_of(todo_id: str) -> dict[str, list[str]]:
+    """Each todo-referencing table's rows for ``todo_id``, as JSON text; the todo's own and its
+    delivery's too."""
+    found = {
+        table: [
+            r["row"]
+            for r in fetch_all(
+                f"SELECT row_to_json(x)::text AS row FROM {table} x WHERE x.todo_id = %(id)s",
+                {"id": todo_id},
+            )
+        ]
+        for table in tables_with_a_todo_id()
+    }
+    found["todos"] = [
+        r["row"]
+        for r in fetch_all(
+            "SELECT row_to_json(t)::text AS row FROM todos t WHERE t.id = %(id)s", {"id": todo_id}
+        )
+    ]
+    found["events"] = [
+        r["row"]
+        for r in fetch_all(
+            "SELECT row_to_json(e)::text AS row FROM events e"
+            " WHERE e.id = (SELECT event_id FROM todos WHERE id = %(id)s)",
+            {"id": todo_id},
+        )
+    ]
+    return found
+
+
+def lived(p: Personas) -> str:
+    """A todo that went through everything that leaves content behind, then completed."""
+    source = SourceFactory(owner=p.alice, slug="gh")
+    event = Event.objects.create(
+        source=source,
+        delivery_id="d-1",
+        headers={"x-note": SECRET},
+        payload={"secret": SECRET},
+        disposition="routed",
+    )
+    ep = p.endpoint_a.id
+    todo = new_todo(
+        ep,
+        title=f"rotate {SECRET}",
+        payload={"secret": SECRET},
+        work_order=f"use {SECRET}",
+        event_id=event.id,
+        dedupe_key=f"k-{SECRET}",
+    )
+    # The claimant is the agent's name for itself: like the owner, part of who tried, kept.
+    lifecycle.claim(ep, todo.id, owner=OWNER, claimant="bot/run-1")
+    lifecycle.heartbeat(ep, todo.id, owner=OWNER, note=f"working on {SECRET}")
+    lifecycle.interrupt(
+        ep, todo.id, owner=OWNER, state="input-required", input_request={"q": SECRET}
+    )
+    lifecycle.resume(p.alice.id, todo.id, response={"a": SECRET})
+    trace = trace_id()
+    spans = [SpanSpec(trace, name=SECRET, attributes={"switchboard.todo.id": todo.id})]
+    outcome = ingest.ingest(ep, request(spans).SerializeToString(), PROTOBUF, None, 1 << 20)
+    assert outcome.accepted == 1
+    lifecycle.complete(
+        ep,
+        todo.id,
+        owner=OWNER,
+        summary=f"done with {SECRET}",
+        result={"secret": SECRET},
+        artifact=f"https://files.example/{SECRET}",
+    )
+    return todo.id
+
+
+def test_a_forgotten_todo_keeps_a_tombstone_and_nothing_of_its_content(personas: Personas) -> None:
+    todo_id = lived(personas)
+    before = rows_of(todo_id)
+    assert any(SECRET in row for rows in before.values() for row in rows)
+    assert before["todo_spans"] and before["todo_trace_bindings"] and before["todo_search"]
+
+    assert forget.forget(personas.alice.id, [todo_id]) == (todo_id,)
+
+    after = rows_of(todo_id)
+    leaks = {table: rows for table, rows in after.items() if any(SECRET in r for r in rows)}
+    assert leaks == {}
+    assert after["todo_spans"] == after["todo_trace_bindings"] == after["todo_search"] == []
+    todo = Todo.objects.get(id=todo_id)
+    assert (todo.state, todo.queue, todo.endpoint_id) == (
+        "completed",
+        "default",
+        personas.endpoint_a.id,
+    )
+    assert todo.attempts_total == 1 and todo.finished_at is not None
+    assert todo.forgotten_at is not None and todo.forgotten_by == f"human:{personas.alice.id}"
+    assert (todo.title, todo.payload, todo.result, todo.input_request) == ("", {}, None, None)
+    (attempt,) = fetch_all(
+        "SELECT outcome, disposition, claimant, summary, artifact FROM todo_attempts"
+        " WHERE todo_id = %(id)s",
+        {"id": todo_id},
+    )
+    assert (attempt["outcome"], attempt["summary"], attempt["artifact"]) == (
+        "completed",
+        None,
+        None,
+    )
+    actions = fetch_all(
+        "SELECT kind, detail->>'action' AS action FROM todo_activity WHERE todo_id = %(id)s"
+        " ORDER BY seq",
+        {"id": todo_id},
+    )
+    assert actions[-1] == {"kind": "human_action", "action": "forget"}
+    assert len(actions) >= 3  # the note, the interrupt and resume rows stay, emptied
+
+
+def test_only_the_owner_s_finished_todos_are_forgotten_and_each_once(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    pending = new_todo(ep).id
+    done = new_todo(ep).id
+    lifecycle.claim(ep, done, owner=OWNER)
+    lifecycle.complete(ep, done, owner=OWNER)
+
+    assert forget.forget(personas.bob.id, [done]) == ()  # not bob's
+    assert forget.forget(personas.alice.id, [pending, done, "td_nope"]) == (done,)
+    assert forget.forget(personas.alice.id, [done]) == ()  # already
+    assert Todo.objects.get(id=pending).forgotten_at is None
+
+
+def test_forget_and_retention_leave_no_row_pointing_at_a_missing_todo(personas: Personas) -> None:
+    todo_id = lived(personas)
+    other = new_todo(personas.endpoint_a.id)
+    lifecycle.cancel(Scope.of_human(personas.alice.id), other.id)
+    forget.forget(personas.alice.id, [todo_id])
+    fetch_all(
+        "UPDATE todos SET finished_at = now() - interval '400 days' WHERE id = ANY(%(ids)s)",
+        {"ids": [todo_id, other.id]},
+    )
+    retention.run()
+
+    assert not Todo.objects.filter(id__in=[todo_id, other.id]).exists()
+    for table in tables_with_a_todo_id():
+        row = fetch_one(
+            f"SELECT count(*) AS n FROM {table} x WHERE x.todo_id IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM todos t WHERE t.id = x.todo_id)",
+            {},
+        )
+        assert row is not None and row["n"] == 0, table
+
+
+# --- the Board and the command -------------------------------------------------------------------
+
+
+@pytest.fixture
+def alice(personas: Personas) -> Client:
+    client = Client()
+    client.force_login(personas.alice)
+    return client
+
+
+def test_the_trail_page_forgets_after_a_tick_and_shows_the_tombstone(
+    personas: Personas, alice: Client
+) -> None:
+    todo_id = lived(personas)
+    url = reverse("todo_action", args=[todo_id, "forget"])
+    page = alice.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    assert "Forget the todo" in page and SECRET in page
+
+    refused = alice.post(url)
+    assert refused.status_code == 400 and "tick the box" in refused.content.decode()
+    assert Todo.objects.get(id=todo_id).forgotten_at is None
+
+    shown = alice.post(url, {"understood": "on"}, follow=True).content.decode()
+    assert "Forgotten" in shown and "by alice" in shown
+    assert SECRET not in shown and "Forget the todo" not in shown
+    again = alice.post(url, {"understood": "on"})
+    assert again.status_code == 409
+    bob = Client()
+    bob.force_login(personas.bob)
+    assert bob.post(url, {"understood": "on"}).status_code == 404
+
+
+def test_bulk_forget_counts_confirms_and_forgets_the_finished_todos_of_a_filter(
+    personas: Personas, alice: Client
+) -> None:
+    ep = personas.endpoint_a.id
+    finished = []
+    for _ in range(2):
+        todo = new_todo(ep)
+        lifecycle.cancel(Scope.of_human(personas.alice.id), todo.id)
+        finished.append(todo.id)
+    open_ = new_todo(ep).id
+
+    confirm = alice.get(reverse("bulk_forget")).content.decode()
+    assert "2</span> finished todos" in confirm
+    seen_at = confirm.split('name="seen_at" value="')[1].split('"')[0]
+    done = alice.post(reverse("bulk_forget"), {"seen_at": seen_at, "counted": "2"}, follow=True)
+
+    assert "Forgot 2 todos." in done.content.decode()
+    assert set(Todo.objects.filter(forgotten_at__isnull=False).values_list("id", flat=True)) == set(
+        finished
+    )
+    assert Todo.objects.get(id=open_).forgotten_at is None
+
+
+def test_manage_py_forget_says_what_it_forgot_and_exits_1_for_the_rest(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    done = new_todo(ep).id
+    lifecycle.cancel(Scope.of_human(personas.alice.id), done)
+    pending = new_todo(ep).id
+    out, err = io.StringIO(), io.StringIO()
+
+    with pytest.raises(CommandError) as failed:
+        call_command("forget", done, pending, "td_unknown", "--as", "alice", stdout=out, stderr=err)
+
+    assert failed.value.returncode == 1
+    assert out.getvalue() == f"Forgot {done}.\n"
+    assert f"{pending}: not finished (cancel it first)" in err.getvalue()
+    assert "td_unknown: not found" in err.getvalue()
+    assert Todo.objects.get(id=done).forgotten_by == f"human:{personas.alice.id}"
+    bob_err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("forget", done, "--as", "bob", stderr=bob_err)
+    assert f"{done}: not found" in bob_err.getvalue()
