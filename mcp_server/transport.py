@@ -39,10 +39,11 @@ from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_server import doorbell, fastpath, sessions
+from mcp_server import doorbell, fastpath, sessions, taskwire
 from mcp_server import server as mcp
 from switchboard import runtime_settings
-from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
+from switchboard.auth import BearerRejected, aresolve_endpoint_bearer, bearer_token
+from switchboard.credentials import hash_key
 from switchboard.lib import asgi, dbthread, frontdoor
 from switchboard.lib.asgi import Message, Receive, Scope, Send
 from switchboard.models import Endpoint
@@ -368,7 +369,8 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         raise _too_many(endpoint_wait)
 
     session: str | None = None
-    if not is_modern(scope):
+    modern = is_modern(scope)
+    if not modern:
         if message.get("method") == "initialize":
             session = sessions.mint(endpoint.id)
             guard.extra_headers.append((SESSION_HEADER, session.encode("ascii")))
@@ -377,9 +379,25 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
                 # The transport spec's answer to an unknown session; the client re-initializes.
                 raise Refused(404, "Session not found")
             session = presented
-    elif await fastpath.answer(scope, message, endpoint, endpoint_wait, guard.send):
-        return  # a stateless tools/call, answered as the SDK would, without its pipeline
     # A modern request's Mcp-Session-Id is ignored (the 2026 spec), so it never labels a claim.
+    token = bearer_token(scope)
+    key_digest = hash_key(token) if token is not None else None
+    if await taskwire.answer(
+        scope,
+        receive,
+        message,
+        endpoint=endpoint,
+        modern=modern,
+        session=session,
+        key_digest=key_digest,
+        retry_after=endpoint_wait,
+        send=guard.send,
+    ):
+        return  # MCP Tasks: the tasks/* methods and task-creating calls (mcp_server/tasks.py)
+    if modern and await fastpath.answer(
+        scope, message, endpoint, endpoint_wait, guard.send, key_digest
+    ):
+        return  # a stateless tools/call, answered as the SDK would, without its pipeline
 
     # A tools/call over the endpoint's rate reaches the handler, which answers it with the
     # rate_limited tool error (mcp_server.server.call_tool).
@@ -388,6 +406,7 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         mcp.SCOPE_ENDPOINT: endpoint,
         mcp.SCOPE_SESSION: session,
         mcp.SCOPE_RETRY_AFTER: endpoint_wait,
+        mcp.SCOPE_KEY_DIGEST: key_digest,
     }
     manager = await mcp.RUNTIME.manager()
     await manager.handle_request(inner, asgi.replay(body, receive), guard.send)

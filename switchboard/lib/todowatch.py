@@ -1,4 +1,5 @@
-"""Waiting for a todo to change: what a blocking ``SendMessage`` and the streams wait on.
+"""Waiting for a todo to change: what A2A's blocking ``SendMessage`` and streams, and MCP
+Tasks' ``tasks/result`` and ``notifications/tasks``, wait on.
 
 ``heard`` is a consumer of the process's change feed (``switchboard/lib/changefeed.py``): every
 committed change to a todo, whichever process made it (a second web process, the sweeper's
