@@ -44,7 +44,7 @@ TASKS = "io.modelcontextprotocol/tasks"
 POLL_SECONDS = 0.1
 
 
-# --- a Tasks client on the official SDK -----------------------------------------------------------
+# --- a Tasks client on the official SDK ---------------------------------------------------------
 
 
 class GetTaskParams(RequestParams):
@@ -111,7 +111,7 @@ async def tasks_client(url: str, key: str, extension: TasksExtension) -> AsyncIt
         yield client
 
 
-# --- raw JSON-RPC ----------------------------------------------------------------------------------
+# --- raw JSON-RPC ---------------------------------------------------------------------
 
 
 def requester(owner: Any, slug: str, *, a2a_too: bool = False) -> tuple[Any, str, str]:
