@@ -85,7 +85,8 @@ def test_every_reachable_state_has_its_row_and_both_protocols_read_it(
 @pytest.mark.parametrize("key", list(task_states.TABLE))
 def test_every_row_speaks_each_protocols_vocabulary(key: str) -> None:
     row = task_states.TABLE[key]
-    assert row.a2a in TaskState.keys() and row.a2a != "TASK_STATE_UNSPECIFIED"
+    known = set(TaskState.keys())
+    assert row.a2a in known and row.a2a != "TASK_STATE_UNSPECIFIED"
     statuses = {"working", "input_required", "completed", "failed", "cancelled"}
     assert row.mcp in statuses and row.mcp_modern in statuses - {"failed"}
     # Finished for one protocol is finished for the other.
