@@ -96,3 +96,17 @@ def page(
     rows = rows[:size]
     cursor = encode_cursor(rows[-1][1], rows[-1][0]) if more and rows else None
     return [row[0] for row in rows], cursor
+
+
+def open_tasks(endpoint_id: UUID, key_digest: bytes, limit: int = 100) -> list[str]:
+    """The key's submitted todos that are not finished yet (``finished_at`` unset), newest
+    first: what a 2025-11-25 session's GET stream follows for ``notifications/tasks/status``."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT m.todo_id FROM mcp_tasks m"
+            " JOIN todos t ON t.id = m.todo_id AND t.endpoint_id = m.endpoint_id"
+            " WHERE m.endpoint_id = %s AND m.key_digest = %s AND t.finished_at IS NULL"
+            " ORDER BY m.created_at DESC, m.todo_id DESC LIMIT %s",
+            [endpoint_id, key_digest, limit],
+        )
+        return [row[0] for row in cur.fetchall()]

@@ -33,8 +33,8 @@ from mcp.shared.inbound import (
     decode_header_value,
 )
 
+from mcp_server import registry, tasks, verbs
 from mcp_server import server as mcp
-from mcp_server import tasks, verbs
 from switchboard.lib import asgi, dbthread, todowatch
 from switchboard.lib.asgi import Receive, Scope, Send
 from switchboard.models import Endpoint
@@ -298,3 +298,37 @@ async def _wait_for_result(
                     return None
     finally:
         watcher.cancel()
+
+
+class LegacyFollower:
+    """``notifications/tasks/status`` for a 2025-11-25 session's GET stream: the tasks the
+    session's key submitted that are not finished, each pushed when its status or message
+    changes (its finish included). The set is re-read at every wake of the stream, so a task
+    submitted after the stream opened is followed from the next wake (a change of a followed
+    task, a ring, or the 15-second keep-alive)."""
+
+    def __init__(self, endpoint: Endpoint, key_digest: bytes) -> None:
+        self.endpoint = endpoint
+        self.key_digest = key_digest
+        self.last: dict[str, tuple[Any, ...]] = {}
+
+    def step(self) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
+        """(the ids to follow, the notifications owed): sync, for a worker thread."""
+        ids = list(
+            dict.fromkeys([*registry.open_tasks(self.endpoint.id, self.key_digest), *self.last])
+        )
+        owed = []
+        for todo_id in ids:
+            view = tasks.read_or_none(self.endpoint, todo_id)
+            if view is None:
+                self.last.pop(todo_id, None)
+                continue
+            pushed = tasks.notification(view, modern=False)
+            seen = (pushed["params"]["status"], pushed["params"].get("statusMessage"))
+            if self.last.get(todo_id) != seen:
+                owed.append(pushed)
+            if view.row.terminal:
+                self.last.pop(todo_id, None)
+            else:
+                self.last[todo_id] = seen
+        return tuple(self.last), owed

@@ -591,3 +591,42 @@ async def _complete(url: str, agent_key: str) -> None:
     async with mcp_client(url, agent_key, MODERN) as agent:
         held = await claim(agent, "q")
         await agent_call(agent, "complete", id=held["todo"]["id"], summary="done")
+
+
+def test_notifications_tasks_status_on_the_legacy_get_stream(
+    live: LiveServer, personas: Personas
+) -> None:
+    """A 2025-11-25 session's GET stream hears the status of the tasks its key submitted."""
+    _, requester_key, agent_key = requester(personas.alice, "hears-legacy")
+    url = live.mcp_url("hears-legacy")
+    session = Legacy(url, requester_key)
+    task_id = session.result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+    )["task"]["taskId"]
+    headers = {k: v for k, v in session.headers.items() if k != "Accept"}
+    headers["Accept"] = "text/event-stream"
+
+    async def listen() -> list[dict[str, Any]]:
+        heard: list[dict[str, Any]] = []
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            http.stream("GET", url, headers=headers) as response,
+        ):
+            assert response.status_code == 200
+            finisher: asyncio.Task[None] | None = None
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = httpx.Response(200, content=line[5:]).json()
+                if message["method"] != "notifications/tasks/status":
+                    continue
+                heard.append(message["params"])
+                if finisher is None:
+                    finisher = asyncio.create_task(_complete(url, agent_key))
+                if message["params"]["status"] == "completed":
+                    break
+        return heard
+
+    heard = run(asyncio.wait_for(listen(), 30))
+    assert {p["taskId"] for p in heard} == {task_id}
+    assert heard[0]["status"] == "working" and heard[-1]["status"] == "completed"
