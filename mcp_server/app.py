@@ -195,7 +195,7 @@ def document() -> str:
     )
     return (
         "<!doctype html>\n<html lang=en><head><meta charset=utf-8>"
-        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp)}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp, quote=False)}">'
         "<title>Switchboard todo</title>"
         f"<style>{STYLE}</style></head>"
         '<body><div id="todo"><p class="muted">Waiting for the todo…</p></div>'
