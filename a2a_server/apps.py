@@ -16,8 +16,9 @@ class A2aServerConfig(AppConfig):
 
     def ready(self) -> None:
         # Open streams and blocking sends wake on every committed change of their todo
-        # (a2a_server/watch.py), heard on this process's one change feed.
-        from a2a_server import watch
+        # (switchboard/lib/todowatch.py, shared with MCP Tasks), heard on this process's one
+        # change feed; subscribing twice is once.
         from switchboard.lib import changefeed
+        from switchboard.lib import todowatch as watch
 
         changefeed.FEED.subscribe(watch.heard)

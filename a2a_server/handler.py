@@ -3,7 +3,7 @@
 The SDK's JSON-RPC routes (``a2a.server.routes``) parse the request in either protocol version
 (1.0, and 0.3 through its compatibility adapter), call these methods with proto messages and
 render what they return or raise. The todos table is the task store: nothing is kept in memory
-but the waiters of ``a2a_server.watch``.
+but the waiters of ``switchboard.lib.todowatch``.
 
 Who is calling: ``a2a_server.transport`` resolved the bearer to the endpoint before the SDK saw
 the request and put it in the ASGI scope; ``ContextBuilder`` carries it into the call context.
@@ -58,8 +58,9 @@ from django.utils import timezone
 from google.protobuf import json_format
 from starlette.requests import Request
 
-from a2a_server import tasks, watch
+from a2a_server import tasks
 from switchboard.lib import dbthread
+from switchboard.lib import todowatch as watch
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope

@@ -1,16 +1,8 @@
 """Todos as A2A tasks: the conversions both ways, pure (no database).
 
 A todo's states are A2A's task states (todos/states.py), so a task is a todo read through the
-endpoint's scope:
-
-| todo | A2A task state |
-| --- | --- |
-| pending | submitted |
-| claimed | working |
-| input-required, auth-required | input-required, auth-required (interrupted) |
-| failed with a retry scheduled | working (it comes back by itself) |
-| failed, dead-lettered | failed |
-| completed, canceled, rejected | completed, canceled, rejected |
+endpoint's scope, its state by the table MCP Tasks reads too (todos/task_states.py: a failed
+todo with a retry scheduled is working, a dead-lettered one failed).
 
 A completed task carries one artifact, ``result``: the todo's result as a data part, the
 attempt's artifact URI as a url part and its summary as a text part (those present). A failed
@@ -41,20 +33,17 @@ from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from attempts.types import AttemptView
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
-from todos import states
+from todos import task_states
 from todos.states import State, TodoRow
 
 TITLE_MAX_CHARS = 200
 
+# The filter of ListTasks: a todo state per A2A state (failed: the dead letter's row).
 STATES: Mapping[str, int] = {
-    State.PENDING: TaskState.TASK_STATE_SUBMITTED,
-    State.CLAIMED: TaskState.TASK_STATE_WORKING,
-    State.INPUT_REQUIRED: TaskState.TASK_STATE_INPUT_REQUIRED,
-    State.AUTH_REQUIRED: TaskState.TASK_STATE_AUTH_REQUIRED,
-    State.COMPLETED: TaskState.TASK_STATE_COMPLETED,
-    State.FAILED: TaskState.TASK_STATE_FAILED,
-    State.CANCELED: TaskState.TASK_STATE_CANCELED,
-    State.REJECTED: TaskState.TASK_STATE_REJECTED,
+    state: TaskState.Value(
+        task_states.TABLE[task_states.DEAD if state == State.FAILED else state].a2a
+    )
+    for state in State
 }
 # Where a stream closes and a blocking SendMessage returns (A2A: terminal or interrupted).
 FINAL = frozenset(
@@ -87,9 +76,8 @@ class A2aTodo(TodoRow, Protocol):
 
 
 def task_state(todo: TodoRow) -> int:
-    if todo.state == State.FAILED and not states.is_dead_letter(todo):
-        return TaskState.TASK_STATE_WORKING
-    return STATES[todo.state]
+    """The A2A state of ``todo``: todos/task_states.py's table, shared with MCP Tasks."""
+    return TaskState.Value(task_states.of(todo).a2a)
 
 
 def context_id(todo: A2aTodo) -> str:

@@ -19,6 +19,8 @@ class McpServerConfig(AppConfig):
         # Subscription streams ring on ready and rung changes (mcp_server/doorbell.py), heard on
         # this process's one change feed.
         from mcp_server import doorbell
-        from switchboard.lib import changefeed
+        from switchboard.lib import changefeed, todowatch
 
         changefeed.FEED.subscribe(doorbell.DOORBELL.heard)
+        # MCP Tasks: tasks/result and the listen streams' notifications/tasks wait on a todo.
+        changefeed.FEED.subscribe(todowatch.heard)

@@ -183,6 +183,7 @@ async def answer(
     endpoint: Endpoint,
     retry_after: int | None,
     send: Send,
+    key_digest: bytes | None = None,
 ) -> bool:
     """Answer ``message`` (a checked JSON-RPC message of a modern-era POST) if it is a
     ``tools/call`` this fully understands, and say so; False, with nothing sent, otherwise.
@@ -219,7 +220,9 @@ async def answer(
     status = 200
     try:
         outcome = await mcp.answer_call(
-            mcp.caller_of(endpoint, None, params, retry_after), typed.name, typed.arguments or {}
+            mcp.caller_of(endpoint, None, params, retry_after, key_digest),
+            typed.name,
+            typed.arguments or {},
         )
     except Exception as exc:
         # What the SDK answers when its handler raises (answer_call maps every tool error itself).

@@ -24,10 +24,16 @@ from typing import Any
 from attempts.fence import TOKEN_BYTES
 from attempts.rules import ARTIFACT_MAX_BYTES
 from todos.limits import (
+    DEDUPE_KEY_MAX_BYTES,
     LEASE_TTL_MAX_SECONDS,
     LEASE_TTL_MIN_SECONDS,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
     QUEUE_MAX_BYTES,
     RETRY_AFTER_MAX_SECONDS,
+    RUN_TIMEOUT_MAX_SECONDS,
+    RUN_TIMEOUT_MIN_SECONDS,
+    TITLE_MAX_BYTES,
 )
 from todos.models import State
 from todos.queries import ATTEMPTS_LIMIT_MAX
@@ -546,6 +552,131 @@ DESCRIPTIONS |= {
     " claimed again.",
     "reject": "Refuse a todo you hold for good (state rejected, never retried), with a summary"
     " saying why.",
+}
+
+
+# --- the requester's tool (submit) and the MCP App's tools ----------------------------------
+
+WORK_ORDER_MAX_CHARS = 65536
+
+
+def _instant(description: str) -> Schema:
+    return _nullable(
+        {
+            "type": "string",
+            "maxLength": 64,
+            "description": description + " ISO 8601 with a time zone, or +90s/+10m/+2h/+1d from"
+            " now.",
+        }
+    )
+
+
+# The todo fields a requester sets (docs/guides/requesters.md). Cost ceilings
+# (``max_cost_usd``) join SUBMIT_COST_FIELDS when the todo has them; submit_todo passes every
+# field named there to lifecycle.create as it is.
+SUBMIT_COST_FIELDS: dict[str, Schema] = {}
+
+INPUT |= {
+    "submit_todo": _obj(
+        {
+            "queue": QUEUE,
+            "title": _nullable(
+                {
+                    "type": "string",
+                    "maxLength": TITLE_MAX_BYTES,
+                    "description": "One line for people and agents (at most 1024 bytes).",
+                }
+            ),
+            "work_order": _nullable(
+                {
+                    "type": "string",
+                    "maxLength": WORK_ORDER_MAX_CHARS,
+                    "description": "What the agent that claims it is asked to do.",
+                }
+            ),
+            "payload": _any_json("Any JSON value: the work's data, as the agent reads it."),
+            "priority": _nullable(
+                {
+                    "type": "integer",
+                    "minimum": PRIORITY_MIN,
+                    "maximum": PRIORITY_MAX,
+                    "description": "Higher is claimed first (default 0).",
+                }
+            ),
+            "not_before": _instant("Not claimable before this instant."),
+            "start_by": _instant("Dead-lettered if not claimed by this instant."),
+            "finish_by": _instant("Dead-lettered if not finished by this instant."),
+            "run_timeout_seconds": _nullable(
+                {
+                    "type": "integer",
+                    "minimum": RUN_TIMEOUT_MIN_SECONDS,
+                    "maximum": RUN_TIMEOUT_MAX_SECONDS,
+                    "description": "How long one attempt may run, however often it heartbeats.",
+                }
+            ),
+            "dedupe_key": _nullable(
+                {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": DEDUPE_KEY_MAX_BYTES,
+                    "description": "While an unfinished todo of this endpoint holds the key,"
+                    " submitting again answers that todo (deduplicated: true).",
+                }
+            ),
+            **SUBMIT_COST_FIELDS,
+        },
+        ("queue",),
+    ),
+    # The MCP App's tools (visibility ["app"]): what a person does from the view.
+    "answer_todo": _obj(
+        {
+            "id": TODO_ID,
+            "text": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": QUESTION_MAX_CHARS,
+                "description": "The answer to the holder's question.",
+            },
+        },
+        ("id", "text"),
+    ),
+    "cancel_todo": _obj({"id": TODO_ID}, ("id",)),
+    "retry_todo": _obj({"id": TODO_ID}, ("id",)),
+}
+SUBMIT: Schema = {
+    "type": "object",
+    "properties": {
+        "todo": TODO_WITH_RESULT,
+        "deduplicated": {
+            "type": "boolean",
+            "description": "True when an unfinished todo already held the dedupe_key: that"
+            " todo is answered and nothing was created.",
+        },
+        # A finished task's result (MCP Tasks) adds the last attempt's summary and artifact.
+        "summary": _nullable({"type": "string", "description": "The last attempt's summary."}),
+        "artifact": _nullable({"type": "string", "description": "The last attempt's artifact."}),
+    },
+    "required": ["todo", "deduplicated"],
+}
+OUTPUT |= {
+    "submit_todo": SUBMIT,
+    "answer_todo": REPORT,
+    "cancel_todo": REPORT,
+    "retry_todo": REPORT,
+}
+TITLES |= {
+    "submit_todo": "Submit a todo",
+    "answer_todo": "Answer the todo's question",
+    "cancel_todo": "Cancel the todo",
+    "retry_todo": "Retry the dead-lettered todo",
+}
+DESCRIPTIONS |= {
+    "submit_todo": "Hand work to this endpoint's agents: a new todo on a queue, answered with"
+    " its id and state. Follow it with get_todo (or, for clients that declare MCP Tasks, the"
+    " task this returns: tasks/get, tasks/update to answer a question, tasks/cancel).",
+    "answer_todo": "Answer the question a todo's holder asked (the todo resumes).",
+    "cancel_todo": "Cancel a todo that is not finished; its holder hears it on its next call.",
+    "retry_todo": "Send a dead-lettered, canceled or rejected todo back to its queue.",
 }
 
 

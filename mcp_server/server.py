@@ -19,13 +19,14 @@ each call as Django's request cycle would (these requests never pass through Dja
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, cast
 
 import jsonschema_rs
 import mcp_types as types
@@ -39,9 +40,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
+from pydantic import BaseModel
 
-from mcp_server import doorbell, resources, schemas, tools, verbs
-from switchboard.lib import dbthread, jsonlimits
+from mcp_server import app, doorbell, resources, schemas, tasks, tools, verbs
+from switchboard.lib import dbthread, jsonlimits, todowatch
 from switchboard.lib.errors import LifecycleError, TodoEnded
 from switchboard.models import Endpoint
 
@@ -52,6 +54,8 @@ SCOPE_ENDPOINT = "switchboard.endpoint"
 SCOPE_SESSION = "switchboard.session"
 # Seconds until the endpoint is under its rate again; set when this request is over it.
 SCOPE_RETRY_AFTER = "switchboard.retry_after"
+# The bearer's SHA-256: which key submitted a todo (mcp_server/registry.py).
+SCOPE_KEY_DIGEST = "switchboard.key_digest"
 
 INSTRUCTIONS = """\
 Switchboard hands out work ("todos") on queues. To drain a queue: call claim_next with the
@@ -91,7 +95,13 @@ def _caller(ctx: ServerRequestContext[Any, Any]) -> tools.Caller:
     if not isinstance(endpoint, Endpoint):
         # Only reachable if the SDK were mounted without mcp_server.transport in front of it.
         raise MCPError(code=types.INTERNAL_ERROR, message="request was not authenticated")
-    return caller_of(endpoint, scope.get(SCOPE_SESSION), ctx.params, scope.get(SCOPE_RETRY_AFTER))
+    return caller_of(
+        endpoint,
+        scope.get(SCOPE_SESSION),
+        ctx.params,
+        scope.get(SCOPE_RETRY_AFTER),
+        scope.get(SCOPE_KEY_DIGEST),
+    )
 
 
 def caller_of(
@@ -99,6 +109,8 @@ def caller_of(
     session: str | None,
     params: Mapping[str, Any] | None,
     retry_after: int | None,
+    key_digest: bytes | None = None,
+    task_ttl_ms: int | None = None,
 ) -> tools.Caller:
     """The caller of a request with these (raw, wire) ``params``."""
     meta = (params or {}).get("_meta")
@@ -107,14 +119,37 @@ def caller_of(
         session=session,
         meta_traceparent=meta.get("traceparent") if isinstance(meta, Mapping) else None,
         retry_after=retry_after,
+        key_digest=key_digest,
+        task_ttl_ms=task_ttl_ms,
     )
+
+
+def client_capabilities(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """The client's capabilities as the wire gave them: a 2026-07-28 request's own ``_meta``,
+    else (the legacy handshake) what ``initialize`` declared."""
+    meta = (ctx.params or {}).get("_meta")
+    if isinstance(meta, Mapping) and isinstance(meta.get(types.CLIENT_CAPABILITIES_META_KEY), dict):
+        return meta[types.CLIENT_CAPABILITIES_META_KEY]
+    params = (ctx.params or {}).get("capabilities")
+    return params if isinstance(params, dict) else None
 
 
 # --- tools -------------------------------------------------------------------------------------
 
 
-def tool_definition(name: str) -> types.Tool:
+# The tools that open the MCP App (for clients that declared the extension).
+APP_VIEW_TOOLS = ("submit_todo", "get_todo")
+
+
+def tool_definition(name: str, with_app: bool = False) -> types.Tool:
+    """A tool as tools/list shows it; ``with_app`` adds the MCP App's ``_meta.ui`` (for clients
+    that declared the extension: the others never see the App or its tools)."""
     read_only = name in ("list_todos", "get_todo")
+    meta = None
+    if with_app and name in APP_VIEW_TOOLS:
+        meta = app.MODEL_TOOL_META
+    elif with_app and name in verbs.APP_TOOLS:
+        meta = app.APP_TOOL_META
     return types.Tool(
         name=name,
         title=schemas.TITLES[name],
@@ -124,14 +159,18 @@ def tool_definition(name: str) -> types.Tool:
         annotations=types.ToolAnnotations(
             title=schemas.TITLES[name],
             read_only_hint=read_only,
-            destructive_hint=False,
+            destructive_hint=name == "cancel_todo",
             idempotent_hint=name in ("list_todos", "get_todo", "heartbeat"),
             open_world_hint=False,
         ),
+        # The 2025-11-25 tasks: submit_todo may run as a task (tasks/get, tasks/result …).
+        execution=types.ToolExecution(task_support="optional") if name == "submit_todo" else None,
+        _meta=meta,
     )
 
 
 _TOOL_DEFINITIONS = {name: tool_definition(name) for name in verbs.TOOLS}
+_APP_TOOL_DEFINITIONS = {name: tool_definition(name, with_app=True) for name in verbs.TOOLS}
 
 
 def compact_json(value: Any) -> str:
@@ -201,8 +240,15 @@ async def list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     endpoint = _caller(ctx).endpoint
+    with_app = app.declared(client_capabilities(ctx))
+    definitions = _APP_TOOL_DEFINITIONS if with_app else _TOOL_DEFINITIONS
     return types.ListToolsResult(
-        tools=[_TOOL_DEFINITIONS[name] for name in verbs.visible_tools(endpoint)]
+        tools=[
+            definitions[name]
+            for name in verbs.visible_tools(endpoint)
+            # The App's own tools exist for the App: a client without it never sees them.
+            if with_app or name not in verbs.APP_TOOLS
+        ]
     )
 
 
@@ -230,8 +276,9 @@ async def answer_call(caller: tools.Caller, name: str, arguments: Mapping[str, A
         )
     if name not in tools.TOOLS:
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}", data=name)
-    if not caller.endpoint.allows(name):
-        return tool_error("forbidden", f"this endpoint's verbs do not include {name}")
+    if not verbs.allows(caller.endpoint, name):
+        verb = verbs.VERB_OF.get(name, name)
+        return tool_error("forbidden", f"this endpoint's verbs do not include {verb}")
     if (problem := _argument_error(name, arguments)) is not None:
         return tool_error("invalid", problem)
     if (problem := _unstorable_argument(arguments)) is not None:
@@ -302,17 +349,27 @@ async def list_resources(
     except DatabaseError:
         logger.exception("resources/list: database error")
         raise MCPError(code=types.INTERNAL_ERROR, message="database unavailable") from None
-    return types.ListResourcesResult(
-        resources=[
+    listed = [
+        types.Resource(
+            name=f"queue {queue}",
+            uri=resources.queue_uri(queue),
+            mime_type=resources.MIME_TYPE,
+            description="Queue summary",
+        )
+        for queue in queues
+    ]
+    if verbs.can_submit(caller.endpoint):
+        listed.append(
             types.Resource(
-                name=f"queue {queue}",
-                uri=resources.queue_uri(queue),
-                mime_type=resources.MIME_TYPE,
-                description="Queue summary",
+                name="todo view",
+                title="A todo's trail",
+                uri=app.URI,
+                mime_type=app.MIME_TYPE,
+                description="The MCP App that submit_todo and get_todo open.",
+                _meta=app.RESOURCE_META,
             )
-            for queue in queues
-        ]
-    )
+        )
+    return types.ListResourcesResult(resources=listed)
 
 
 async def read_resource(
@@ -320,6 +377,16 @@ async def read_resource(
 ) -> types.ReadResourceResult:
     caller = _caller(ctx)
     uri = str(params.uri)
+    if uri == app.URI:
+        if not verbs.can_read_todos(caller.endpoint):
+            raise _not_found(uri)
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=uri, mime_type=app.MIME_TYPE, text=app.document(), _meta=app.RESOURCE_META
+                )
+            ]
+        )
     try:
         body = await _in_thread(resources.read)(caller, uri)
     except resources.ResourceError:
@@ -355,6 +422,82 @@ def _subscribable(caller: tools.Caller, uri: str) -> str | None:
     return resources.queue_uri(queue)
 
 
+# How many tasks one listen stream may follow (each is a waiter on the change feed).
+MAX_LISTEN_TASKS = 100
+
+
+class _RawNotification(BaseModel):
+    """A notification the SDK has no model for (the Tasks extension's): the session sends
+    whatever ``method`` and ``params`` a model dumps."""
+
+    method: str
+    params: dict[str, Any]
+
+
+def _task_ids(
+    ctx: ServerRequestContext[Any, Any],
+    caller: tools.Caller,
+    requested: types.SubscriptionFilter,
+) -> list[str]:
+    """The ``taskIds`` a listen request asks for (the Tasks extension), all acknowledged: an
+    unknown or foreign id is followed like any other and never pushed, so the acknowledgement
+    says nothing about which ids exist. A client that did not declare the extension is refused
+    (-32021, the extension's MUST); so is an endpoint without ``submit``'s tasks."""
+    extra = requested.model_extra or {}
+    wanted = extra.get("taskIds")
+    if wanted is None:
+        return []
+    if not tasks.extension_declared(client_capabilities(ctx)):
+        error = tasks.missing_capability()
+        raise MCPError(code=error.code, message=str(error), data=error.data)
+    if not isinstance(wanted, list) or not all(isinstance(i, str) for i in wanted):
+        raise MCPError(code=types.INVALID_PARAMS, message="notifications.taskIds: a list of ids")
+    if not verbs.can_submit(caller.endpoint):
+        return []
+    return list(dict.fromkeys(wanted))[:MAX_LISTEN_TASKS]
+
+
+async def _push_tasks(
+    ctx: ServerRequestContext[Any, Any],
+    endpoint: Endpoint,
+    task_ids: list[str],
+    meta: dict[str, Any],
+    subscription_id: Any,
+) -> None:
+    """``notifications/tasks`` on a listen stream: the task as tasks/get would answer it, at
+    once and whenever its status or message changes (woken by the change feed, no poll)."""
+    loop = asyncio.get_running_loop()
+    last: dict[str, tuple[Any, ...]] = {}
+    with contextlib.ExitStack() as stack:
+        events = {tid: stack.enter_context(todowatch.following(tid)) for tid in task_ids}
+        while True:
+            waits = {loop.create_task(event.wait()): tid for tid, event in events.items()}
+            try:
+                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waits:
+                    waiter.cancel()
+            for waiter in done:
+                tid = waits[waiter]
+                events[tid].clear()
+                view = await dbthread.run(tasks.read_or_none, endpoint, tid)
+                if view is None:
+                    continue
+                pushed = tasks.notification(view, modern=True)
+                params = pushed["params"]
+                seen = (params["status"], params.get("statusMessage"))
+                if last.get(tid) == seen:
+                    continue
+                last[tid] = seen
+                await ctx.session.send_notification(
+                    cast(
+                        types.ServerNotification,
+                        _RawNotification(method=pushed["method"], params={**params, "_meta": meta}),
+                    ),
+                    related_request_id=subscription_id,
+                )
+
+
 async def subscriptions_listen(
     ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
 ) -> types.SubscriptionsListenResult:
@@ -381,7 +524,9 @@ async def subscriptions_listen(
             if (canonical := _subscribable(caller, uri)) is not None
         )
     )
-    honored = types.SubscriptionFilter(resource_subscriptions=uris or None)
+    task_ids = _task_ids(ctx, caller, requested)
+    extension: dict[str, Any] = {"taskIds": task_ids} if task_ids else {}
+    honored = types.SubscriptionFilter(resource_subscriptions=uris or None, **extension)
     meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
     with doorbell.DOORBELL.open(caller.endpoint.id, uris=frozenset(uris)) as stream:
         # Registered before the ack, so a ring that arrives while it is written is kept.
@@ -393,13 +538,24 @@ async def subscriptions_listen(
             ),
             related_request_id=subscription_id,
         )
-        async for uri in stream:
-            await ctx.session.send_notification(
-                types.ResourceUpdatedNotification(
-                    params=types.ResourceUpdatedNotificationParams(uri=uri, _meta=meta)
-                ),
-                related_request_id=subscription_id,
+        pusher = (
+            asyncio.get_running_loop().create_task(
+                _push_tasks(ctx, caller.endpoint, task_ids, meta, subscription_id)
             )
+            if task_ids
+            else None
+        )
+        try:
+            async for uri in stream:
+                await ctx.session.send_notification(
+                    types.ResourceUpdatedNotification(
+                        params=types.ResourceUpdatedNotificationParams(uri=uri, _meta=meta)
+                    ),
+                    related_request_id=subscription_id,
+                )
+        finally:
+            if pusher is not None:
+                pusher.cancel()
     return types.SubscriptionsListenResult(_meta=meta)
 
 
@@ -447,8 +603,30 @@ async def unsubscribe_resource(
     return types.EmptyResult()
 
 
+# The 2025-11-25 handshake's tasks capability: submit_todo runs as a task; tasks/list and
+# tasks/cancel are served (mcp_server/tasks.py). The 2026-07-28 extensions are in
+# ``Server.extensions``, which server/discover reports.
+LEGACY_TASKS = types.ServerTasksCapability(
+    list=types.TasksListCapability(),
+    cancel=types.TasksCancelCapability(),
+    requests=types.ServerTasksRequestsCapability(
+        tools=types.TasksToolsCapability(call=types.TasksCallCapability())
+    ),
+)
+
+
+class SwitchboardServer(Server[Any]):
+    """The SDK's low-level server, whose legacy handshake also declares the tasks capability
+    (the SDK derives capabilities from its handlers, and tasks/* are not among them)."""
+
+    def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
+        options = super().create_initialization_options(*args, **kwargs)
+        options.capabilities = options.capabilities.model_copy(update={"tasks": LEGACY_TASKS})
+        return options
+
+
 def build_server() -> Server[Any]:
-    return Server(
+    server = SwitchboardServer(
         "switchboard",
         version=_VERSION,
         title="Switchboard",
@@ -466,6 +644,8 @@ def build_server() -> Server[Any]:
         on_unsubscribe_resource=unsubscribe_resource,
         on_subscriptions_listen=subscriptions_listen,
     )
+    server.extensions = {tasks.EXTENSION: {}, app.EXTENSION: {}}
+    return server
 
 
 SERVER = build_server()

@@ -13,20 +13,27 @@ other side of the scope. A foreign id is ``not_found``, like an unknown one.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server import shapes
+from django.db import transaction
+from django.utils import timezone
+
+from mcp_server import registry, shapes
 from mcp_server.schemas import (
     ATTEMPTS_LIMIT_DEFAULT,
     LIST_LIMIT_DEFAULT,
+    SUBMIT_COST_FIELDS,
 )
 from mcp_server.verbs import owner_of
 from switchboard.lib import traceparent as tp
+from switchboard.lib.actors import Actor
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import lifecycle, queries
+from todos.limits import parse_instant
 from todos.types import ClaimResult
 
 Args = Mapping[str, Any]
@@ -54,6 +61,10 @@ class Caller:
     # Seconds until the endpoint is under its request rate again, when this call is over it
     # (the transport counts it; the server answers it with the rate_limited tool error).
     retry_after: int | None = None
+    # The bearer's SHA-256 (switchboard.auth): which key submitted a todo, for tasks/list.
+    key_digest: bytes | None = None
+    # The time-to-live a 2025-11-25 client asked for its task (params.task.ttl), in ms.
+    task_ttl_ms: int | None = None
 
     @property
     def scope(self) -> Scope:
@@ -216,13 +227,16 @@ def release(caller: Caller, args: Args) -> Out:
 
 
 def request_input(caller: Caller, args: Args) -> Out:
-    """Pause the held todo (interrupt → input-required) with the holder's question."""
+    """Pause the held todo (interrupt → input-required) with the holder's question.
+
+    The question carries a ``key`` of its own: MCP Tasks names each input request by a key that
+    is never reused over the task's life (mcp_server/tasks.py)."""
     done = lifecycle.interrupt(
         caller.endpoint.id,
         args["id"],
         owner=caller.owner,
         state="input-required",
-        input_request={"question": args["question"]},
+        input_request={"question": args["question"], "key": secrets.token_hex(8)},
         lease_token=_opt(args, "lease_token"),
     )
     return shapes.report_out(done.todo, done.attempt_seq)
@@ -240,6 +254,61 @@ def reject(caller: Caller, args: Args) -> Out:
     return shapes.report_out(done.todo, done.attempt_seq)
 
 
+# --- the requester's tool ---------------------------------------------------------------------
+
+
+def submit_todo(caller: Caller, args: Args) -> Out:
+    """A new todo on one of the endpoint's queues (``lifecycle.create``), recorded as the
+    calling key's submission (``mcp_server.registry``) in the same transaction, so tasks/list
+    shows exactly what this key submitted. A dedupe hit answers the todo that holds the key."""
+    now = timezone.now()
+    extra = {name: args[name] for name in SUBMIT_COST_FIELDS if args.get(name) is not None}
+    with transaction.atomic():
+        todo = lifecycle.create(
+            caller.endpoint.id,
+            queue=args["queue"],
+            title=_opt(args, "title", ""),
+            work_order=_opt(args, "work_order", ""),
+            payload=args.get("payload"),
+            priority=_opt(args, "priority", 0),
+            not_before=parse_instant("not_before", _opt(args, "not_before"), now),
+            start_by=parse_instant("start_by", _opt(args, "start_by"), now),
+            finish_by=parse_instant("finish_by", _opt(args, "finish_by"), now),
+            run_timeout_seconds=_opt(args, "run_timeout_seconds"),
+            dedupe_key=_opt(args, "dedupe_key"),
+            **extra,
+        )
+        if caller.key_digest is not None:
+            registry.record(todo.id, caller.endpoint.id, caller.key_digest, caller.task_ttl_ms)
+    return {"todo": shapes.todo_out(todo, detail=False), "deduplicated": todo.deduplicated}
+
+
+# --- the MCP App's tools (visibility ["app"]): the Board's actions, from the chat -------------
+
+
+def answer_todo(caller: Caller, args: Args) -> Out:
+    """The requester's answer to the holder's question: ``lifecycle.answer``, as over A2A."""
+    done = lifecycle.answer(
+        caller.endpoint.id,
+        args["id"],
+        response={"text": args["text"], "from": str(Actor.requester(caller.endpoint.id))},
+    )
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
+def cancel_todo(caller: Caller, args: Args) -> Out:
+    """The Board's cancel in the endpoint's scope (``lifecycle.cancel``): the holder hears it at
+    its next call."""
+    done = lifecycle.cancel(caller.scope, args["id"], reason="canceled by the requester")
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
+def retry_todo(caller: Caller, args: Args) -> Out:
+    """The Board's retry in the endpoint's scope (``lifecycle.requester_retry``)."""
+    done = lifecycle.requester_retry(caller.endpoint.id, args["id"])
+    return shapes.report_out(done.todo, done.attempt_seq)
+
+
 TOOLS: dict[str, Callable[[Caller, Args], Out]] = {
     "list_todos": list_todos,
     "get_todo": get_todo,
@@ -251,4 +320,8 @@ TOOLS: dict[str, Callable[[Caller, Args], Out]] = {
     "release": release,
     "request_input": request_input,
     "reject": reject,
+    "submit_todo": submit_todo,
+    "answer_todo": answer_todo,
+    "cancel_todo": cancel_todo,
+    "retry_todo": retry_todo,
 }

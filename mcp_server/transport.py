@@ -26,6 +26,7 @@ own table leaves -32603 unmapped), and this follows it, logging the cause for op
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -39,11 +40,12 @@ from django.db import DatabaseError
 from django.http.request import split_domain_port
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from mcp_server import doorbell, fastpath, sessions
+from mcp_server import doorbell, fastpath, sessions, taskwire, verbs
 from mcp_server import server as mcp
 from switchboard import runtime_settings
-from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, dbthread, frontdoor
+from switchboard.auth import BearerRejected, aresolve_endpoint_bearer, bearer_token
+from switchboard.credentials import hash_key
+from switchboard.lib import asgi, dbthread, frontdoor, todowatch
 from switchboard.lib.asgi import Message, Receive, Scope, Send
 from switchboard.models import Endpoint
 
@@ -358,7 +360,8 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         raise _too_many(endpoint_wait)
 
     session: str | None = None
-    if not is_modern(scope):
+    modern = is_modern(scope)
+    if not modern:
         if message.get("method") == "initialize":
             session = sessions.mint(endpoint.id)
             guard.extra_headers.append((SESSION_HEADER, session.encode("ascii")))
@@ -367,9 +370,25 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
                 # The transport spec's answer to an unknown session; the client re-initializes.
                 raise Refused(404, "Session not found")
             session = presented
-    elif await fastpath.answer(scope, message, endpoint, endpoint_wait, guard.send):
-        return  # a stateless tools/call, answered as the SDK would, without its pipeline
     # A modern request's Mcp-Session-Id is ignored (the 2026 spec), so it never labels a claim.
+    token = bearer_token(scope)
+    key_digest = hash_key(token) if token is not None else None
+    if await taskwire.answer(
+        scope,
+        receive,
+        message,
+        endpoint=endpoint,
+        modern=modern,
+        session=session,
+        key_digest=key_digest,
+        retry_after=endpoint_wait,
+        send=guard.send,
+    ):
+        return  # MCP Tasks: the tasks/* methods and task-creating calls (mcp_server/tasks.py)
+    if modern and await fastpath.answer(
+        scope, message, endpoint, endpoint_wait, guard.send, key_digest
+    ):
+        return  # a stateless tools/call, answered as the SDK would, without its pipeline
 
     # A tools/call over the endpoint's rate reaches the handler, which answers it with the
     # rate_limited tool error (mcp_server.server.call_tool).
@@ -378,6 +397,7 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         mcp.SCOPE_ENDPOINT: endpoint,
         mcp.SCOPE_SESSION: session,
         mcp.SCOPE_RETRY_AFTER: endpoint_wait,
+        mcp.SCOPE_KEY_DIGEST: key_digest,
     }
     manager = await mcp.RUNTIME.manager()
     await manager.handle_request(inner, asgi.replay(body, receive), guard.send)
@@ -405,7 +425,9 @@ def _sse_notification(uri: str) -> bytes:
 async def legacy_stream(
     scope: Scope, receive: Receive, guard: ResponseGuard, endpoint: Endpoint
 ) -> None:
-    """The 2025-11-25 GET stream: ``notifications/resources/updated`` for the session's queues.
+    """The 2025-11-25 GET stream: ``notifications/resources/updated`` for the session's queues,
+    and ``notifications/tasks/status`` for the tasks its key submitted (endpoints with
+    ``submit``: ``mcp_server.taskwire.LegacyFollower``).
 
     Keyed by the signed session id, so any process can serve it: the session's subscriptions
     are read from the database at each ring (``mcp_server.doorbell``), whichever process took
@@ -421,6 +443,12 @@ async def legacy_stream(
     if session is None or not sessions.is_valid(session, endpoint.id):
         raise Refused(404, "Session not found")
     await mcp.RUNTIME.manager()  # starts the doorbell with the session manager
+    token = bearer_token(scope)
+    follower = (
+        taskwire.LegacyFollower(endpoint, hash_key(token))
+        if token is not None and verbs.can_submit(endpoint)
+        else None
+    )
     with doorbell.DOORBELL.open(endpoint.id, session_id=session) as stream:
 
         async def watch_disconnect() -> None:
@@ -428,7 +456,11 @@ async def legacy_stream(
                 pass
             stream.close()
 
-        watcher = asyncio.get_running_loop().create_task(watch_disconnect())
+        loop = asyncio.get_running_loop()
+        watcher = loop.create_task(watch_disconnect())
+        followed: tuple[str, ...] = ()
+        following = contextlib.ExitStack()
+        changed: asyncio.Event | None = None
         try:
             try:
                 await dbthread.run(doorbell.touch, session)
@@ -438,15 +470,74 @@ async def legacy_stream(
             await guard.send(
                 {"type": "http.response.body", "body": b": listening\n\n", "more_body": True}
             )
+            owed: list[dict[str, Any]] = []
+            if follower is not None:
+                followed, owed = await _follow(follower)
             while not stream.closed:
-                uris = await stream.wait(KEEPALIVE_SECONDS)
-                body = b"".join(_sse_notification(uri) for uri in uris) or b": keep-alive\n\n"
+                if follower is not None and (
+                    changed is None or set(followed) != set(follower.last)
+                ):
+                    following.close()
+                    following = contextlib.ExitStack()
+                    # Set at the start: a change between the read and this registration is
+                    # read at once rather than missed.
+                    changed = following.enter_context(todowatch.following_all(follower.last))
+                    followed = tuple(follower.last)
+                body = b"".join(_sse_message(message) for message in owed)
+                owed = []
+                if not body:
+                    uris = await _wait(stream, changed)
+                    if follower is not None:
+                        followed, owed = await _follow(follower)
+                    body = (
+                        b"".join(
+                            [
+                                *(_sse_notification(uri) for uri in uris),
+                                *(_sse_message(message) for message in owed),
+                            ]
+                        )
+                        or b": keep-alive\n\n"
+                    )
+                    owed = []
                 if stream.closed:
                     break
                 await guard.send({"type": "http.response.body", "body": body, "more_body": True})
             await guard.send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
+            following.close()
             watcher.cancel()
+
+
+async def _follow(
+    follower: taskwire.LegacyFollower,
+) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
+    try:
+        return await dbthread.run(follower.step)
+    except DatabaseError:  # the stream goes on; the next wake reads again
+        logger.warning("MCP GET stream: could not read the session's tasks")
+        return tuple(follower.last), []
+
+
+async def _wait(stream: doorbell.Stream, changed: asyncio.Event | None) -> list[str]:
+    """The stream's rung URIs, waiting at most the keep-alive; a change of a followed task
+    ends the wait early (with no URIs)."""
+    if changed is None:
+        return await stream.wait(KEEPALIVE_SECONDS)
+    loop = asyncio.get_running_loop()
+    rung = loop.create_task(stream.wait(KEEPALIVE_SECONDS))
+    woken = loop.create_task(changed.wait())
+    await asyncio.wait({rung, woken}, return_when=asyncio.FIRST_COMPLETED)
+    woken.cancel()
+    changed.clear()
+    if rung.done():
+        return rung.result()
+    rung.cancel()
+    return []
+
+
+def _sse_message(message: dict[str, Any]) -> bytes:
+    payload = {"jsonrpc": "2.0", **message}
+    return b"event: message\ndata: " + json.dumps(payload).encode() + b"\n\n"
 
 
 async def application(scope: Scope, receive: Receive, send: Send) -> None:

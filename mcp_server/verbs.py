@@ -2,7 +2,9 @@
 
 An endpoint's ``verbs`` is its scope. ``tools/list`` shows only the tools in it and a call
 outside it is ``forbidden``; ``get_todo`` rides on ``list_todos`` (applied by
-``Endpoint.allows``). Every tool is named after its verb.
+``Endpoint.allows``). Every drain tool is named after its verb; the requester's tools ride on
+``submit``: ``submit_todo``, and the MCP App's own tools (``APP_TOOLS``, visible to the App only,
+``_meta.ui.visibility: ["app"]``), which answer, cancel or retry a todo from the chat.
 """
 
 from __future__ import annotations
@@ -22,7 +24,18 @@ TOOLS: tuple[str, ...] = (
     Verb.RELEASE,
     Verb.REQUEST_INPUT,
     Verb.REJECT,
+    "submit_todo",
+    "answer_todo",
+    "cancel_todo",
+    "retry_todo",
 )
+# The MCP App's tools: the Board's actions for the person who submitted the todo.
+APP_TOOLS: tuple[str, ...] = ("answer_todo", "cancel_todo", "retry_todo")
+# Tools named after something other than their verb.
+VERB_OF: dict[str, str] = {
+    "submit_todo": Verb.SUBMIT,
+    **dict.fromkeys(APP_TOOLS, Verb.SUBMIT),
+}
 
 # Resources ride on the verbs whose data they show: a todo's detail is what get_todo returns;
 # a queue's summary (the doorbell's subscription target) serves those who list or drain it.
@@ -40,8 +53,18 @@ def owner_of(endpoint: Endpoint) -> str:
     return str(Actor.endpoint(endpoint.id))
 
 
+def allows(endpoint: Endpoint, tool: str) -> bool:
+    """Whether the endpoint's verbs include the one ``tool`` rides on."""
+    return endpoint.allows(VERB_OF.get(tool, tool))
+
+
 def visible_tools(endpoint: Endpoint) -> tuple[str, ...]:
-    return tuple(name for name in TOOLS if endpoint.allows(name))
+    return tuple(name for name in TOOLS if allows(endpoint, name))
+
+
+def can_submit(endpoint: Endpoint) -> bool:
+    """A requester over MCP: submit_todo and the tasks/* methods."""
+    return endpoint.allows(Verb.SUBMIT)
 
 
 def can_read_todos(endpoint: Endpoint) -> bool:

@@ -54,8 +54,8 @@ class VendForm(forms.ModelForm):
         required=False,
         initial=list(DRAIN_VERBS),
         help_text="The MCP tools the agent may call (the first eight drain a queue;"
-        " request_input and reject answer A2A requesters), and a2a: requester agents may send"
-        " it tasks at /a2a/<slug>.",
+        " request_input and reject answer A2A requesters), a2a: requester agents may send"
+        " it tasks at /a2a/<slug>, and submit: requesters over MCP (submit_todo, MCP Tasks).",
     )
 
     class Meta:

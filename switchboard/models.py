@@ -47,6 +47,9 @@ class Verb(models.TextChoices):
     REJECT = "reject"
     # Not a tool: requesters may send messages to this endpoint at /a2a/{slug}.
     A2A = "a2a"
+    # A requester over MCP: submit_todo (with Tasks for clients that speak them) and the
+    # tasks/* methods (docs/guides/requesters.md). Off by default, like a2a.
+    SUBMIT = "submit"
 
 
 # What the vend wizard and create_endpoint grant by default: everything a draining agent needs.
@@ -103,9 +106,10 @@ class Endpoint(models.Model):
         return self.revoked_at is not None
 
     def allows(self, verb: str) -> bool:
-        """Whether the endpoint's scope holds ``verb``; get_todo is implied by list_todos."""
+        """Whether the endpoint's scope holds ``verb``; get_todo is implied by list_todos, and by
+        submit (a requester follows what it submitted)."""
         if verb == Verb.GET_TODO:
-            return Verb.GET_TODO in self.verbs or Verb.LIST_TODOS in self.verbs
+            return any(v in self.verbs for v in (Verb.GET_TODO, Verb.LIST_TODOS, Verb.SUBMIT))
         return verb in self.verbs
 
 

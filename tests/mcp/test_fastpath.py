@@ -104,6 +104,10 @@ CASES: dict[str, Case] = {
     "release": Case("release", _held_id),
     "request_input": Case("request_input", _held_id, {"question": "which branch?"}),
     "reject": Case("reject", _held_id, {"summary": "not mine"}),
+    "submit_todo": Case(
+        "submit_todo", arguments={"queue": QUEUE, "title": "t", "payload": {"a": 1}, "priority": 2}
+    ),
+    "cancel_todo (the App's)": Case("cancel_todo", lambda e: {"id": _pending(e)}),
     "a traceparent in _meta": Case(
         "claim_next",
         lambda e: (_pending(e), {"queue": QUEUE})[1],
@@ -179,6 +183,8 @@ _MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)"), "TIME"),
     (re.compile(r"00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}"), "TRACEPARENT"),
     (re.compile(r'(lease_token\\?":\\?")[A-Za-z0-9_-]+'), r"\1TOKEN"),
+    # request_input's question key (random, for MCP Tasks' inputRequests).
+    (re.compile(r'(\\?"key\\?":\\?")[0-9a-f]{16}'), r"\1KEY"),
 ]
 
 

@@ -22,7 +22,10 @@ from typing import Any
 
 import pytest
 
+from switchboard.credentials import mint_key
+from switchboard.models import Verb
 from tests.base import Personas
+from tests.factories import EndpointFactory
 from tests.mcp.conftest import LiveServer
 from todos import lifecycle
 
@@ -112,3 +115,27 @@ def test_the_inspector_lists_tools_without_warnings_and_accepts_a_result_and_an_
     error = result_of(refused)
     assert error["isError"] is True and "structuredContent" not in error
     assert json.loads(error["content"][0]["text"])["error"]["code"] == "not_found"
+
+
+def test_the_inspector_lists_submit_todos_task_support(
+    live: LiveServer, personas: Personas
+) -> None:
+    """A requester endpoint's tools/list, as the Inspector shows it: submit_todo may run as a
+    task (the 2025-11-25 ``execution.taskSupport``; docs/guides/requesters.md)."""
+    if shutil.which("npx") is None:
+        pytest.fail("npx is not on PATH: install Node.js with npm (the Inspector runs on it)")
+    endpoint = EndpointFactory(owner=personas.alice, slug="requester", verbs=[Verb.SUBMIT])
+    _, key = mint_key(endpoint)
+    listing = guide_lines()[0].replace(GUIDE_URL, live.mcp_url("requester"))
+    env = {
+        **os.environ,
+        "SWITCHBOARD_KEY": key,
+        "npm_config_prefer_offline": "true",
+        "npm_config_update_notifier": "false",
+    }
+    [listed] = run_all([listing], env)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    tools = {tool["name"]: tool for tool in result_of(listed)["tools"]}
+    assert set(tools) == {"get_todo", "submit_todo"}
+    assert tools["submit_todo"]["execution"] == {"taskSupport": "optional"}
+    assert "Schema portability" not in listed.stderr, listed.stderr[-4000:]

@@ -7,7 +7,7 @@
 - ``statements.py``: the SQL, loaded once from ``todos/sql/`` (``manage.py sql NAME`` prints one);
 - ``agent.py``: create, and the holder's claim_next (and why it took nothing), claim,
   heartbeat, complete, fail, release;
-- ``requester.py``: the A2A states: interrupt, resume and answer, reject;
+- ``requester.py``: the A2A states: interrupt, resume and answer, reject; the requester's retry;
 - ``operator.py``: the humans' retry, cancel, forget, revoke_endpoint and ``operator_*``
   transitions;
 - ``bulk.py``: a human's retry, cancel or forget of every todo a filter selects;
@@ -53,7 +53,14 @@ from todos.lifecycle.operator import (
     revoke_endpoint,
 )
 from todos.lifecycle.queues import KEEP, check_limit, pause_queue, resume_queue, set_queue_limits
-from todos.lifecycle.requester import INTERRUPT_STATES, answer, interrupt, reject, resume
+from todos.lifecycle.requester import (
+    INTERRUPT_STATES,
+    answer,
+    interrupt,
+    reject,
+    requester_retry,
+    resume,
+)
 from todos.lifecycle.statements import (
     CANCEL_BY_HUMAN,
     CANCEL_BY_REQUESTER,
@@ -89,6 +96,7 @@ from todos.lifecycle.statements import (
     RESUME_QUEUE_BY_HUMAN,
     RESUME_QUEUE_BY_SYSTEM,
     RETRY,
+    RETRY_BY_REQUESTER,
     REVOKE_ENDPOINT,
     RING,
     RING_DUE,
@@ -161,6 +169,7 @@ __all__ = [
     "RESUME_QUEUE_BY_SYSTEM",
     "RETRY",
     "RETRY_AFTER_MAX_SECONDS",
+    "RETRY_BY_REQUESTER",
     "REVOKE_ENDPOINT",
     "RING",
     "RING_DUE",
@@ -205,6 +214,7 @@ __all__ = [
     "reap",
     "reject",
     "release",
+    "requester_retry",
     "requeue_due_retries",
     "resume",
     "resume_queue",

@@ -29,7 +29,13 @@ from todos.lifecycle.core import (
     lease_ttl,
     run_single,
 )
-from todos.lifecycle.statements import INTERRUPT, REJECT, RESUME_BY_HUMAN, RESUME_BY_REQUESTER
+from todos.lifecycle.statements import (
+    INTERRUPT,
+    REJECT,
+    RESUME_BY_HUMAN,
+    RESUME_BY_REQUESTER,
+    RETRY_BY_REQUESTER,
+)
 from todos.states import AWAITING_INPUT_STATES
 from todos.types import ReportResult, TodoView
 
@@ -127,3 +133,14 @@ def reject(
     row = run_single("reject", REJECT, params, Scope.of_endpoint(endpoint_id), todo_id)
     counted("reject", ("failed", "dead_lettered"), activity="a2a_state")
     return ReportResult(TodoView.from_row(row), row["attempt_seq"])
+
+
+def requester_retry(endpoint_id: UUID, todo_id: str) -> ReportResult:
+    """The Board's retry (operator.retry: a failed, canceled or rejected todo back to pending
+    with a fresh budget), made by the endpoint's requester in the endpoint's scope: MCP's App
+    offers it to the person who submitted the todo. Recorded as an ``a2a_state`` row of the
+    endpoint's requester (``Actor.requester``)."""
+    params = by_endpoint(Actor.requester(endpoint_id), "retry")
+    row = run_single("retry", RETRY_BY_REQUESTER, params, Scope.of_endpoint(endpoint_id), todo_id)
+    counted("retry", activity="a2a_state")
+    return ReportResult(TodoView.from_row(row), None)

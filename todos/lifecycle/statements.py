@@ -134,6 +134,10 @@ RING_DUE = {
 }
 REQUEUE_DUE_RETRIES = _recorded("requeue_due_retries", attempt="NULL::int", from_state="'failed'")
 RETRY = _recorded("retry", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL)
+# The same retry by the endpoint's requester (MCP's App: a person retries from the chat).
+RETRY_BY_REQUESTER = _recorded(
+    "retry", attempt="NULL::int", from_state="upd.from_state", scope=ENDPOINT_SCOPE_SQL
+)
 _CANCELED = {"attempt": "(SELECT seq FROM closed)", "from_state": "upd.from_state"}
 # A cancel from the Board (the owning human) or over A2A (the endpoint's requester).
 CANCEL_BY_HUMAN = _recorded("cancel", scope=HUMAN_SCOPE_SQL, **_CANCELED)

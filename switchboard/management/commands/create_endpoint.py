@@ -33,8 +33,9 @@ class Command(BaseCommand):
             "--verbs",
             default=",".join(DRAIN_VERBS),
             help=f"Comma-separated verbs: the MCP tools it may call (default:"
-            f" {','.join(DRAIN_VERBS)}), request_input and reject for A2A holders, and a2a to"
-            " accept A2A requesters at /a2a/{slug}.",
+            f" {','.join(DRAIN_VERBS)}), request_input and reject for A2A holders, a2a to"
+            " accept A2A requesters at /a2a/{slug}, and submit for requesters over MCP"
+            " (submit_todo, MCP Tasks).",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -1,4 +1,5 @@
-"""Waiting for a todo to change: what a blocking ``SendMessage`` and the streams wait on.
+"""Waiting for a todo to change: what A2A's blocking ``SendMessage`` and streams, and MCP
+Tasks' ``tasks/result`` and ``notifications/tasks``, wait on.
 
 ``heard`` is a consumer of the process's change feed (``switchboard/lib/changefeed.py``): every
 committed change to a todo, whichever process made it (a second web process, the sweeper's
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 
 from switchboard.lib import changefeed
@@ -67,3 +68,25 @@ async def changed(event: asyncio.Event, timeout: float | None = None) -> None:
     with suppress(TimeoutError):
         await asyncio.wait_for(event.wait(), timeout)
     event.clear()
+
+
+@contextmanager
+def following_all(todo_ids: Iterable[str]) -> Iterator[asyncio.Event]:
+    """One event set whenever any of ``todo_ids`` changes, while the block runs (set at the
+    start): a stream that follows several todos waits on one event."""
+    entry = (asyncio.get_running_loop(), asyncio.Event())
+    entry[1].set()
+    ids = tuple(dict.fromkeys(todo_ids))
+    with _lock:
+        for todo_id in ids:
+            _waiters.setdefault(todo_id, set()).add(entry)
+    try:
+        yield entry[1]
+    finally:
+        with _lock:
+            for todo_id in ids:
+                waiting = _waiters.get(todo_id)
+                if waiting is not None:
+                    waiting.discard(entry)
+                    if not waiting:
+                        del _waiters[todo_id]

@@ -1,0 +1,174 @@
+"""The MCP App (``ui://switchboard/todo``) in Chromium, inside a test host.
+
+The host is a page of this test: it renders the resource Switchboard serves in a sandboxed
+iframe, as MCP hosts do, and speaks the host side of the extension over postMessage
+(``ui/initialize``, ``ui/notifications/tool-result``, and ``tools/call`` proxied to the MCP
+server over real HTTP with the requester's key, through a function Playwright exposes). The App
+is the vendored ext-apps library with Switchboard's view; its Cancel button cancels the todo
+through ``cancel_todo``, and the holder hears it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, expect
+
+from switchboard.credentials import mint_key
+from switchboard.lib.errors import TodoEnded
+from switchboard.models import DRAIN_VERBS, Verb
+from tests.base import Personas
+from tests.factories import EndpointFactory
+from tests.live import LiveServer
+from tests.reach import OWNER
+from todos import lifecycle
+from todos.models import Todo
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+MODERN = "2026-07-28"
+UI = "io.modelcontextprotocol/ui"
+MIME = "text/html;profile=mcp-app"
+
+HOST = """<!doctype html><html><body>
+<iframe id="app" sandbox="allow-scripts" style="width:600px;height:400px"></iframe>
+<script>
+window.hostLog = [];
+window.startApp = (html, toolResult) => {
+  const frame = document.getElementById("app");
+  const post = (message) => frame.contentWindow.postMessage(message, "*");
+  window.addEventListener("message", async (event) => {
+    if (event.source !== frame.contentWindow) return;
+    const message = event.data;
+    window.hostLog.push(message.method || "response");
+    if (message.method === "ui/initialize") {
+      post({ jsonrpc: "2.0", id: message.id, result: {
+        protocolVersion: message.params.protocolVersion,
+        hostInfo: { name: "switchboard-test-host", version: "1" },
+        hostCapabilities: { serverTools: {} },
+        hostContext: {},
+      }});
+    } else if (message.method === "ui/notifications/initialized") {
+      post({ jsonrpc: "2.0", method: "ui/notifications/tool-result", params: toolResult });
+    } else if (message.method === "tools/call") {
+      const result = await window.proxyToolCall(message.params);
+      post({ jsonrpc: "2.0", id: message.id, result });
+    } else if (message.id !== undefined && message.method) {
+      post({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "not here" } });
+    }
+  });
+  frame.srcdoc = html;
+};
+</script></body></html>"""
+
+
+def rpc(url: str, key: str, method: str, params: dict[str, Any], *, ui: bool) -> dict[str, Any]:
+    """A 2026-07-28 request whose client declares MCP Apps (``ui``) or nothing."""
+    capabilities = {"extensions": {UI: {"mimeTypes": [MIME]}}} if ui else {}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            },
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+    }
+    if "name" in params or "uri" in params:
+        headers["Mcp-Name"] = params.get("name") or params["uri"]
+    response = httpx.post(url, json=body, headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    return dict(response.json()["result"])
+
+
+def test_the_app_is_declared_only_to_clients_of_the_extension_and_served_as_mcp_app(
+    live_daphne: LiveServer, personas: Personas
+) -> None:
+    endpoint = EndpointFactory(owner=personas.alice, slug="viewer", verbs=[Verb.SUBMIT])
+    _, key = mint_key(endpoint)
+    url = live_daphne.mcp_url("viewer")
+
+    plain = {t["name"]: t for t in rpc(url, key, "tools/list", {}, ui=False)["tools"]}
+    assert set(plain) == {"get_todo", "submit_todo"}
+    assert all("_meta" not in t for t in plain.values())
+
+    tools = {t["name"]: t for t in rpc(url, key, "tools/list", {}, ui=True)["tools"]}
+    assert tools["submit_todo"]["_meta"]["ui"] == {"resourceUri": "ui://switchboard/todo"}
+    assert tools["get_todo"]["_meta"]["ui"] == {"resourceUri": "ui://switchboard/todo"}
+    for name in ("answer_todo", "cancel_todo", "retry_todo"):
+        assert tools[name]["_meta"]["ui"]["visibility"] == ["app"]
+
+    [content] = rpc(url, key, "resources/read", {"uri": "ui://switchboard/todo"}, ui=True)[
+        "contents"
+    ]
+    assert content["mimeType"] == MIME
+    csp = content["_meta"]["ui"]["csp"]
+    assert csp["connectDomains"] == [] and csp["resourceDomains"] == []
+    html = content["text"]
+    assert "default-src 'none'" in html and "https://" not in html.split("<script")[0]
+    assert "<script src" not in html  # everything inline, nothing fetched
+
+
+def test_the_app_renders_in_a_host_and_its_cancel_button_cancels_the_todo(
+    browser: Browser, live_daphne: LiveServer, personas: Personas
+) -> None:
+    endpoint = EndpointFactory(owner=personas.alice, slug="chat", verbs=[*DRAIN_VERBS, Verb.SUBMIT])
+    _, key = mint_key(endpoint)
+    url = live_daphne.mcp_url("chat")
+    submitted = rpc(
+        url,
+        key,
+        "tools/call",
+        {"name": "submit_todo", "arguments": {"queue": "q", "title": "Summarize the thread"}},
+        ui=True,
+    )
+    todo_id = submitted["structuredContent"]["todo"]["id"]
+    lifecycle.claim(endpoint.id, todo_id, owner=OWNER)
+    shown = rpc(url, key, "tools/call", {"name": "get_todo", "arguments": {"id": todo_id}}, ui=True)
+    [content] = rpc(url, key, "resources/read", {"uri": "ui://switchboard/todo"}, ui=True)[
+        "contents"
+    ]
+
+    calls: list[str] = []
+
+    def proxy_tool_call(params: dict[str, Any]) -> dict[str, Any]:
+        calls.append(params["name"])
+        return rpc(url, key, "tools/call", params, ui=True)
+
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.expose_function("proxyToolCall", proxy_tool_call)
+        page.set_content(HOST)
+        page.evaluate("([html, result]) => window.startApp(html, result)", [content["text"], shown])
+        app = page.frame_locator("#app")
+        expect(app.locator("h1")).to_have_text("Summarize the thread")
+        expect(app.locator(".state")).to_have_text("claimed")
+        app.locator("#cancel").click()
+        expect(app.locator(".state")).to_have_text("canceled")
+        assert "cancel_todo" in calls and calls[-1] == "get_todo"
+        log = page.evaluate("window.hostLog")
+        assert log[:2] == ["ui/initialize", "ui/notifications/initialized"], log
+        # The view's CSP allowed everything it runs: no violation was reported.
+        assert not [e for e in errors if "Content Security Policy" in e], errors
+    finally:
+        context.close()
+
+    assert Todo.objects.get(id=todo_id).state == "canceled"
+    with pytest.raises(TodoEnded):
+        lifecycle.heartbeat(endpoint.id, todo_id, owner=OWNER)
+    assert json.dumps(shown)  # the tool result the host handed the App was plain JSON

@@ -1,0 +1,632 @@
+"""Requesters over MCP: ``submit_todo`` and MCP Tasks in both shapes, against daphne.
+
+The 2026-07-28 shape is driven by the official client SDK, which has no Tasks runtime but lets
+a client extension claim a result shape: ``TasksExtension`` below declares
+``io.modelcontextprotocol/tasks``, claims ``resultType: "task"`` and resolves it by polling
+``tasks/get`` through the SDK's own session, as a Tasks client would. What the SDK cannot send
+(the 2025-11-25 ``params.task``, ``tasks/result``, ``tasks/list``, ``tasks/update`` with a
+chosen answer, malformed input) goes as raw JSON-RPC over httpx. Agents on another key of the
+same endpoint claim and finish the work over MCP, as real agents would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import httpx
+import httpx2
+import pytest
+from a2a.types import GetTaskRequest, TaskState
+from mcp import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, Request, RequestParams, Result
+from pydantic import ConfigDict
+
+from switchboard.credentials import mint_key
+from switchboard.models import A2A_VERBS, DRAIN_VERBS, Verb
+from tests.a2a.test_a2a import a2a
+from tests.base import Personas
+from tests.factories import EndpointFactory
+from tests.mcp.conftest import LiveServer, error_of, mcp_client, run
+from todos import task_states
+from todos.models import Todo
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+TASKS = "io.modelcontextprotocol/tasks"
+# Faster than the server's suggested pollIntervalMs: the test waits on agents it drives itself.
+POLL_SECONDS = 0.1
+
+
+# --- a Tasks client on the official SDK ---------------------------------------------------------
+
+
+class GetTaskParams(RequestParams):
+    task_id: str
+
+
+class GetTask(Request[GetTaskParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: GetTaskParams
+    name_param = "taskId"
+
+
+class DetailedTask(Result):
+    model_config = ConfigDict(extra="allow")
+    task_id: str
+    status: str
+    status_message: str | None = None
+    poll_interval_ms: int | None = None
+    result: dict[str, Any] | None = None
+
+
+class CreatedTask(Result):
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"] = "task"
+    task_id: str
+    status: str
+    poll_interval_ms: int | None = None
+
+
+class TasksExtension(ClientExtension):
+    """Declares the extension; a task result is polled with tasks/get until it finishes."""
+
+    identifier = TASKS
+
+    def __init__(self) -> None:
+        self.created: list[CreatedTask] = []
+        self.seen: list[str] = []
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreatedTask, resolve=self.resolve)]
+
+    async def resolve(self, created: CreatedTask, ctx: ClaimContext) -> CallToolResult:
+        self.created.append(created)
+        while True:
+            got = await ctx.session.send_request(
+                GetTask(params=GetTaskParams(task_id=created.task_id)), DetailedTask
+            )
+            self.seen.append(got.status)
+            if got.status in ("completed", "failed", "cancelled"):
+                assert got.result is not None or got.status != "completed", got
+                return CallToolResult.model_validate(got.result or {"content": []})
+            await asyncio.sleep(POLL_SECONDS)
+
+
+@asynccontextmanager
+async def tasks_client(url: str, key: str, extension: TasksExtension) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(
+            streamable_http_client(url, http_client=http), mode=MODERN, extensions=[extension]
+        ) as client,
+    ):
+        yield client
+
+
+# --- raw JSON-RPC ---------------------------------------------------------------------
+
+
+def requester(owner: Any, slug: str, *, a2a_too: bool = False) -> tuple[Any, str, str]:
+    """An endpoint whose requester submits over MCP and whose agents drain it: two keys."""
+    verbs = [*DRAIN_VERBS, Verb.REQUEST_INPUT, Verb.SUBMIT, *(A2A_VERBS if a2a_too else ())]
+    endpoint = EndpointFactory(owner=owner, slug=slug, verbs=verbs)
+    _, requester_key = mint_key(endpoint)
+    _, agent_key = mint_key(endpoint)
+    return endpoint, requester_key, agent_key
+
+
+def modern_call(
+    url: str, key: str, method: str, params: dict[str, Any], *, tasks: bool = True, name: Any = None
+) -> httpx.Response:
+    capabilities: dict[str, Any] = {"extensions": {TASKS: {}}} if tasks else {}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": method,
+        "params": {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+            },
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": method,
+    }
+    label = name if name is not None else params.get("taskId", params.get("name"))
+    if label is not None:
+        headers["Mcp-Name"] = str(label)
+    return httpx.post(url, json=body, headers=headers, timeout=30)
+
+
+class Legacy:
+    """A 2025-11-25 session over raw JSON-RPC: initialize, then requests with its session id."""
+
+    def __init__(self, url: str, key: str) -> None:
+        self.url = url
+        self.headers = {
+            "Authorization": f"Bearer {key}",
+            "Accept": "application/json, text/event-stream",
+        }
+        response = self.post(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {"tasks": {}},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
+        self.capabilities = response.json()["result"]["capabilities"]
+        self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
+        self.headers["MCP-Protocol-Version"] = LEGACY
+
+    def post(self, method: str, params: dict[str, Any], timeout: float = 30) -> httpx.Response:
+        body = {"jsonrpc": "2.0", "id": 3, "method": method, "params": params}
+        return httpx.post(self.url, json=body, headers=self.headers, timeout=timeout)
+
+    def result(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
+        response = self.post(method, params, timeout)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert "result" in body, body
+        return dict(body["result"])
+
+
+async def claim(agent: Client, queue: str) -> dict[str, Any]:
+    """claim_next until the agent holds a todo (the submission may still be in flight)."""
+    for _ in range(200):
+        result = await agent.call_tool("claim_next", {"queue": queue})
+        assert not result.is_error, result
+        assert isinstance(result.structured_content, dict)
+        if not result.structured_content["empty"]:
+            return result.structured_content
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"nothing to claim on {queue}")
+
+
+async def agent_call(agent: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await agent.call_tool(tool, arguments)
+    assert not result.is_error, result
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+# --- the tests -----------------------------------------------------------------------------------
+
+
+def test_a_task_submitted_over_mcp_is_completed_by_an_agent_on_another_key(
+    live: LiveServer, personas: Personas
+) -> None:
+    """The official client declares Tasks, submit_todo answers a task, an agent on another
+    key claims and completes it, and the polled task ends completed with the result inlined."""
+    _, requester_key, agent_key = requester(personas.alice, "asker")
+    url = live.mcp_url("asker")
+    extension = TasksExtension()
+
+    async def scenario() -> CallToolResult:
+        async with (
+            tasks_client(url, requester_key, extension) as asker,
+            mcp_client(url, agent_key, MODERN) as agent,
+        ):
+            listed = {t.name: t for t in (await asker.list_tools()).tools}
+            assert "submit_todo" in listed
+            call = asyncio.create_task(
+                asker.call_tool(
+                    "submit_todo",
+                    {
+                        "queue": "reviews",
+                        "title": "Review PR 7",
+                        "payload": {"pr": 7},
+                        "priority": 3,
+                        "finish_by": "+2h",
+                    },
+                )
+            )
+            held = await claim(agent, "reviews")
+            assert held["todo"]["title"] == "Review PR 7" and held["todo"]["priority"] == 3
+            await agent_call(
+                agent, "complete", id=held["todo"]["id"], result={"ok": True}, summary="LGTM"
+            )
+            return await asyncio.wait_for(call, 30)
+
+    final = run(scenario())
+    assert not final.is_error, final
+    assert isinstance(final.structured_content, dict)
+    out = final.structured_content
+    assert out["todo"]["state"] == "completed" and out["todo"]["result"] == {"ok": True}
+    assert out["summary"] == "LGTM"
+    [created] = extension.created
+    assert created.task_id == out["todo"]["id"] and created.status == "working"
+    assert created.poll_interval_ms and extension.seen[-1] == "completed"
+
+
+def test_a_plain_submit_without_tasks_answers_the_todo(
+    live: LiveServer, personas: Personas
+) -> None:
+    _, requester_key, _ = requester(personas.alice, "plain")
+    url = live.mcp_url("plain")
+    for mode in (MODERN, "legacy"):
+
+        async def submit() -> dict[str, Any]:
+            async with mcp_client(url, requester_key, mode) as client:  # noqa: B023
+                return await agent_call(client, "submit_todo", queue="q", title="t")
+
+        out = run(submit())
+        assert out["deduplicated"] is False and out["todo"]["state"] == "pending"
+        got = run(_get_todo(url, requester_key, out["todo"]["id"]))
+        assert got["todo"]["id"] == out["todo"]["id"]
+
+
+async def _get_todo(url: str, key: str, todo_id: str) -> dict[str, Any]:
+    async with mcp_client(url, key, MODERN) as client:
+        return await agent_call(client, "get_todo", id=todo_id)
+
+
+def test_submit_without_the_verb_is_forbidden_and_params_task_is_refused(
+    live: LiveServer, personas: Personas
+) -> None:
+    url = live.mcp_url(personas.endpoint_a.slug)
+
+    async def submit() -> CallToolResult:
+        async with mcp_client(url, personas.key_a, MODERN) as client:
+            return await client.call_tool("submit_todo", {"queue": "q"})
+
+    assert error_of(run(submit()))["code"] == "forbidden"
+    before = Todo.objects.count()
+    session = Legacy(url, personas.key_a)
+    refused = session.post(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {"ttl": 1000}}
+    )
+    assert refused.status_code == 200 and refused.json()["error"]["code"] == -32601
+    # A task on a tool that never runs as one is refused the same way, before it runs.
+    claimed = session.post(
+        "tools/call", {"name": "claim_next", "arguments": {"queue": "q"}, "task": {}}
+    )
+    assert claimed.json()["error"]["code"] == -32601
+    assert Todo.objects.count() == before
+
+
+def test_the_input_required_round_trip_through_tasks_update(
+    live: LiveServer, personas: Personas
+) -> None:
+    _, requester_key, agent_key = requester(personas.alice, "asks")
+    url = live.mcp_url("asks")
+    created = modern_call(
+        url,
+        requester_key,
+        "tools/call",
+        {"name": "submit_todo", "arguments": {"queue": "q", "title": "which?"}},
+    )
+    assert created.status_code == 200, created.text
+    task = created.json()["result"]
+    assert task["resultType"] == "task" and task["status"] == "working"
+    task_id = task["taskId"]
+
+    # Nothing is asked yet: tasks/update is invalid params.
+    early = modern_call(
+        url, requester_key, "tasks/update", {"taskId": task_id, "inputResponses": {}}
+    )
+    assert early.status_code == 400 and early.json()["error"]["code"] == -32602
+
+    async def ask() -> None:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            held = await claim(agent, "q")
+            await agent_call(
+                agent, "request_input", id=held["todo"]["id"], question="Which branch?"
+            )
+
+    run(ask())
+    waiting = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).json()["result"]
+    assert waiting["status"] == "input_required" and waiting["statusMessage"] == "Which branch?"
+    [(key, request)] = waiting["inputRequests"].items()
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["message"] == "Which branch?"
+
+    answered = modern_call(
+        url,
+        requester_key,
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {key: {"action": "accept", "content": {"answer": "main"}}},
+        },
+    )
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["result"]["resultType"] == "complete"
+    again = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).json()["result"]
+    assert again["status"] == "working" and "inputRequests" not in again
+
+    async def read_answer() -> dict[str, Any]:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            return await agent_call(agent, "get_todo", id=task_id)
+
+    response = run(read_answer())["todo"]["input_request"]["response"]
+    assert response["text"] == "main" and response["from"].startswith("requester:")
+
+
+def test_tasks_cancel_reaches_the_holders_next_heartbeat(
+    live: LiveServer, personas: Personas
+) -> None:
+    _, requester_key, agent_key = requester(personas.alice, "cancels")
+    url = live.mcp_url("cancels")
+    task_id = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+
+    async def hold() -> None:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            await claim(agent, "q")
+
+    run(hold())
+    cancelled = modern_call(url, requester_key, "tasks/cancel", {"taskId": task_id})
+    assert cancelled.status_code == 200 and cancelled.json()["result"] == {
+        "resultType": "complete",
+        "_meta": cancelled.json()["result"]["_meta"],
+    }
+
+    async def heartbeat() -> CallToolResult:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            return await agent.call_tool("heartbeat", {"id": task_id})
+
+    assert error_of(run(heartbeat()))["code"] == "canceled"
+    got = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).json()["result"]
+    assert got["status"] == "cancelled"
+    # Cancelling a finished task is invalid params.
+    twice = modern_call(url, requester_key, "tasks/cancel", {"taskId": task_id})
+    assert twice.status_code == 400 and twice.json()["error"]["code"] == -32602
+    assert "terminal" in twice.json()["error"]["message"]
+
+
+def test_the_same_todo_over_a2a_agrees(live: LiveServer, personas: Personas) -> None:
+    _, requester_key, agent_key = requester(personas.alice, "both", a2a_too=True)
+    url = live.mcp_url("both")
+    task_id = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+
+    async def a2a_state() -> int:
+        async with a2a(live, "both", requester_key, "1.0") as client:
+            task = await client.get_task(GetTaskRequest(id=task_id))
+            return task.status.state
+
+    def agree() -> None:
+        mcp = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).json()["result"]
+        row = task_states.of(Todo.objects.get(id=task_id))
+        assert mcp["status"] == row.mcp_modern
+        assert TaskState.Name(run(a2a_state())) == row.a2a
+
+    agree()  # pending: submitted / working
+
+    async def ask() -> None:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            held = await claim(agent, "q")
+            await agent_call(agent, "request_input", id=held["todo"]["id"], question="?")
+
+    run(ask())
+    agree()  # input-required
+    modern_call(url, requester_key, "tasks/cancel", {"taskId": task_id})
+    agree()  # canceled / cancelled
+
+
+def test_bob_cannot_get_list_or_cancel_alices_tasks(live: LiveServer, personas: Personas) -> None:
+    _, alice_key, _ = requester(personas.alice, "alices")
+    _, bob_key, _ = requester(personas.bob, "bobs")
+    alice_url, bob_url = live.mcp_url("alices"), live.mcp_url("bobs")
+    task_id = modern_call(
+        alice_url, alice_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    unknown = "td_" + "a" * 20
+    for method in ("tasks/get", "tasks/cancel"):
+        answers = [
+            modern_call(bob_url, bob_key, method, {"taskId": tid}) for tid in (task_id, unknown)
+        ]
+        # The same answer for a foreign and an unknown id: no oracle.
+        assert [a.status_code for a in answers] == [400, 400]
+        assert answers[0].json()["error"] == answers[1].json()["error"]
+        assert answers[0].json()["error"]["message"] == "Failed to retrieve task: Task not found"
+    bob = Legacy(bob_url, bob_key)
+    assert bob.result("tasks/list", {})["tasks"] == []
+    assert bob.post("tasks/get", {"taskId": task_id}).json()["error"]["code"] == -32602
+    assert Todo.objects.get(id=task_id).state == "pending"
+
+
+def test_legacy_tasks_create_get_list_result_and_cancel(
+    live: LiveServer, personas: Personas
+) -> None:
+    endpoint, requester_key, agent_key = requester(personas.alice, "legacy")
+    _, other_key = mint_key(endpoint)
+    url = live.mcp_url("legacy")
+    session = Legacy(url, requester_key)
+    assert session.capabilities["tasks"] == {
+        "list": {},
+        "cancel": {},
+        "requests": {"tools": {"call": {}}},
+    }
+    tools = {t["name"]: t for t in session.result("tools/list", {})["tools"]}
+    assert tools["submit_todo"]["execution"] == {"taskSupport": "optional"}
+
+    created = session.result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {"ttl": 60000}}
+    )["task"]
+    assert created["status"] == "working" and created["ttl"] == 60000 and created["pollInterval"]
+    second = session.result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q2"}, "task": {}}
+    )["task"]
+    # Another key of the same endpoint submits too; tasks/list is the calling key's own.
+    Legacy(url, other_key).result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+    )
+    page = session.result("tasks/list", {})
+    assert [t["taskId"] for t in page["tasks"]] == [second["taskId"], created["taskId"]]
+    got = session.result("tasks/get", {"taskId": created["taskId"]})
+    assert got["taskId"] == created["taskId"] and got["status"] == "working"
+
+    async def finish() -> None:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            held = await claim(agent, "q")
+            assert held["todo"]["id"] == created["taskId"]
+            await asyncio.sleep(0.3)  # tasks/result is waiting meanwhile
+            await agent_call(agent, "complete", id=held["todo"]["id"], result=[1, 2])
+
+    async def result_while_finishing() -> dict[str, Any]:
+        waiting = asyncio.create_task(
+            asyncio.to_thread(session.result, "tasks/result", {"taskId": created["taskId"]})
+        )
+        await finish()
+        return await asyncio.wait_for(waiting, 30)
+
+    final = run(result_while_finishing())
+    assert final["isError"] is False and final["structuredContent"]["todo"]["result"] == [1, 2]
+    assert final["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": created["taskId"]}
+
+    cancelled = session.result("tasks/cancel", {"taskId": second["taskId"]})
+    assert cancelled["status"] == "cancelled"
+    refused = session.post("tasks/cancel", {"taskId": created["taskId"]}).json()["error"]
+    assert refused["code"] == -32602
+    # The modern-only method is not served to a legacy session.
+    assert (
+        session.post("tasks/update", {"taskId": second["taskId"]}).json()["error"]["code"] == -32601
+    )
+
+
+def test_bad_task_requests_are_json_rpc_errors_never_5xx(
+    live: LiveServer, personas: Personas
+) -> None:
+    _, requester_key, _ = requester(personas.alice, "bad")
+    url = live.mcp_url("bad")
+    task_id = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    # No extension declared: -32021 naming it.
+    bare = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}, tasks=False)
+    assert bare.status_code == 400
+    assert bare.json()["error"]["code"] == -32021
+    assert TASKS in bare.json()["error"]["data"]["requiredCapabilities"]["extensions"]
+    # Mcp-Name must carry the task id.
+    mismatch = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}, name="td_other")
+    assert mismatch.status_code == 400 and mismatch.json()["error"]["code"] == -32020
+    for params in ({}, {"taskId": 5}, {"taskId": "x" * 500}, {"taskId": "td_\u0000"}):
+        answer = modern_call(url, requester_key, "tasks/get", params, name="")
+        assert answer.status_code in (400, 200) and answer.json()["error"]["code"] in (
+            -32602,
+            -32020,
+        )
+    # Polls far faster than pollIntervalMs: answered or rate-limited, never a 5xx.
+    statuses = {
+        modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).status_code
+        for _ in range(10)
+    }
+    assert statuses <= {200, 429}, statuses
+
+
+def test_notifications_tasks_on_subscriptions_listen(live: LiveServer, personas: Personas) -> None:
+    """A listen stream that names the task hears its status as it changes."""
+    _, requester_key, agent_key = requester(personas.alice, "hears")
+    url = live.mcp_url("hears")
+    task_id = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    body = {
+        "jsonrpc": "2.0",
+        "id": 42,
+        "method": "subscriptions/listen",
+        "params": {
+            "notifications": {"taskIds": [task_id, "td_" + "b" * 20]},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+            },
+        },
+    }
+    headers = {
+        "Authorization": f"Bearer {requester_key}",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen",
+    }
+
+    async def listen() -> list[dict[str, Any]]:
+        heard: list[dict[str, Any]] = []
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            http.stream("POST", url, json=body, headers=headers) as response,
+        ):
+            assert response.status_code == 200
+            finisher: asyncio.Task[None] | None = None
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = httpx.Response(200, content=line[5:]).json()
+                heard.append(message)
+                if message["method"] == "notifications/subscriptions/acknowledged":
+                    continue
+                if message["params"]["status"] == "working" and finisher is None:
+                    finisher = asyncio.create_task(_complete(url, agent_key))
+                if message["params"]["status"] == "completed":
+                    break
+        return heard
+
+    heard = run(listen())
+    ack = heard[0]
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"]["taskIds"] == [task_id, "td_" + "b" * 20]
+    pushed = [m for m in heard[1:] if m["method"] == "notifications/tasks"]
+    assert {m["params"]["taskId"] for m in pushed} == {task_id}
+    assert pushed[-1]["params"]["result"]["structuredContent"]["todo"]["state"] == "completed"
+
+
+async def _complete(url: str, agent_key: str) -> None:
+    async with mcp_client(url, agent_key, MODERN) as agent:
+        held = await claim(agent, "q")
+        await agent_call(agent, "complete", id=held["todo"]["id"], summary="done")
+
+
+def test_notifications_tasks_status_on_the_legacy_get_stream(
+    live: LiveServer, personas: Personas
+) -> None:
+    """A 2025-11-25 session's GET stream hears the status of the tasks its key submitted."""
+    _, requester_key, agent_key = requester(personas.alice, "hears-legacy")
+    url = live.mcp_url("hears-legacy")
+    session = Legacy(url, requester_key)
+    task_id = session.result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+    )["task"]["taskId"]
+    headers = {k: v for k, v in session.headers.items() if k != "Accept"}
+    headers["Accept"] = "text/event-stream"
+
+    async def listen() -> list[dict[str, Any]]:
+        heard: list[dict[str, Any]] = []
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            http.stream("GET", url, headers=headers) as response,
+        ):
+            assert response.status_code == 200
+            finisher: asyncio.Task[None] | None = None
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = httpx.Response(200, content=line[5:]).json()
+                if message["method"] != "notifications/tasks/status":
+                    continue
+                heard.append(message["params"])
+                if finisher is None:
+                    finisher = asyncio.create_task(_complete(url, agent_key))
+                if message["params"]["status"] == "completed":
+                    break
+        return heard
+
+    heard = run(asyncio.wait_for(listen(), 30))
+    assert {p["taskId"] for p in heard} == {task_id}
+    assert heard[0]["status"] == "working" and heard[-1]["status"] == "completed"
