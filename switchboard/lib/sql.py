@@ -101,9 +101,11 @@ def _announce(rows: list[dict[str, Any]]) -> None:
     payloads: list[str] = []
     for row in rows:
         value = row[NOTIFIED]
+        if not value:  # NULL, an empty array, or '' (a pg_notify's void, made in the statement)
+            continue
         if isinstance(value, str):
             payloads.append(value)
-        elif value:
+        else:
             payloads.extend(value)
     if not payloads:
         return
