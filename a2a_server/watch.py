@@ -2,8 +2,8 @@
 
 ``heard`` is a consumer of the process's change feed (``switchboard/lib/changefeed.py``): every
 committed change to a todo, whichever process made it (a second web process, the sweeper's
-reap), is announced by the statement that made it and heard here within the time a NOTIFY
-takes. A waiter registers the todo it follows with the event loop it runs on; ``heard`` wakes
+reap), is announced once the statement that made it has committed, and heard here
+milliseconds later. A waiter registers the todo it follows with the event loop it runs on; ``heard`` wakes
 the waiters of that todo on their own loops. No poll: after the feed reconnects (notifications
 sent while it was away are lost) it tells ``RESYNC``, and every waiter re-reads once.
 

@@ -70,7 +70,7 @@ from django.db import connection as django_connection
 logger = logging.getLogger(__name__)
 
 CHANNEL = "todo_changed"
-# The kinds a statement sends (todos/sql/_notify_*.sql, otlp/sql/store.sql), and the one the
+# The kinds a statement announces (todos/sql/_notify*.sql, otlp/sql/store.sql), and the one the
 # listener sends itself after a reconnect.
 READY = "ready"  # the todo became claimable: the doorbell tries the gate
 RUNG = "rung"  # a ring was recorded: every process pushes it to its own streams
@@ -407,7 +407,10 @@ class Announcer:
                     self._cond.wait()
                 finally:
                     self._idle = False
-            if not self._closing:
+            if self._closing:
+                if not self._pending:
+                    return None  # a RESYNC still owed goes with the process
+            else:
                 # Gather: let the others of this moment join the batch (close() cuts it short).
                 self._cond.wait(ANNOUNCE_GATHER_SECONDS)
             batch = self._pending[:ANNOUNCE_BATCH_MAX]
