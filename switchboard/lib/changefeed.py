@@ -9,9 +9,9 @@ its ``notified`` column, and the OTLP store does for the todos it stored spans o
 (``otlp/sql/store.sql``). ``switchboard.lib.sql`` hands them to ``announce`` once the
 statement's transaction has committed (never for a rollback), and the process's ``Announcer``
 sends them with ``pg_notify`` from a connection and a transaction of its own, committed without
-waiting for its WAL flush, in batches: whatever was announced while the last batch was on its
-way. PostgreSQL then delivers them to every process listening, whichever process (web, sweeper,
-a command) made the change. The payload is ids and small facts only (``Change``); a consumer
+waiting for its WAL flush, in batches: at most one transaction per 20 ms, each carrying what
+was announced since the last. PostgreSQL then delivers them to every process listening,
+whichever process (web, sweeper, a command) made the change. The payload is ids and small facts only (``Change``); a consumer
 re-reads what it shows through the owner-scoped reads.
 
 Not in the statement's own transaction, because PostgreSQL holds its notification queue's lock
@@ -95,10 +95,11 @@ ANNOUNCER_APPLICATION_NAME = "switchboard-announcer"
 ANNOUNCE_MAX_PENDING = 10_000
 # The announcements of one transaction: PostgreSQL folds identical payloads within one anyway.
 ANNOUNCE_BATCH_MAX = 1_000
-# How long the announcer gathers after the first announcement of a batch: a round trip a batch
-# costs the process about as much CPU as a small statement, so under load one batch carries
-# many, at the price of this much latency (the live update's budget is 500 ms at p95).
-ANNOUNCE_GATHER_SECONDS = 0.01
+# The least time between two of a process's notify-only transactions: a batch costs the process
+# about the CPU of a small statement, so under load one carries every announcement of the last
+# 20 ms, while after a quiet spell the first goes at once. An announcement waits at most this
+# long for its turn (the live update's budget is 500 ms at p95).
+ANNOUNCE_INTERVAL_SECONDS = 0.02
 # How long a process's exit (and ``Announcer.flush``'s default) waits for announcements still
 # on their way.
 ANNOUNCE_FLUSH_SECONDS = 2.0
@@ -329,6 +330,7 @@ class Announcer:
         self._idle = False  # the thread waits for a first announcement (announce wakes it)
         self._conn: psycopg.Connection[Any] | None = None
         self.sent = 0  # notify-only transactions committed (batches), for tests and benchmarks
+        self._sent_at = 0.0  # when the last one was (time.monotonic)
 
     def announce(self, payloads: Iterable[str]) -> None:
         """Queue ``payloads`` (``todo_changed`` JSON texts) for the announcer's thread."""
@@ -410,9 +412,10 @@ class Announcer:
             if self._closing:
                 if not self._pending:
                     return None  # a RESYNC still owed goes with the process
-            else:
-                # Gather: let the others of this moment join the batch (close() cuts it short).
-                self._cond.wait(ANNOUNCE_GATHER_SECONDS)
+            elif (wait := self._sent_at + ANNOUNCE_INTERVAL_SECONDS - time.monotonic()) > 0:
+                # The last batch went a moment ago: let the others of this moment join the next
+                # (close() cuts it short).
+                self._cond.wait(wait)
             batch = self._pending[:ANNOUNCE_BATCH_MAX]
             del self._pending[:ANNOUNCE_BATCH_MAX]
             lost, self._lost = self._lost, False
@@ -439,6 +442,7 @@ class Announcer:
                 if self._conn is None or self._conn.closed:
                     self._conn = self._connect()
                 self._conn.execute(_ANNOUNCE_SQL, [payloads])
+                self._sent_at = time.monotonic()
                 self.sent += 1
                 return True
             except Exception as exc:  # psycopg.Error, OSError: the connection is gone
