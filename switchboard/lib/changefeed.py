@@ -11,8 +11,8 @@ statement's transaction has committed (never for a rollback), and the process's 
 sends them with ``pg_notify`` from a connection and a transaction of its own, committed without
 waiting for its WAL flush, in batches: at most one transaction per 20 ms, each carrying what
 was announced since the last. PostgreSQL then delivers them to every process listening,
-whichever process (web, sweeper, a command) made the change. The payload is ids and small facts only (``Change``); a consumer
-re-reads what it shows through the owner-scoped reads.
+whichever process (web, sweeper, a command) made the change. The payload is ids and small facts
+only (``Change``); a consumer re-reads what it shows through the owner-scoped reads.
 
 Not in the statement's own transaction, because PostgreSQL holds its notification queue's lock
 from before a notifying transaction's commit record until that commit has been flushed: every
