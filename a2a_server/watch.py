@@ -4,8 +4,9 @@
 committed change to a todo, whichever process made it (a second web process, the sweeper's
 reap), is announced once the statement that made it has committed, and heard here
 milliseconds later. A waiter registers the todo it follows with the event loop it runs on;
-``heard`` wakes the waiters of that todo on their own loops. No poll: after the feed reconnects (notifications
-sent while it was away are lost) it tells ``RESYNC``, and every waiter re-reads once.
+``heard`` wakes the waiters of that todo on their own loops. No poll: after the feed reconnects
+(notifications sent while it was away are lost) it tells ``RESYNC``, and every waiter re-reads
+once.
 
 A waiter's event starts set: its first wait returns at once, so a change committed between the
 caller's first read and the registration is read, never missed. Every wait is bounded by
