@@ -12,7 +12,7 @@ class ActivityConfig(AppConfig):
 
     def ready(self) -> None:
         # The Board's live updates hear every committed change (activity/live.py) on this
-        # process's one change feed; the statements announce them (todos/sql/_notify_*.sql).
+        # process's one change feed; the statements announce them (todos/sql/_notify.sql).
         from activity import live
         from switchboard.lib import changefeed
 

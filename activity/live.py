@@ -3,7 +3,7 @@ WebSocket consumer (→ htmx fragments rendered from the pages' own partials).
 
 Flow
 ----
-1. A transition commits; its statement announced the change (``todos/sql/_notify_*.sql``), and
+1. A transition commits; its statement's announcement (``todos/sql/_notify.sql``) is sent, and
    every process's change feed (``switchboard/lib/changefeed.py``) tells ``relay(change)``.
 2. The relay maps the endpoint to its owning human and sends ``todo.changed`` to that human's
    sockets open in this process (``_sockets``), each by its own channel name. Every process

@@ -1,9 +1,9 @@
 """The doorbell: ``ready`` and ``rung`` changes pushed to subscribed MCP clients, and every
 change of a todo to the clients subscribed to that todo's resource (``switchboard://todos/{id}``).
 
-Every transition that makes a todo claimable announces a ``ready`` change in its own statement
-(``todos/sql/_notify_ready.sql``), so it reaches every process when the todo is committed,
-whichever process (web, sweeper, admin) made the change. The doorbell is a consumer of the
+Every transition that makes a todo claimable announces a ``ready`` change, made by its own
+statement (``todos/sql/_notify.sql``) and sent once it has committed, so it reaches every
+process whichever process (web, sweeper, admin) made the change. The doorbell is a consumer of the
 process's one change feed (``switchboard/lib/changefeed.py``: one LISTEN connection, shared with
 the Board's live relay, the A2A waiters and the OTLP refresh) and fans each change out to its own
 open subscription streams:

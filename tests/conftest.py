@@ -11,7 +11,9 @@ import pytest
 from django.test import Client
 
 from switchboard import embedded, runtime_settings
+from switchboard.lib import changefeed
 from tests.base import Personas, make_personas
+from tests.concurrency.harness import raw_connection
 
 # The live daphne servers (tests/live.py), shared by the MCP and the browser tests.
 pytest_plugins = ["tests.live"]
@@ -25,6 +27,27 @@ def django_db_modify_db_settings(django_db_modify_db_settings: None) -> None:
     use the database starts the server; this process holds it until the run ends.
     """
     embedded.ensure_running()
+
+
+# Sessions still open on the test database once every live server has stopped: this process's
+# own, from threads (an event loop's executor) that ended without closing Django's connection.
+_LEFTOVER_SESSIONS = """
+    SELECT pid, application_name, pg_terminate_backend(pid) FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid()
+"""
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's test database; before it is dropped (after the live servers, which ask
+    for it, have stopped), this process's connections to it closed: the change feed's announcer
+    and listener (a test's event loop may have closed under it), then any session a worker
+    thread left open, so the drop does not find the database "accessed by other users"."""
+    yield
+    changefeed.ANNOUNCER.close()
+    changefeed.FEED.close()
+    with raw_connection(autocommit=True) as conn:
+        conn.execute(_LEFTOVER_SESSIONS)
 
 
 @pytest.fixture(autouse=True)

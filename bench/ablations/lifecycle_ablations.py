@@ -31,8 +31,13 @@ What each prices (the decisions the schema already made are in docs/decisions/):
 - ``b-limits``, ``b+limited``: the claim without the queue-limits probe and spend arm (before
   docs/decisions/0028-queue-limits.md: what an unlimited queue pays), and the claim of a queue
   with limits set but never reached (what a limited one pays: the row locked and written);
-- ``a-notify``, ``b-notify``: the claim and the complete without their ``pg_notify`` (the
-  change feed), whose queue lock PostgreSQL holds from before the commit until it is done;
+- ``b-notify``: ``b`` announcing nothing (``a-notify``, its Django side, is in the main bench:
+  the change feed's budget);
+- ``a+inline``, ``b+inline``: the claim and the complete announcing as they did before
+  docs/decisions/0033-announce-after-commit.md, with ``pg_notify`` in the statement, whose
+  queue lock PostgreSQL holds from before the commit until its WAL flush is done;
+- ``a+after``: ``a`` announcing from its own connection, a notify-only transaction after each
+  statement (``synchronous_commit`` off for it), instead of the process's announcer thread;
 - ``b-endedidx``, ``b-fleetidx``: ``todo_attempts`` without the Activity feed's
   ``idx_todo_attempts_ended`` or the fleet's ``idx_todo_attempts_by_endpoint``, both entered by
   every attempt's ending;
@@ -64,9 +69,14 @@ from django.conf import settings  # noqa: E402
 from django.db import close_old_connections  # noqa: E402
 
 from bench import lifecycle as core  # noqa: E402
-from switchboard.lib.sql import load  # noqa: E402
+from switchboard.lib import changefeed  # noqa: E402
+from switchboard.lib.sql import fetch_all, load  # noqa: E402
 from todos import lifecycle  # noqa: E402
-from todos.lifecycle.statements import LOCK_QUEUE_LIMITS, statement  # noqa: E402
+from todos.lifecycle.statements import (  # noqa: E402
+    LOCK_QUEUE_LIMITS,
+    NOTIFY_CHANGED_SQL,
+    statement,
+)
 from todos.models import QueueSettings  # noqa: E402
 
 ABLATION_SQL = Path(__file__).resolve().parent / "sql"
@@ -92,11 +102,19 @@ CLAIM_NEXT_UNFOLDED = _rewrite(
     "\n  FROM upd",
 )
 PRIOR_ATTEMPTS = load(ABLATION_SQL, "prior_attempts")
-# The claim and the complete without their change-feed arm (todos/sql/_notify_changed.sql): the
-# notification's commit-time queue lock, which ``c`` does not pay either.
-_NOTIFY = r"pg_notify\('todo_changed', json_build_object\((?:[^()]|\([^()]*\))*\)::text\)"
-CLAIM_NEXT_NO_NOTIFY = _rewrite("b-notify", lifecycle.CLAIM_NEXT, _NOTIFY, "NULL")
-COMPLETE_NO_NOTIFY = _rewrite("b-notify", lifecycle.COMPLETE, _NOTIFY, "NULL")
+# The claim and the complete notifying in their own transaction (todos/sql/_notify.sql's payload
+# passed to pg_notify in the statement, as before 0033): the `notified` column is then void,
+# so nothing is left for the announcer.
+_NOTIFIED = r"(json_build_object\((?:[^()]|\([^()]*\))*\)::text) AS notified"
+_INLINE = r"pg_notify('todo_changed', \1) AS notified"
+CLAIM_NEXT_INLINE = _rewrite("b+inline", lifecycle.CLAIM_NEXT, _NOTIFIED, _INLINE)
+COMPLETE_INLINE = _rewrite("b+inline", lifecycle.COMPLETE, _NOTIFIED, _INLINE)
+# a+after: the announcements of a statement sent on the caller's own connection, right after it
+# (autocommit: a transaction of their own, committed without waiting for its flush).
+ANNOUNCE_AFTER = (
+    "SELECT set_config('synchronous_commit', 'off', true), pg_notify('todo_changed', p)"
+    " FROM unnest(%s::text[]) AS p"
+)
 # The claim as it was before docs/decisions/0013-claim-per-queue.md: the product's one-queue
 # statement with its old `cand` (the product's claim predicate spliced in, so only the candidate
 # differs; it reads `queues`, which the bench passes too).
@@ -114,6 +132,7 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     # The lease cap's spots, as todos/lifecycle/statements.py fills them for a claim.
     run_started="now()",
     run_timeout="COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
+    notify_changed=NOTIFY_CHANGED_SQL,
 )
 # The claim before docs/decisions/0028-queue-limits.md: no queue-limits probe, no spend arm
 # (as the owning human's claim, which honours no limit).
@@ -358,16 +377,27 @@ class Catalog:
 
 
 @contextmanager
-def without_notify() -> Iterator[None]:
-    """``todos.lifecycle``'s claim and complete without their notify arm, for one measurement."""
+def inline_notify() -> Iterator[None]:
+    """``todos.lifecycle``'s claim and complete notifying in their own transaction."""
     from todos.lifecycle import agent
 
     before = agent.CLAIM_NEXT, agent.COMPLETE
-    agent.CLAIM_NEXT, agent.COMPLETE = CLAIM_NEXT_NO_NOTIFY, COMPLETE_NO_NOTIFY
+    agent.CLAIM_NEXT, agent.COMPLETE = CLAIM_NEXT_INLINE, COMPLETE_INLINE
     try:
         yield
     finally:
         agent.CLAIM_NEXT, agent.COMPLETE = before
+
+
+@contextmanager
+def announce_after() -> Iterator[None]:
+    """Announcements sent by the caller's thread on its own connection, for one measurement."""
+    before = changefeed.announce
+    changefeed.announce = lambda payloads: fetch_all(ANNOUNCE_AFTER, [list(payloads)])
+    try:
+        yield
+    finally:
+        changefeed.announce = before
 
 
 # --- the ablations ----------------------------------------------------------------------------
@@ -470,19 +500,34 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
             schema("b-epidx"),
         ),
         Variant(
-            "a-notify",
+            "a+inline",
             "cycle",
-            "a without the change feed's pg_notify",
+            "a with pg_notify in its statements (before 0033)",
             core.DjangoClient,
             "a",
-            without_notify,
+            inline_notify,
+        ),
+        Variant(
+            "a+after",
+            "cycle",
+            "a announcing on its own connection after each statement",
+            core.DjangoClient,
+            "a",
+            announce_after,
         ),
         Variant(
             "b-notify",
             "cycle",
-            "b without the change feed's pg_notify",
+            "b announcing nothing",
+            core.bare_client(core.BareStatements(announce=False)),
+            "b",
+        ),
+        Variant(
+            "b+inline",
+            "cycle",
+            "b with pg_notify in its statements (before 0033)",
             core.bare_client(
-                core.BareStatements(claim=CLAIM_NEXT_NO_NOTIFY, complete=COMPLETE_NO_NOTIFY)
+                core.BareStatements(claim=CLAIM_NEXT_INLINE, complete=COMPLETE_INLINE)
             ),
             "b",
         ),
@@ -593,6 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             catalog.restore_all()
     print_changes(samples, variants, args.threads)
+    core.print_ratios(samples, args.threads)  # those whose two variants ran (a-notify's)
     return 0
 
 

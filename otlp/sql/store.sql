@@ -6,7 +6,7 @@
 -- params: the span columns as arrays (todo_ids … truncated, one element per span, no key
 --   twice); binding_todos, binding_traces; drop_todos, drop_seqs, drop_counts
 -- returns: written (rows inserted or updated), bound (new bindings), dropped (attempts bumped),
---   notified (todos announced: one `todo_changed` notification of kind `spans` each)
+--   notified (the announcements, one of kind `spans` per todo written, sent after commit)
 -- Uses index: todo_spans_pkey, todo_trace_bindings_pkey, todo_attempts_pkey, todos_pkey.
 WITH input AS (
     SELECT *
@@ -58,13 +58,11 @@ dropped AS (
 SELECT (SELECT count(*) FROM written) AS written,
        (SELECT count(*) FROM bound) AS bound,
        (SELECT count(*) FROM dropped) AS dropped,
-       -- One `spans` notification per todo that had spans written, delivered at commit
-       -- (switchboard/lib/changefeed.py; otlp/refresh.py throttles what the pages re-read).
-       -- Ids and facts only. A volatile call in a sub-select is never pruned away.
-       (SELECT count(*)
-          FROM (SELECT pg_notify('todo_changed',
-                                 json_build_object('kind', 'spans', 'todo_id', t.id,
-                                                   'endpoint_id', t.endpoint_id,
-                                                   'queue', t.queue, 'state', t.state)::text)
-                  FROM todos t
-                 WHERE t.id = ANY(ARRAY(SELECT DISTINCT w.todo_id FROM written w))) n) AS notified
+       -- One `spans` announcement per todo that had spans written, sent after commit
+       -- (switchboard/lib/sql.py, switchboard/lib/changefeed.py; otlp/refresh.py throttles
+       -- what the pages re-read). Ids and facts only.
+       ARRAY(SELECT json_build_object('kind', 'spans', 'todo_id', t.id,
+                                      'endpoint_id', t.endpoint_id,
+                                      'queue', t.queue, 'state', t.state)::text
+               FROM todos t
+              WHERE t.id = ANY(ARRAY(SELECT DISTINCT w.todo_id FROM written w))) AS notified

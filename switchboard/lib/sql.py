@@ -6,6 +6,13 @@ spliced in, at load time, never per call: fragments come from ``<app>/sql/_<frag
 from the caller (the owner-scope predicates of ``switchboard.scope``). A missing file or an
 unfilled marker fails at import, so a typo stops start-up instead of a request. Whole-line
 ``--`` comments are dropped at load; they are for readers, not for the server.
+
+A statement that changes what the change feed's consumers show returns its announcements in a
+column named ``notified`` (a ``todo_changed`` payload per row, or an array of them:
+``todos/sql/_notify.sql``). ``fetch_all`` announces them once the statement's transaction has
+committed: at once in autocommit, on commit inside an atomic block, never after a rollback
+(``switchboard/lib/changefeed.py``, docs/decisions/0033-announce-after-commit.md). So no caller
+can forget to, and none announces a change that did not commit.
 """
 
 from __future__ import annotations
@@ -24,7 +31,11 @@ from psycopg import pq
 from psycopg.abc import Loader
 from psycopg.rows import RowFactory, dict_row, tuple_row
 
+from switchboard.lib import changefeed
+
 _MARKER = re.compile(r"@\{(\w+)\}")
+# The column that carries a statement's announcements (see the module's docstring).
+NOTIFIED = "notified"
 _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
 
 
@@ -79,7 +90,30 @@ def fetch_all(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[
     goes through Django's own cursor instead, so they see it; so it does when the connection is
     shared between threads (a kept cursor must not be).
     """
-    return _fetch(sql, params, dict_row)
+    rows = _fetch(sql, params, dict_row)
+    if rows and NOTIFIED in rows[0]:
+        _announce(rows)
+    return rows
+
+
+def _announce(rows: list[dict[str, Any]]) -> None:
+    """Announce the ``notified`` payloads of ``rows`` once their transaction commits."""
+    payloads: list[str] = []
+    for row in rows:
+        value = row[NOTIFIED]
+        if not value:  # NULL, an empty array, or '' (a pg_notify's void, made in the statement)
+            continue
+        if isinstance(value, str):
+            payloads.append(value)
+        else:
+            payloads.extend(value)
+    if not payloads:
+        return
+    db = connections[DEFAULT_DB_ALIAS]
+    if db.in_atomic_block:
+        db.on_commit(lambda: changefeed.announce(payloads))
+    else:
+        changefeed.announce(payloads)
 
 
 @async_unsafe

@@ -3,13 +3,17 @@ Tasks' ``tasks/result`` and ``notifications/tasks``, wait on.
 
 ``heard`` is a consumer of the process's change feed (``switchboard/lib/changefeed.py``): every
 committed change to a todo, whichever process made it (a second web process, the sweeper's
-reap), is announced by the statement that made it and heard here within the time a NOTIFY
-takes. A waiter registers the todo it follows with the event loop it runs on; ``heard`` wakes
-the waiters of that todo on their own loops. No poll: after the feed reconnects (notifications
-sent while it was away are lost) it tells ``RESYNC``, and every waiter re-reads once.
+reap), is announced once the statement that made it has committed, and heard here
+milliseconds later. A waiter registers the todo it follows with the event loop it runs on;
+``heard`` wakes the waiters of that todo on their own loops. No poll: after the feed reconnects
+(notifications sent while it was away are lost) it tells ``RESYNC``, and every waiter re-reads
+once.
 
 A waiter's event starts set: its first wait returns at once, so a change committed between the
-caller's first read and the registration is read, never missed.
+caller's first read and the registration is read, never missed. Every wait is bounded by
+``REREAD_SECONDS``: a change is announced after its commit, from another transaction, so a
+process that dies between the two loses the announcement
+(docs/decisions/0033-announce-after-commit.md), and a waiter then re-reads within that bound.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from contextlib import contextmanager, suppress
 from switchboard.lib import changefeed
 from switchboard.lib.changefeed import Change
 
+# The longest a waiter waits without re-reading: what a lost announcement can delay it by.
+REREAD_SECONDS = 30.0
 # Changes that leave a task as it was: spans are telemetry, not the task's state.
 _IGNORED = frozenset({changefeed.SPANS, changefeed.SPANS_DUE})
 
@@ -63,10 +69,12 @@ def following(todo_id: str) -> Iterator[asyncio.Event]:
 
 
 async def changed(event: asyncio.Event, timeout: float | None = None) -> None:
-    """Wait until ``event`` is set (or ``timeout`` passes, when given); clear it for the next
+    """Wait until ``event`` is set, or ``timeout`` passes (when given; ``REREAD_SECONDS`` at
+    most, so the caller re-reads even if an announcement was lost); clear it for the next
     wait."""
+    bound = REREAD_SECONDS if timeout is None else min(timeout, REREAD_SECONDS)
     with suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), timeout)
+        await asyncio.wait_for(event.wait(), bound)
     event.clear()
 
 

@@ -40,8 +40,9 @@ _SENTINEL = "sentinel"
 
 
 def _drain(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    """Every payload up to this test's sentinel, sent after the work committed (notifications
-    arrive in commit order)."""
+    """Every payload up to this test's sentinel, sent once the work's announcements have gone
+    (notifications arrive in commit order, and the announcer sends after the work commits)."""
+    assert changefeed.ANNOUNCER.flush()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_notify(%s, %s)", [changefeed.CHANNEL, _SENTINEL])
     out: list[dict[str, Any]] = []

@@ -37,10 +37,12 @@ statement's generic plan stays a few buffers whatever the statistics;
 
 Announcements
 -------------
-Every statement that changes what a page or a consumer shows announces its todos itself, with
-``pg_notify('todo_changed', …)`` (``todos/sql/_notify_*.sql``), which PostgreSQL delivers at
-commit to every process's listener (``switchboard/lib/changefeed.py``). A plain heartbeat does
-not: it changes nothing a page shows, and it is the hottest path.
+Every statement that changes what a page or a consumer shows returns the announcement of each
+todo it changed in its ``notified`` column (``todos/sql/_notify.sql``, ``_notify_rung.sql``);
+``fetch_all`` hands them to the process's announcer once the transaction commits, which sends
+them to every process's listener from a notify-only transaction of its own
+(``switchboard/lib/changefeed.py``, docs/decisions/0033-announce-after-commit.md). A plain
+heartbeat does not: it changes nothing a page shows, and it is the hottest path.
 
 Misses
 ------
@@ -325,7 +327,7 @@ def run_single(
     scope: Scope,
     todo_id: str,
 ) -> dict[str, Any]:
-    """Run a single-todo statement (it announces its change itself: ``_notify_*.sql``)."""
+    """Run a single-todo statement (its announcement goes out after commit: ``_notify.sql``)."""
     rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if not rows:
         if transition in _HOLDER_TRANSITIONS:

@@ -25,6 +25,13 @@ SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 _OPERATOR_GUARD = HUMAN_SCOPE_SQL + " AND @{current_attempt}"
 
 
+# A todo's announcement on the change feed (``_notify.sql``), one fragment for both kinds: the
+# statement returns it in its ``notified`` column, and ``switchboard.lib.sql`` announces it
+# after commit (docs/decisions/0033-announce-after-commit.md).
+NOTIFY_READY_SQL = load(SQL_DIR, "_notify", notify_kind="'ready'")
+NOTIFY_CHANGED_SQL = load(SQL_DIR, "_notify", notify_kind="'changed'")
+
+
 def statement(name: str, **fragments: str) -> str:
     """``todos/sql/<name>.sql`` with its fragments spliced in: the defaults below, which
     ``fragments`` override."""
@@ -40,6 +47,8 @@ def statement(name: str, **fragments: str) -> str:
         "pause_queue": "%(queue)s",
         # The claim's closed attempts, a constant of the statement (its plan's LIMIT).
         "prior_attempts": str(PRIOR_ATTEMPTS),
+        "notify_ready": NOTIFY_READY_SQL,
+        "notify_changed": NOTIFY_CHANGED_SQL,
         # heartbeat.sql announces only the owning human's extension (OPERATOR_EXTEND).
         "extend_notify": "",
         # The queues whose limits a claim_next honours (_queue_limited.sql): those it asked for.

@@ -32,5 +32,5 @@ search AS (
 )
 SELECT upd.*, NULL::int AS attempt_seq,
        CASE WHEN upd.not_before IS NULL OR upd.not_before <= now() THEN @{notify_ready}
-            ELSE @{notify_changed} END AS rung
+            ELSE @{notify_changed} END AS notified
   FROM upd

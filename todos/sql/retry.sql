@@ -16,4 +16,4 @@ WITH cur AS (
        FOR UPDATE
 ),
 upd AS (@{retry_cur})@{activity}
-SELECT upd.*, NULL::int AS attempt_seq, @{notify_ready} AS rung FROM upd
+SELECT upd.*, NULL::int AS attempt_seq, @{notify_ready} AS notified FROM upd

@@ -3,7 +3,8 @@
 --   with it (key lookup refuses a revoked endpoint).
 -- params: endpoint_id, scope_human_id
 -- returns: revoked (bool), dead_lettered (text[] of todo ids), attempts_closed (open attempts
---   closed; fewer than dead_lettered, since a pending todo is dead-lettered but has no attempt).
+--   closed; fewer than dead_lettered, since a pending todo is dead-lettered but has no attempt),
+--   notified (one announcement per dead-lettered todo, sent after commit).
 -- Uses index: endpoints_pkey, todos_board_state_idx (endpoint_id, state, …).
 WITH ep AS (
     UPDATE endpoints e
@@ -30,5 +31,5 @@ closed AS (
 SELECT EXISTS (SELECT 1 FROM ep) AS revoked,
        COALESCE((SELECT array_agg(upd.id ORDER BY upd.id) FROM upd), '{}') AS dead_lettered,
        (SELECT count(*) FROM closed) AS attempts_closed,
-       -- One notification per dead-lettered todo (a volatile call is never pruned away).
-       (SELECT count(*) FROM (SELECT @{notify_changed} FROM upd) n) AS notified
+       -- One announcement per dead-lettered todo, sent after commit (_notify.sql).
+       COALESCE((SELECT array_agg(@{notify_changed}) FROM upd), '{}') AS notified

@@ -1,12 +1,12 @@
 -- set_queue_limits: set an endpoint's queue's limits and default run timeout, each only when
 --   asked to (set_*; a NULL value clears it), creating the queue's row on first use. A changed
 --   rate starts with a full bucket. Wakes the claimers waiting on the queue, as a resume does
---   (one `rung` notification for the queue): a raised or cleared limit may give them work.
+--   (one `rung` announcement for the queue): a raised or cleared limit may give them work.
 -- params: endpoint_id, queue, set_max_in_flight, max_in_flight, set_claims_per_minute,
 --   claims_per_minute, set_run_timeout_seconds, run_timeout_seconds, actor_ref, and the owner's
 --   scope_human_id when @{owner} checks it (a human's change: their own endpoints only)
 -- returns: one row: found (the endpoint exists, in scope), changed, and the row's limits as
---   they stand (NULL when not found).
+--   they stand (NULL when not found), notified (the announcement, sent after commit).
 -- Uses index: endpoints_pkey; queue_settings_queue_key (the conflict target).
 WITH ep AS (
     SELECT e.id FROM endpoints e WHERE e.id = %(endpoint_id)s AND @{owner}
@@ -46,8 +46,7 @@ SELECT EXISTS (SELECT 1 FROM ep) AS found,
                IS DISTINCT FROM (up.max_in_flight, up.claims_per_minute, up.run_timeout_seconds)
           FROM (SELECT 1) one LEFT JOIN old o ON true) AS changed,
        up.max_in_flight, up.claims_per_minute, up.run_timeout_seconds,
-       pg_notify('todo_changed', json_build_object('kind', 'rung', 'todo_id', '',
-                                                   'endpoint_id', up.endpoint_id,
-                                                   'queue', up.queue,
-                                                   'reason', 'limits')::text) AS rung
+       CASE WHEN up.endpoint_id IS NOT NULL
+            THEN json_build_object('kind', 'rung', 'todo_id', '', 'endpoint_id', up.endpoint_id,
+                                   'queue', up.queue, 'reason', 'limits')::text END AS notified
   FROM (SELECT 1) one LEFT JOIN up ON true
