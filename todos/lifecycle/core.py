@@ -391,7 +391,11 @@ def claimed_result(
     row: dict[str, Any], token: str | None, transition: str, activity: str | None = None
 ) -> ClaimResult:
     result = _claim_result(row, token)
-    closes = ("lease_expired", "requeued") if result.took_over else None
+    # A takeover closed the dead attempt, the newest of prior_attempts: lease_expired, or
+    # timed_out when its run timeout ended it (_claim_tail.sql).
+    closes = None
+    if result.took_over:
+        closes = (result.prior_attempts[0].outcome or "lease_expired", "requeued")
     counted(transition, closes, activity=activity)
     return result
 
