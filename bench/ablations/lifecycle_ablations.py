@@ -94,7 +94,12 @@ CLAIM_NEXT_UNFOLDED = _rewrite(
 PRIOR_ATTEMPTS = load(ABLATION_SQL, "prior_attempts")
 # The claim and the complete without their change-feed arm (todos/sql/_notify_changed.sql): the
 # notification's commit-time queue lock, which ``c`` does not pay either.
-_NOTIFY = r"pg_notify\('todo_changed', json_build_object\((?:[^()]|\([^()]*\))*\)::text\)"
+# Only the `changed` one: the complete's queue-wide ring of a freed slot (_slot_freed.sql) is
+# never sent on the bench's unlimited queue.
+_NOTIFY = (
+    r"pg_notify\('todo_changed', json_build_object\('kind', 'changed'"
+    r"(?:[^()]|\([^()]*\))*\)::text\)"
+)
 CLAIM_NEXT_NO_NOTIFY = _rewrite("b-notify", lifecycle.CLAIM_NEXT, _NOTIFY, "NULL")
 COMPLETE_NO_NOTIFY = _rewrite("b-notify", lifecycle.COMPLETE, _NOTIFY, "NULL")
 # The claim as it was before docs/decisions/0013-claim-per-queue.md: the product's one-queue
@@ -114,6 +119,10 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     # The lease cap's spots, as todos/lifecycle/statements.py fills them for a claim.
     run_started="now()",
     run_timeout="COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
+    holds_limited_slot=(
+        "EXISTS (SELECT 1 FROM queue_limited ql"
+        " WHERE ql.queue = t.queue AND ql.max_in_flight IS NOT NULL)"
+    ),
 )
 # The claim before docs/decisions/0028-queue-limits.md: no queue-limits probe, no spend arm
 # (as the owning human's claim, which honours no limit).

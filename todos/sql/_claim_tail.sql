@@ -43,7 +43,10 @@ upd AS (
            lease_token_hash = %(token_hash)s::bytea, attempt_heartbeat_at = NULL,
            attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
            attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
-           claimed_at = now(), next_retry_at = NULL, finished_at = NULL, updated_at = now()
+           claimed_at = now(), next_retry_at = NULL, finished_at = NULL, updated_at = now(),
+           -- Whether this hold is one of its queue's max_in_flight slots: its end then rings
+           -- the queue's waiters (_slot_freed.sql).
+           holds_limited_slot = @{holds_limited_slot}
       FROM cand
      WHERE t.id = cand.cand_id
     RETURNING t.*, cand.prior_state
