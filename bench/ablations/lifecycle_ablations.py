@@ -131,6 +131,7 @@ CLAIM_NEXT_NO_LIMITS = statement(
     queue_limited="queue_limited AS (SELECT WHERE false)",
     queue_limits="TRUE",
     queue_spend="",
+    holds_limited_slot="false",
 )
 # b+limited's limits: set, so every claim locks and writes the row, but never reached.
 LIMITED_MAX_IN_FLIGHT = 1_000
