@@ -287,7 +287,7 @@ async def answer_call(caller: tools.Caller, name: str, arguments: Mapping[str, A
         out = await dbthread.run(_run_tool, name, caller, arguments)
     except TodoEnded as exc:
         # The holder's claim was ended by someone else: say why and who (only it learns it).
-        return tool_error(exc.code, str(exc), reason=exc.reason, by=exc.by)
+        return tool_error(exc.code, str(exc), reason=exc.reason, by=exc.by, by_name=exc.by_name)
     except LifecycleError as exc:
         if exc.code == "internal":
             logger.error("tool %s failed: %s", name, exc)

@@ -22,6 +22,8 @@ urlpatterns = [
     path("bulk/forget", activity_views.bulk_forget, name="bulk_forget"),
     path("bulk/<str:action>", todo_views.bulk_action, name="bulk_action"),
     path("queues/<str:action>", todo_views.queue_action, name="queue_action"),
+    # Before the todo's own page: "new" is no todo id (td_…).
+    path("todos/new", todo_views.todo_new, name="todo_new"),
     path("todos/<str:todo_id>", activity_views.todo_detail, name="todo_detail"),
     path("todos/<str:todo_id>/<str:action>", activity_views.todo_action, name="todo_action"),
     path("overview/", overview_views.overview_page, name="overview"),

@@ -260,6 +260,9 @@ class Todo(models.Model):
     # who (an Actor spelling). Migration todos.0019_todo_forgotten.
     forgotten_at = models.DateTimeField(null=True, blank=True)
     forgotten_by = models.TextField(null=True, blank=True)
+    # Its claim took it from a queue with a max_in_flight (migrations/0020): when the hold ends,
+    # the queue's waiting agents are rung (docs/decisions/0028-queue-limits.md).
+    holds_limited_slot = models.BooleanField(db_default=False, default=False, editable=False)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()

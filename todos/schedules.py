@@ -235,7 +235,7 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
             "run_timeout_seconds",
             values["run_timeout_seconds"],
             limits.RUN_TIMEOUT_MIN_SECONDS,
-            limits.LEASE_TTL_MAX_SECONDS,
+            limits.RUN_TIMEOUT_MAX_SECONDS,
             optional=True,
         ),
         "max_attempts": _check_int(

@@ -1,5 +1,5 @@
-"""The Board's todo list and what acts on many todos at once: bulk actions on the list's
-filter, queue pauses.
+"""The Board's todo list, its new-todo form, and what acts on many todos at once: bulk actions
+on the list's filter, queue pauses.
 
 One todo's pages (the drawer, the trail page, operator actions) are in ``activity/views.py``;
 what both share (the scope, the 404 answer, the drawer's context) is in ``todos/pages.py``.
@@ -13,13 +13,16 @@ import datetime as dt
 from dataclasses import replace
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
 
 from switchboard import actors
+from switchboard.lib import jsonlimits
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, login_required
@@ -38,6 +41,7 @@ from todos.pages import (
     text,
 )
 from todos.states import State
+from todos.types import TodoView
 
 # The list's sortable columns: the column, and the sort a first click asks for.
 SORTABLE_COLUMNS = {"title": "title", "state": "state", "queue": "queue"}
@@ -290,3 +294,131 @@ def queue_limits(request: BoardRequest) -> HttpResponse:
         request, f"Set the limits of {where}." if done.changed else f"{where}: nothing changed."
     )
     return redirect(reverse("todo_list") + f"?{context['query']}")
+
+
+# --- a new todo --------------------------------------------------------------------------------
+
+_INSTANT_HELP = (
+    "An ISO 8601 instant with a time zone (2026-01-02T09:00:00Z), or +90s, +10m, +2h, +1d."
+)
+
+
+class TodoForm(forms.Form):
+    """A todo as ``lifecycle.create`` takes it, on one of the human's live endpoints. The form
+    checks shapes (an integer, JSON); every bound is the lifecycle's own (``limits.check_time``),
+    whose refusal lands on the field it names (``save``)."""
+
+    endpoint = forms.ChoiceField(help_text="Its agents receive the todo; only your live endpoints.")
+    queue = forms.CharField(max_length=limits.QUEUE_MAX_BYTES, strip=False)
+    title = forms.CharField(required=False, max_length=limits.TITLE_MAX_BYTES)
+    payload = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false", "class": "mono"}),
+        help_text="A JSON value (empty for {}).",
+    )
+    work_order = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="The instructions the agent reads.",
+    )
+    max_attempts = forms.IntegerField(
+        initial=5,
+        help_text=f"Claims before it is dead-lettered (1 to {limits.MAX_ATTEMPTS_LIMIT}).",
+    )
+    priority = forms.IntegerField(
+        required=False,
+        initial=0,
+        help_text=f"Higher is claimed first ({limits.PRIORITY_MIN} to {limits.PRIORITY_MAX}).",
+    )
+    not_before = forms.CharField(
+        required=False, label="Not before", help_text=f"Not claimable before it. {_INSTANT_HELP}"
+    )
+    start_by = forms.CharField(
+        required=False, label="Start by", help_text="Dead-lettered if still unclaimed then."
+    )
+    finish_by = forms.CharField(
+        required=False,
+        label="Finish by",
+        help_text="Dead-lettered if unfinished then; no lease runs past it.",
+    )
+    run_timeout_seconds = forms.IntegerField(
+        required=False,
+        label="Run timeout (seconds)",
+        help_text=f"One attempt's limit (at least {limits.RUN_TIMEOUT_MIN_SECONDS}); empty: the"
+        " queue's default, if any.",
+    )
+    dedupe_key = forms.CharField(
+        required=False,
+        strip=False,
+        help_text="While a todo of the endpoint with this key is unfinished, that todo is"
+        " returned instead of a new one.",
+    )
+
+    def __init__(self, endpoints: list[Endpoint], *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.endpoints = {e.slug: e for e in endpoints}
+        field = self.fields["endpoint"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(e.slug, f"{e.slug} ({e.name})" if e.name else e.slug) for e in endpoints]
+
+    def clean_payload(self) -> Any:
+        text = self.cleaned_data["payload"].strip()
+        if not text:
+            return None
+        try:
+            return jsonlimits.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(f"The payload {exc}.") from None
+
+    def save(self) -> TodoView | None:
+        """Create the todo through the lifecycle; None, with the refusal on its field, when it
+        refuses (nothing is created)."""
+        data = self.cleaned_data
+        now = timezone.now()
+        try:
+            at = {
+                name: limits.parse_instant(name, data[name], now)
+                for name in ("not_before", "start_by", "finish_by")
+            }
+            return lifecycle.create(
+                self.endpoints[data["endpoint"]].id,
+                queue=data["queue"],
+                title=data["title"],
+                payload=data["payload"],
+                work_order=data["work_order"],
+                max_attempts=data["max_attempts"],
+                priority=0 if data["priority"] is None else data["priority"],
+                run_timeout_seconds=data["run_timeout_seconds"],
+                dedupe_key=data["dedupe_key"] or None,
+                not_before=at["not_before"],
+                start_by=at["start_by"],
+                finish_by=at["finish_by"],
+            )
+        except InvalidInput as exc:
+            message = str(exc).removeprefix(f"{exc.field}: ")
+            self.add_error(exc.field if exc.field in self.fields else None, message)
+            return None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def todo_new(request: BoardRequest) -> HttpResponse:
+    """Create a todo on one of the human's live endpoints (``lifecycle.create``, as intake and
+    ``manage.py enqueue`` do), then show it; a refusal is shown at its field."""
+    endpoints = list(
+        Endpoint.objects.filter(owner=request.user, revoked_at__isnull=True).order_by("slug")
+    )
+    form = TodoForm(endpoints, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        todo = form.save()
+        if todo is not None:
+            if todo.deduplicated:
+                messages.info(
+                    request,
+                    f"Nothing created: {todo.id} is unfinished with the dedupe key"
+                    f" {todo.dedupe_key!r}.",
+                )
+            else:
+                messages.success(request, f"Created {todo.id} on {todo.queue}.")
+            return redirect("todo_detail", todo_id=todo.id)
+    return render(request, "todos/todo_new.html", {"section": "todos", "form": form})

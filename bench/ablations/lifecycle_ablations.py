@@ -133,6 +133,10 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     run_started="now()",
     run_timeout="COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
     notify_changed=NOTIFY_CHANGED_SQL,
+    holds_limited_slot=(
+        "EXISTS (SELECT 1 FROM queue_limited ql"
+        " WHERE ql.queue = t.queue AND ql.max_in_flight IS NOT NULL)"
+    ),
 )
 # The claim before docs/decisions/0028-queue-limits.md: no queue-limits probe, no spend arm
 # (as the owning human's claim, which honours no limit).
@@ -141,6 +145,7 @@ CLAIM_NEXT_NO_LIMITS = statement(
     queue_limited="queue_limited AS (SELECT WHERE false)",
     queue_limits="TRUE",
     queue_spend="",
+    holds_limited_slot="false",
 )
 # b+limited's limits: set, so every claim locks and writes the row, but never reached.
 LIMITED_MAX_IN_FLIGHT = 1_000

@@ -40,15 +40,26 @@ class TodoEnded(LifecycleError):
     ``manage.py cancel``) or timed out (a deadline or the run timeout, by the sweeper). Raised
     only to the holder (its endpoint, owner and fence); anyone else gets ``LeaseConflict``.
     ``code`` is the attempt's outcome, ``reason`` why (the cancel's reason, or ``finish_by``,
-    ``start_by``, ``run_timeout``), ``by`` who ended it as the activity records it."""
+    ``start_by``, ``run_timeout``), ``by`` who ended it as the activity records it (an actor's
+    one spelling, switchboard/lib/actors.py) and ``by_name`` as people read it (the operator's
+    username, the endpoint's slug: switchboard/actors.py)."""
 
-    def __init__(self, todo_id: str, code: str, reason: str | None, by: str | None) -> None:
+    def __init__(
+        self,
+        todo_id: str,
+        code: str,
+        reason: str | None,
+        by: str | None,
+        by_name: str | None = None,
+    ) -> None:
         word = "canceled" if code == "canceled" else "timed out"
-        super().__init__(f"todo {todo_id} was {word}" + (f": {reason}" if reason else ""))
+        who = f" by {by_name}" if by_name else ""
+        super().__init__(f"todo {todo_id} was {word}{who}" + (f": {reason}" if reason else ""))
         self.todo_id = todo_id
         self.code = code
         self.reason = reason
         self.by = by
+        self.by_name = by_name
 
 
 class InvalidInput(LifecycleError):

@@ -36,6 +36,10 @@ from switchboard.lib import changefeed
 _MARKER = re.compile(r"@\{(\w+)\}")
 # The column that carries a statement's announcements (see the module's docstring).
 NOTIFIED = "notified"
+# A second announcement column some statements return beside ``notified``: the queue-wide ring of
+# a freed max_in_flight slot (todos/sql/_slot_freed.sql).
+FREED = "freed"
+_ANNOUNCED = (NOTIFIED, FREED)
 _TIMESTAMPTZ_OID = psycopg.postgres.types["timestamptz"].oid
 
 
@@ -91,22 +95,25 @@ def fetch_all(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[
     shared between threads (a kept cursor must not be).
     """
     rows = _fetch(sql, params, dict_row)
-    if rows and NOTIFIED in rows[0]:
+    if rows and (NOTIFIED in rows[0] or FREED in rows[0]):
         _announce(rows)
     return rows
 
 
 def _announce(rows: list[dict[str, Any]]) -> None:
-    """Announce the ``notified`` payloads of ``rows`` once their transaction commits."""
+    """Announce the ``notified`` (and ``freed``) payloads of ``rows`` once their transaction
+    commits; identical payloads once (a bulk statement frees one queue's slots many times)."""
     payloads: list[str] = []
     for row in rows:
-        value = row[NOTIFIED]
-        if not value:  # NULL, an empty array, or '' (a pg_notify's void, made in the statement)
-            continue
-        if isinstance(value, str):
-            payloads.append(value)
-        else:
-            payloads.extend(value)
+        for column in _ANNOUNCED:
+            value = row.get(column)
+            if not value:  # NULL, an empty array, or '' (a pg_notify's void, made in the statement)
+                continue
+            if isinstance(value, str):
+                payloads.append(value)
+            else:
+                payloads.extend(value)
+    payloads = list(dict.fromkeys(payloads))
     if not payloads:
         return
     db = connections[DEFAULT_DB_ALIAS]

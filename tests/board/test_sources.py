@@ -386,6 +386,28 @@ def test_adding_a_rule_appends_it_after_the_last_one(
     assert rules.index("CI failures") < rules.index("Deploys")  # evaluation order
 
 
+def test_a_rule_added_on_the_board_carries_its_time(
+    alice_client: Client, personas: Personas
+) -> None:
+    github_source(personas)
+    time = {
+        "priority": "7",
+        "delay_seconds": "30",
+        "start_within_seconds": "600",
+        "finish_within_seconds": "3600",
+        "run_timeout_seconds": "300",
+        "dedupe_key_path": "deployment.id",
+    }
+
+    response = alice_client.post(reverse("rule_new", args=["github"]), rule_data(personas, **time))
+
+    assert response.status_code == 302
+    rule = Rule.objects.get(name="Deploys")
+    assert {name: str(getattr(rule, name)) for name in time} == time
+    form = alice_client.get(reverse("rule_edit", args=["github", rule.pk])).content.decode()
+    assert 'name="run_timeout_seconds" value="300"' in form
+
+
 def test_the_rule_form_offers_only_the_owners_live_endpoints(
     alice_client: Client, personas: Personas
 ) -> None:
@@ -414,6 +436,15 @@ def test_the_rule_form_offers_only_the_owners_live_endpoints(
         ("max_attempts", {"max_attempts": "0"}, "Between 1 and 1000."),
         ("position", {"position": "99999999999"}, "less than or equal"),
         ("name", {"name": "a\x00b"}, "Null characters"),
+        ("priority", {"priority": "1001"}, "less than or equal to 1000"),
+        ("run_timeout_seconds", {"run_timeout_seconds": "5"}, "between 10 and"),
+        ("delay_seconds", {"delay_seconds": "0"}, "A positive number of seconds"),
+        (
+            "start_within_seconds",
+            {"start_within_seconds": "600", "finish_within_seconds": "60"},
+            "must not be after finish_by",
+        ),
+        ("dedupe_key_path", {"dedupe_key_path": "a..b"}, "no empty segments"),
     ],
 )
 def test_an_invalid_rule_is_refused_with_the_error_at_its_field(

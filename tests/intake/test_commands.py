@@ -92,6 +92,25 @@ def test_create_rule_makes_a_rule_that_routes(personas: Personas, client):
     assert response.json()["disposition"] == "routed"
 
 
+def test_create_rule_sets_the_time_of_the_todos_it_creates(personas: Personas):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    out, _ = run(
+        "create_rule",
+        *("--source", "gh", "--endpoint", "agent-a", "--queue", "ci"),
+        *("--priority", "5", "--delay", "30", "--start-within", "600"),
+        *("--finish-within", "3600", "--run-timeout", "120", "--dedupe-key-path", "check_run.id"),
+    )
+    rule = Rule.objects.get(id=int(out))
+    assert (
+        rule.priority,
+        rule.delay_seconds,
+        rule.start_within_seconds,
+        rule.finish_within_seconds,
+        rule.run_timeout_seconds,
+        rule.dedupe_key_path,
+    ) == (5, 30, 600, 3600, 120, "check_run.id")
+
+
 def test_rules_append_in_order(personas: Personas):
     run("create_source", "--owner", "alice", "--slug", "gh")
     for queue in ("one", "two"):
@@ -117,6 +136,14 @@ def test_rules_append_in_order(personas: Personas):
         (
             ["--source", "gh", "--endpoint", "agent-a", "--queue", "q", "--max-attempts", "0"],
             "max_attempts",
+        ),
+        (
+            ["--source", "gh", "--endpoint", "agent-a", "--queue", "q", "--run-timeout", "5"],
+            "run_timeout_seconds",
+        ),
+        (
+            ["--source", "gh", "--endpoint", "agent-a", "--queue", "q", "--priority", "2000"],
+            "priority",
         ),
     ],
 )

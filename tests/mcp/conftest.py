@@ -36,6 +36,6 @@ def error_of(result: CallToolResult) -> dict[str, Any]:
     body = json.loads(block.text)
     # A claim someone else ended also says why and who (canceled, timed_out).
     ended = body.get("error", {}).get("code") in ("canceled", "timed_out")
-    keys = {"code", "message", "reason", "by"} if ended else {"code", "message"}
+    keys = {"code", "message", "reason", "by", "by_name"} if ended else {"code", "message"}
     assert set(body) == {"error"} and set(body["error"]) == keys, body
     return dict(body["error"])

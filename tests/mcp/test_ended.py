@@ -63,7 +63,11 @@ def test_finish_by_passing_under_a_heartbeating_agent_answers_timed_out(
             assert swept == (todo.id,)
             assert answer is not None
             assert answer["code"] == "timed_out"
-            assert (answer["reason"], answer["by"]) == ("finish_by", "sweeper")
+            assert (answer["reason"], answer["by"], answer["by_name"]) == (
+                "finish_by",
+                "sweeper",
+                "sweeper",
+            )
 
     run(scenario())
     row = Todo.objects.get(pk=todo.id)
@@ -95,6 +99,7 @@ def test_a_board_cancel_answers_canceled_to_the_holder_and_conflict_to_a_wrong_f
                 assert error["code"] == "canceled", tool
                 assert error["reason"] == "duplicate of #41"
                 assert error["by"] == f"human:{personas.alice.id}"
+                assert error["by_name"] == personas.alice.username
 
         async with mcp_client(live.mcp_url("agent-b"), personas.key_b, mode) as other:
             error = await call_error(other, "heartbeat", id=todo.id, lease_token=token)

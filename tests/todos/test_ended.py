@@ -94,6 +94,8 @@ def test_a_requesters_cancel_over_a2a_names_the_endpoint(personas: Personas) -> 
     with pytest.raises(lifecycle.TodoEnded) as ended:
         lifecycle.heartbeat(ep, got.todo.id, owner=OWNER)
     assert (ended.value.reason, ended.value.by) == ("not needed", f"requester:{ep}")
+    # Who, as people read it (switchboard/actors.py): the endpoint's slug, not its id.
+    assert ended.value.by_name == f"requester via {personas.endpoint_a.slug}"
 
 
 def test_a_bulk_cancel_reaches_the_holder(personas: Personas) -> None:
@@ -125,6 +127,7 @@ def test_manage_py_cancel_reaches_the_holder_as_the_system(personas: Personas) -
     with pytest.raises(lifecycle.TodoEnded) as ended:
         lifecycle.heartbeat(ep, got.todo.id, owner=OWNER)
     assert (ended.value.reason, ended.value.by) == ("wrong repository", "command:cancel")
+    assert ended.value.by_name == "command cancel"
 
 
 def test_manage_py_cancel_as_an_operator_is_scoped_to_their_endpoints(

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from switchboard.lib.errors import InvalidInput
 from tests.base import Personas
-from todos import lifecycle, schedules, sweeps
+from todos import lifecycle, limits, schedules, sweeps
 from todos.models import Schedule, ScheduleRun, Todo
 
 pytestmark = pytest.mark.django_db
@@ -74,6 +74,7 @@ def test_add_sets_the_first_tick_after_now(personas: Personas) -> None:
         ({"queue": " q "}, "queue", "spaces"),
         ({"priority": 5000}, "priority", "between -1000 and 1000"),
         ({"run_timeout_seconds": 5}, "run_timeout_seconds", "between 10"),
+        ({"run_timeout_seconds": 7 * 86400 + 1}, "run_timeout_seconds", "and 604800"),
         ({"finish_within": 0}, "finish_within", "between 1"),
         ({"max_attempts": 0}, "max_attempts", "between 1 and"),
     ],
@@ -86,6 +87,12 @@ def test_bad_input_is_refused_naming_the_field(
     assert caught.value.field == field
     assert message in str(caught.value)
     assert not Schedule.objects.exists()
+
+
+def test_a_run_timeout_is_bounded_as_a_todos_own(personas: Personas) -> None:
+    """One bound (todos/limits.py): a schedule's todos may run as long as any todo, 7 days."""
+    schedule = add(personas, run_timeout_seconds=limits.RUN_TIMEOUT_MAX_SECONDS)
+    assert schedule.run_timeout_seconds == 7 * 86400
 
 
 def test_a_foreign_or_revoked_endpoint_is_refused(personas: Personas) -> None:

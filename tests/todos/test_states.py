@@ -78,6 +78,12 @@ TABLE: dict[str, Row] = {
     "pending, not_before ahead": row(State.PENDING, "unfinished", "cancel"),
     "pending, not_before passed": row(State.PENDING, "claimable unfinished", "claim cancel"),
     "pending, finish_by passed (the sweeper's next)": row(State.PENDING, "unfinished", "cancel"),
+    # start_by bounds the first claim only: a pending todo past it is the sweeper's next, a
+    # lapsed lease past it was claimed in time and may be taken over.
+    "pending, start_by passed (the sweeper's next)": row(State.PENDING, "unfinished", "cancel"),
+    "claimed, lapsed lease, start_by passed (a takeover may claim it)": row(
+        State.CLAIMED, "claimable in_flight unfinished", f"claim {HOLDING}"
+    ),
     "claimed, lapsed lease, finish_by passed": row(State.CLAIMED, "in_flight unfinished", HOLDING),
     "failed, dead letter: finish_by passed while claimed": row(
         State.FAILED, "dead_letter", "retry"
@@ -145,6 +151,13 @@ def reach_every_state(p: Personas) -> dict[str, str]:
     moved(ids["pending, not_before passed"], not_before="now() - interval '1 second'")
     ids["pending, finish_by passed (the sweeper's next)"] = new_todo(ep, finish_by=soon()).id
     moved(ids["pending, finish_by passed (the sweeper's next)"], finish_by="now()")
+    ids["pending, start_by passed (the sweeper's next)"] = new_todo(ep, start_by=soon()).id
+    moved(ids["pending, start_by passed (the sweeper's next)"], start_by="now()")
+    started = claim(
+        "claimed, lapsed lease, start_by passed (a takeover may claim it)", start_by=soon()
+    )
+    moved(started, start_by="now() - interval '1 second'")
+    expire_lease(started)
     passed = claim("claimed, lapsed lease, finish_by passed", finish_by=soon())
     moved(passed, finish_by="now() - interval '1 second'")
     expire_lease(passed)

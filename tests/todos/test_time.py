@@ -150,6 +150,62 @@ def test_start_by_dead_letters_a_todo_nobody_claimed_in_time(personas: Personas)
 
 
 @pytest.mark.django_db
+def test_no_claim_hands_out_a_todo_past_its_start_by_before_the_sweep(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    late = new_todo(ep, start_by=soon(3600), priority=5)
+    other = new_todo(ep)
+    move(late.id, start_by="now() - interval '1 second'")
+
+    # Not by claim_next (the other todo is the only one it may take) nor by id, on one queue
+    # or several: the sweep, not yet run, dead-letters it as it would have.
+    assert lifecycle.claim(ep, other.id, owner=OWNER).todo.id == other.id
+    assert lifecycle.claim_next(ep, ["default"], owner=OWNER) is None
+    assert lifecycle.claim_next(ep, ["default", "spare"], owner=OWNER) is None
+    with pytest.raises(lifecycle.LeaseConflict):
+        lifecycle.claim(ep, late.id, owner=OWNER)
+    assert attempt_rows(late.id) == []
+    assert lifecycle.dead_letter_late() == (late.id,)
+    assert Todo.objects.get(pk=late.id).dead_letter
+
+
+@pytest.mark.django_db
+def test_a_takeover_of_a_lease_its_run_timeout_ended_closes_it_timed_out(
+    personas: Personas,
+) -> None:
+    ep = personas.endpoint_a.id
+    got = claimed(ep, run_timeout_seconds=60, max_attempts=3)
+    move(got.todo.id, claimed_at="now() - interval '61 seconds'")
+    fetch_all(
+        "UPDATE todo_attempts SET claimed_at = now() - interval '61 seconds'"
+        " WHERE todo_id = %(id)s",
+        {"id": got.todo.id},
+    )
+    expire_lease(got.todo.id)
+
+    taken = lifecycle.claim(ep, got.todo.id, owner="worker-2")
+    assert taken.took_over
+    assert (taken.prior_attempts[0].outcome, taken.prior_attempts[0].summary) == (
+        "timed_out",
+        "run_timeout",
+    )
+    first, _second = attempt_rows(got.todo.id)
+    assert (first["outcome"], first["disposition"], first["summary"]) == (
+        "timed_out",
+        "requeued",
+        "run_timeout",
+    )
+
+    # A lease that lapsed before its run timeout is a plain lapse.
+    again = claimed(ep, run_timeout_seconds=600)
+    expire_lease(again.todo.id)
+    took = lifecycle.claim(ep, again.todo.id, owner="worker-2")
+    assert (took.prior_attempts[0].outcome, took.prior_attempts[0].summary) == (
+        "lease_expired",
+        None,
+    )
+
+
+@pytest.mark.django_db
 def test_finish_by_caps_the_lease_and_its_passing_dead_letters_with_a_timed_out_attempt(
     personas: Personas,
 ) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from switchboard.models import Endpoint
+from todos import limits
 from todos.intake import routing, sources
 from todos.intake.deliveries import NotJson, parse_body
 from todos.models import Rule
@@ -71,6 +72,13 @@ class RuleForm(forms.ModelForm):
         help_text="Rules are tried in ascending position; empty puts a new rule last.",
     )
 
+    priority = forms.IntegerField(
+        required=False,
+        min_value=limits.PRIORITY_MIN,
+        max_value=limits.PRIORITY_MAX,
+        help_text="Higher is claimed first (-1000 to 1000); empty is 0.",
+    )
+
     class Meta:
         model = Rule
         fields = (
@@ -83,6 +91,8 @@ class RuleForm(forms.ModelForm):
             "max_attempts",
             "position",
             "enabled",
+            # Time on the todos it creates (sources.RULE_TIME_FIELDS), counted from arrival.
+            *sources.RULE_TIME_FIELDS,
         )
         field_classes = {"endpoint": EndpointChoiceField}
         widgets = {
@@ -90,6 +100,7 @@ class RuleForm(forms.ModelForm):
             "queue": forms.TextInput(),
             "title_template": forms.TextInput(),
             "work_order_template": forms.Textarea(attrs={"rows": 5}),
+            "dedupe_key_path": forms.TextInput(),
         }
         help_texts = {
             "endpoint": "Its agents receive the todos.",
@@ -97,6 +108,15 @@ class RuleForm(forms.ModelForm):
             "Fix {{ check_run.name }} on {{ repository.full_name }}.",
             "work_order_template": "The instructions the agent reads; placeholders as above.",
             "max_attempts": "How many claims the todo gets before it is dead-lettered (1 to 1000).",
+            "delay_seconds": "Not claimable until this many seconds after the delivery arrives.",
+            "start_within_seconds": "Dead-lettered if still unclaimed this many seconds after"
+            " arrival.",
+            "finish_within_seconds": "Dead-lettered if unfinished this many seconds after arrival;"
+            " no lease runs past it.",
+            "run_timeout_seconds": "One attempt's limit in seconds (at least 10); empty: the"
+            " queue's default, if any.",
+            "dedupe_key_path": "A dotted payload path, e.g. check_run.html_url: a second delivery"
+            " with the same value while the first todo is unfinished creates nothing new.",
         }
 
     def __init__(self, *args: Any, owner_id: int | None = None, **kwargs: Any) -> None:
@@ -112,6 +132,13 @@ class RuleForm(forms.ModelForm):
             )
         if self.instance.pk is None:
             self.initial["position"] = None  # empty: after the last rule
+        dedupe = self.fields.get("dedupe_key_path")
+        if isinstance(dedupe, forms.CharField):
+            dedupe.empty_value = None  # empty: no dedupe key (not a path "" to check)
+
+    def clean_priority(self) -> int:
+        priority: int | None = self.cleaned_data["priority"]
+        return 0 if priority is None else priority
 
     def clean_position(self) -> int:
         position: int | None = self.cleaned_data["position"]
@@ -142,6 +169,7 @@ class RuleForm(forms.ModelForm):
             max_attempts=rule.max_attempts,
             position=None if self.append else rule.position,
             enabled=rule.enabled,
+            **{name: getattr(rule, name) for name in sources.RULE_TIME_FIELDS},
         )
 
 

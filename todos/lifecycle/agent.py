@@ -5,7 +5,7 @@ the claim asked for one, the fence token)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from typing import Any
 from uuid import UUID
@@ -134,34 +134,6 @@ def create(
     raise InvalidInput("endpoint", "unknown or revoked")
 
 
-def claim_next(
-    endpoint_id: UUID,
-    queues: Sequence[str],
-    *,
-    owner: str,
-    lease_ttl_seconds: int | None = None,
-    claimant: str | None = None,
-    session: str | None = None,
-    require_fence: bool = False,
-    trace_id: bytes | None = None,
-) -> ClaimResult | None:
-    """Claim the oldest claimable todo on ``queues``; None when there is nothing to claim.
-
-    ``trace_id`` (16 bytes) is the new attempt's trace: spans of it bind to the attempt.
-    """
-    got = claim_next_or_why(
-        endpoint_id,
-        queues,
-        owner=owner,
-        lease_ttl_seconds=lease_ttl_seconds,
-        claimant=claimant,
-        session=session,
-        require_fence=require_fence,
-        trace_id=trace_id,
-    )
-    return got if isinstance(got, ClaimResult) else None
-
-
 def claim_next_or_why(
     endpoint_id: UUID,
     queues: Sequence[str],
@@ -173,8 +145,10 @@ def claim_next_or_why(
     require_fence: bool = False,
     trace_id: bytes | None = None,
 ) -> ClaimResult | tuple[QueueEmpty, ...]:
-    """``claim_next``, saying why when it takes nothing: one ``QueueEmpty`` per queue asked
-    for, in order (a second read, run only then: ``claim_empty.sql``).
+    """Claim the first claimable todo on ``queues`` (highest priority, then oldest), saying why
+    when it takes nothing: one ``QueueEmpty`` per queue asked for, in order (a second read, run
+    only then: ``claim_empty.sql``). ``trace_id`` (16 bytes) is the new attempt's trace: spans
+    of it bind to the attempt. ``claim_next`` is its thin form, without the reasons.
 
     A limited queue whose count the claim found stale (another claim of it committed after the
     claim's snapshot, ``_queue_limited.sql``) reads here as ``busy`` with its limit: the claim
@@ -215,6 +189,27 @@ def claim_next_or_why(
 
 def _why_empty(params: dict[str, Any]) -> tuple[QueueEmpty, ...]:
     return tuple(QueueEmpty.from_row(row) for row in fetch_all(CLAIM_EMPTY, params))
+
+
+def _taking_only[**P](
+    why: Callable[P, ClaimResult | tuple[QueueEmpty, ...]],
+) -> Callable[P, ClaimResult | None]:
+    """``why`` as a claim alone: what it took, None in place of its reasons."""
+
+    def taking(*args: P.args, **kwargs: P.kwargs) -> ClaimResult | None:
+        got = why(*args, **kwargs)
+        return got if isinstance(got, ClaimResult) else None
+
+    return taking
+
+
+# The signature is claim_next_or_why's, once: this is its thin form.
+claim_next = _taking_only(claim_next_or_why)
+claim_next.__name__ = claim_next.__qualname__ = "claim_next"
+claim_next.__doc__ = """Claim the first claimable todo on ``queues`` (highest priority, then
+oldest); None when there is nothing to claim. ``claim_next_or_why`` without the reasons: its
+arguments, ``trace_id`` (16 bytes, the new attempt's trace: spans of it bind to the attempt)
+among them."""
 
 
 def claim(

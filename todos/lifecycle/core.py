@@ -67,7 +67,7 @@ from psycopg.types.json import Jsonb
 
 from attempts import fence, rules
 from attempts.queries import recent_closed_attempts
-from switchboard import runtime_settings
+from switchboard import actors, runtime_settings
 from switchboard.lib import jsonlimits, metrics, redact
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import (
@@ -289,7 +289,10 @@ def ended(todo_id: str, holder: Mapping[str, Any]) -> TodoEnded | None:
     row = fetch_one(ENDED, {"id": todo_id, **holder, **scope.params})
     if row is None:
         return None
-    return TodoEnded(todo_id, row["outcome"], row["reason"], row["actor_ref"] or "sweeper")
+    by = row["actor_ref"] or "sweeper"
+    # Who, as people read it: one more read on this rare path, none for the sweeper or a
+    # command (switchboard/actors.py).
+    return TodoEnded(todo_id, row["outcome"], row["reason"], by, actors.resolve([by]).label(by))
 
 
 def holder_miss(todo_id: str, transition: str, params: Mapping[str, Any]) -> Exception:
@@ -390,7 +393,11 @@ def claimed_result(
     row: dict[str, Any], token: str | None, transition: str, activity: str | None = None
 ) -> ClaimResult:
     result = _claim_result(row, token)
-    closes = ("lease_expired", "requeued") if result.took_over else None
+    # A takeover closed the dead attempt, the newest of prior_attempts: lease_expired, or
+    # timed_out when its run timeout ended it (_claim_tail.sql).
+    closes = None
+    if result.took_over:
+        closes = (result.prior_attempts[0].outcome or "lease_expired", "requeued")
     counted(transition, closes, activity=activity)
     return result
 

@@ -23,7 +23,7 @@ from todos.lifecycle.statements import (
     SET_QUEUE_LIMITS_BY_HUMAN,
     SET_QUEUE_LIMITS_BY_SYSTEM,
 )
-from todos.limits import check_name
+from todos.limits import RUN_TIMEOUT_MAX_SECONDS, RUN_TIMEOUT_MIN_SECONDS, check_name
 from todos.types import QueueChange, QueueLimits
 
 
@@ -82,7 +82,7 @@ KEEP = Keep.KEEP
 QUEUE_LIMIT_BOUNDS = {
     "max_in_flight": (0, 100_000),
     "claims_per_minute": (0, 1_000_000),
-    "run_timeout_seconds": (10, 7 * 24 * 3600),
+    "run_timeout_seconds": (RUN_TIMEOUT_MIN_SECONDS, RUN_TIMEOUT_MAX_SECONDS),
 }
 
 

@@ -60,6 +60,13 @@ def statement(name: str, **fragments: str) -> str:
         # The run timeout of the todo t, in seconds, NULL for none: its own, else its queue's
         # default (_queue_run_timeout.sql, docs/decisions/0028-queue-limits.md).
         "run_timeout": "COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
+        # Whether a claim's hold of todo t is one of its queue's max_in_flight slots: the
+        # agent's claim read its queue's limited row already (queue_limited), so it costs a
+        # scan of that materialized CTE, empty for an unlimited queue (_slot_freed.sql).
+        "holds_limited_slot": (
+            "EXISTS (SELECT 1 FROM queue_limited ql"
+            " WHERE ql.queue = t.queue AND ql.max_in_flight IS NOT NULL)"
+        ),
     }
     return load(SQL_DIR, name, **{**defaults, **fragments})
 
@@ -111,6 +118,12 @@ OPERATOR_CLAIM = _recorded(
     queue_limited="queue_limited AS (SELECT WHERE false)",
     queue_limits="TRUE",
     queue_spend="",
+    # The owner's claim honours no limit but fills a slot all the same (_queue_limits.sql
+    # counts every held todo): one probe of the queue's settings row, on a human's click.
+    holds_limited_slot=(
+        "EXISTS (SELECT 1 FROM queue_settings qs WHERE qs.endpoint_id = t.endpoint_id"
+        " AND qs.queue = t.queue AND qs.max_in_flight IS NOT NULL)"
+    ),
     **_AT_CLAIM,
 )
 # Why an agent's claim_next took nothing, queue by queue (docs/decisions/0028-queue-limits.md),

@@ -7,8 +7,18 @@ closed AS (
     -- as InitPlans), not joined to it: joined, the planner may put todo_attempts outside and
     -- read every open attempt through todo_attempts_one_open whenever the statistics show few
     -- (docs/decisions/0009-keyed-arms.md). No takeover: the first subquery is NULL, no row.
+    -- A lease that lapsed at its run timeout (the lease cap, _lease_cap.sql) was ended by that
+    -- timeout, as the reaper would say: timed_out, summary run_timeout; any other lapse is
+    -- lease_expired. The run timeout is read from the todo only here, on a takeover (a SET
+    -- expression of the one matched row), so a plain claim pays nothing for it.
     UPDATE todo_attempts a
-       SET ended_at = now(), outcome = 'lease_expired', disposition = 'requeued'
+       SET ended_at = now(), disposition = 'requeued',
+           (outcome, summary) = (
+               SELECT CASE WHEN run_out THEN 'timed_out' ELSE 'lease_expired' END,
+                      CASE WHEN run_out THEN 'run_timeout' END
+                 FROM (SELECT COALESCE(a.claimed_at + @{run_timeout} * interval '1 second'
+                                       <= now(), false) AS run_out
+                         FROM todos t WHERE t.id = a.todo_id) r)
      WHERE a.todo_id = (SELECT cand_id FROM cand WHERE prior_state = 'claimed')
        AND a.seq = (SELECT prior_total FROM cand) AND a.ended_at IS NULL
     RETURNING a.*
@@ -33,7 +43,10 @@ upd AS (
            lease_token_hash = %(token_hash)s::bytea, attempt_heartbeat_at = NULL,
            attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,
            attempts_pruned = t.attempts_pruned + (SELECT count(*) FROM pruned),
-           claimed_at = now(), next_retry_at = NULL, finished_at = NULL, updated_at = now()
+           claimed_at = now(), next_retry_at = NULL, finished_at = NULL, updated_at = now(),
+           -- Whether this hold is one of its queue's max_in_flight slots: its end then rings
+           -- the queue's waiters (_slot_freed.sql).
+           holds_limited_slot = @{holds_limited_slot}
       FROM cand
      WHERE t.id = cand.cand_id
     RETURNING t.*, cand.prior_state

@@ -35,5 +35,6 @@ closed AS (
     RETURNING a.todo_id
 )@{activity}
 SELECT upd.id, upd.endpoint_id, upd.state, @{bulk_canceled_attempt} AS attempt_seq,
-       @{notify_changed} AS notified
+       @{notify_changed} AS notified,
+       CASE WHEN upd.from_state IN ('claimed', 'input-required', 'auth-required') THEN @{slot_freed} END AS freed
   FROM upd

@@ -22,4 +22,6 @@ closed AS (
        AND a.ended_at IS NULL
     RETURNING a.seq
 )@{activity}
-SELECT upd.*, (SELECT seq FROM closed) AS attempt_seq, @{notify_changed} AS notified FROM upd
+SELECT upd.*, (SELECT seq FROM closed) AS attempt_seq, @{notify_changed} AS notified,
+       CASE WHEN upd.from_state IN ('claimed', 'input-required', 'auth-required') THEN @{slot_freed} END AS freed
+  FROM upd

@@ -59,5 +59,6 @@ activity AS (
                               'reason', upd.reason)
       FROM upd
 )
-SELECT upd.id, upd.endpoint_id, upd.reason, upd.from_state, @{notify_changed} AS notified
+SELECT upd.id, upd.endpoint_id, upd.reason, upd.from_state, @{notify_changed} AS notified,
+       CASE WHEN upd.from_state IN ('claimed', 'input-required', 'auth-required') THEN @{slot_freed} END AS freed
   FROM upd

@@ -33,4 +33,6 @@ closed AS (
      WHERE a.todo_id = %(id)s AND a.todo_id = upd.id AND a.seq = upd.attempts_total
        AND a.ended_at IS NULL
 )@{activity}
-SELECT upd.*, upd.attempts_total AS attempt_seq, @{notify_changed} AS notified FROM upd
+SELECT upd.*, upd.attempts_total AS attempt_seq, @{notify_changed} AS notified,
+       @{slot_freed} AS freed
+  FROM upd

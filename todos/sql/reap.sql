@@ -33,7 +33,7 @@ upd AS (
       FROM due
      WHERE t.id = due.id
     RETURNING t.id, t.endpoint_id, t.queue, t.state, t.attempts_total, t.next_retry_at,
-              due.timed_out
+              t.holds_limited_slot, due.timed_out
 ),
 closed AS (
     UPDATE todo_attempts a
@@ -47,5 +47,6 @@ closed AS (
      WHERE a.todo_id = upd.id AND a.seq = upd.attempts_total AND a.ended_at IS NULL
 )
 SELECT upd.id, upd.endpoint_id, upd.state, upd.next_retry_at, upd.timed_out,
-       CASE WHEN upd.state = 'pending' THEN @{notify_ready} ELSE @{notify_changed} END AS notified
+       CASE WHEN upd.state = 'pending' THEN @{notify_ready} ELSE @{notify_changed} END AS notified,
+       @{slot_freed} AS freed
   FROM upd

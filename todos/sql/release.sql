@@ -31,5 +31,6 @@ closed AS (
        AND a.ended_at IS NULL
 )@{activity}
 SELECT upd.*, upd.attempts_total AS attempt_seq,
-       CASE WHEN upd.state = 'pending' THEN @{notify_ready} ELSE @{notify_changed} END AS notified
+       CASE WHEN upd.state = 'pending' THEN @{notify_ready} ELSE @{notify_changed} END AS notified,
+       @{slot_freed} AS freed
   FROM upd

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard.models import Endpoint
-from todos.intake.sources import create_rule
+from todos.intake.sources import RULE_TIME_FIELDS, create_rule
 from todos.management.commands.create_source import problems
 from todos.models import Source
 
@@ -36,6 +36,36 @@ class Command(BaseCommand):
             "--position", type=int, help="Evaluation order (default: after the last rule)."
         )
         parser.add_argument("--disabled", action="store_true", help="Create it switched off.")
+        # Time on the todos it creates, counted from the delivery's arrival (Rule's fields).
+        parser.add_argument(
+            "--priority", type=int, default=0, help="Higher is claimed first (-1000..1000)."
+        )
+        parser.add_argument(
+            "--delay", type=int, dest="delay_seconds", help="Seconds before it is claimable."
+        )
+        parser.add_argument(
+            "--start-within",
+            type=int,
+            dest="start_within_seconds",
+            help="Seconds to be claimed in, else dead-lettered.",
+        )
+        parser.add_argument(
+            "--finish-within",
+            type=int,
+            dest="finish_within_seconds",
+            help="Seconds to be finished in, else dead-lettered.",
+        )
+        parser.add_argument(
+            "--run-timeout",
+            type=int,
+            dest="run_timeout_seconds",
+            help="One attempt's limit in seconds (at least 10).",
+        )
+        parser.add_argument(
+            "--dedupe-key-path",
+            dest="dedupe_key_path",
+            help="A dotted payload path whose value is the todo's dedupe key.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         source = Source.objects.filter(slug=options["source"]).first()
@@ -60,6 +90,7 @@ class Command(BaseCommand):
                 max_attempts=options["max_attempts"],
                 position=options["position"],
                 enabled=not options["disabled"],
+                **{name: options[name] for name in RULE_TIME_FIELDS},
             )
         except ValidationError as exc:
             raise CommandError(problems(exc)) from None
