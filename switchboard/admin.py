@@ -435,6 +435,9 @@ class TeamMemberInline(admin.TabularInline):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # memberships are added on their own page, through switchboard.teams
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # and re-roled there
+
 
 @admin.register(Team)
 class TeamAdmin(RefusesUnusableQueries, admin.ModelAdmin):
@@ -515,6 +518,10 @@ class TeamMemberAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             teams.remove_member(obj.team, obj.human)
         except teams.TeamRefused as exc:
             raise PermissionDenied(exc.message) from None
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[TeamMember]) -> None:
+        for member in queryset.select_related("team", "human"):
+            self.delete_model(request, member)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return obj is not None and super().has_delete_permission(request, obj)
