@@ -414,8 +414,8 @@ def endpoint_move(request: BoardRequest, slug: str) -> HttpResponse:
     """Give the endpoint to a team: only a human who manages it and administers the team
     (``credentials.move_endpoint`` refuses anyone else, by name, and changes nothing)."""
     endpoint = _own_endpoint(request, slug)
-    name = request.POST.get("team", "")
-    team = Team.objects.filter(name=name).first()
+    name = request.POST.get("team", "")[:200]
+    team = None if "\x00" in name else Team.objects.filter(name=name).first()
     try:
         if team is None:
             raise TeamRefused(

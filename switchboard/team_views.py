@@ -23,6 +23,13 @@ from switchboard.scope import administers, teams_of
 from todos.models import Source
 
 
+def _posted(request: BoardRequest, key: str) -> str:
+    """A posted name, stripped; "" for one no name can be (a NUL, or longer than any name), so
+    it is looked up as nothing and refused as unknown."""
+    value = request.POST.get(key, "").strip()
+    return "" if "\x00" in value or len(value) > 150 else value
+
+
 def _my_team(request: BoardRequest, name: str) -> Team:
     """The team ``name`` if the human is a member; 404 otherwise (unknown and foreign alike)."""
     team = Team.objects.filter(name=name, pk__in=teams_of(request.user.id)).first()
@@ -37,7 +44,7 @@ def team_list(request: BoardRequest) -> HttpResponse:
     """The human's teams, and the form that creates one (its creator becomes its admin)."""
     name = ""
     if request.method == "POST":
-        name = request.POST.get("name", "").strip()
+        name = request.POST.get("name", "").strip()[:200]
         try:
             team = teams.create_team(name, request.user)
         except teams.TeamRefused as exc:
@@ -93,7 +100,7 @@ def team_add(request: BoardRequest, name: str) -> HttpResponse:
     """Add an existing operator by username, as a member or an admin."""
     team = _my_team(request, name)
     if _admin_only(request, team):
-        username = request.POST.get("username", "").strip()
+        username = _posted(request, "username")
         human = Human.objects.filter(username=username, is_active=True).first()
         if human is None:
             messages.error(request, f"No operator named {username!r}.")
@@ -109,7 +116,7 @@ def team_add(request: BoardRequest, name: str) -> HttpResponse:
 
 def _member_human(team: Team, request: BoardRequest) -> Human | None:
     return Human.objects.filter(
-        username=request.POST.get("username", ""), memberships__team=team
+        username=_posted(request, "username"), memberships__team=team
     ).first()
 
 

@@ -42,7 +42,8 @@ def create_team(name: str, owner: Human) -> Team:
         team.full_clean()
     except ValidationError as exc:
         text = " ".join(exc.messages)
-        code = "name_taken" if Team.objects.filter(name=name).exists() else "bad_name"
+        errors = exc.error_dict.get("name", []) if hasattr(exc, "error_dict") else []
+        code = "name_taken" if any(e.code == "unique" for e in errors) else "bad_name"
         raise TeamRefused(code, f"team name {name!r}: {text}") from None
     try:
         with transaction.atomic():
