@@ -25,7 +25,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -84,9 +84,13 @@ class VendForm(forms.ModelForm):
 
 
 def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
-    """The endpoint ``slug`` if the human sees it (its own or its teams'); 404 otherwise."""
+    """The endpoint ``slug`` if the human sees it (its own or its teams'); 404 otherwise. Its
+    ``managed`` says, in the same query, whether the human manages it (``_manages``)."""
+    scope = Scope.of_human(request.user.id)
+    managed = Endpoint.objects.filter(scope.managed(), pk=OuterRef("pk"))
     endpoint = (
-        Endpoint.objects.filter(Scope.of_human(request.user.id).endpoints(), slug=slug)
+        Endpoint.objects.filter(scope.endpoints(), slug=slug)
+        .annotate(managed=Exists(managed))
         .select_related("team")
         .first()
     )
@@ -97,10 +101,9 @@ def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
 
 def _manages(request: BoardRequest, endpoint: Endpoint) -> bool:
     """Whether the human manages ``endpoint`` (owns it, or administers its team): only they
-    vend and revoke its keys, rotate its push secret, revoke or move it."""
-    return Endpoint.objects.filter(
-        Scope.of_human(request.user.id).managed(), pk=endpoint.pk
-    ).exists()
+    vend and revoke its keys, rotate its push secret, revoke or move it. Read with the
+    endpoint (``_own_endpoint``)."""
+    return bool(getattr(endpoint, "managed", False))
 
 
 def _refused(request: BoardRequest, endpoint: Endpoint) -> HttpResponse:
