@@ -91,7 +91,7 @@ def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
     endpoint = (
         Endpoint.objects.filter(scope.endpoints(), slug=slug)
         .annotate(managed=Exists(managed))
-        .select_related("team")
+        .select_related("owner", "team")
         .first()
     )
     if endpoint is None:
