@@ -5,12 +5,14 @@ Flow
 ----
 1. A transition commits; its statement's announcement (``todos/sql/_notify.sql``) is sent, and
    every process's change feed (``switchboard/lib/changefeed.py``) tells ``relay(change)``.
-2. The relay maps the endpoint to its owning human and sends ``todo.changed`` to that human's
-   sockets open in this process (``_sockets``), each by its own channel name. Every process
-   hears every change itself, so no layer needs to carry it between processes (no Redis), and
-   each socket is sent it once: a shared Redis layer would get the same ``group_send`` from
-   every process that heard the change, so the relay never sends to a group, only to the
-   sockets connected here.
+2. The relay maps the endpoint to its owner (a human, or a team) and sends ``todo.changed``
+   to the sockets open in this process that registered under that owner (``_sockets``): a
+   socket registers under its human and under each team the human belongs to when it
+   connects, so every member's page hears the team's changes. Each by its own channel name.
+   Every process hears every change itself, so no layer needs to carry it between processes
+   (no Redis), and each socket is sent it once: a shared Redis layer would get the same
+   ``group_send`` from every process that heard the change, so the relay never sends to a
+   group, only to the sockets connected here.
 3. Each socket re-reads what its page shows through the owner-scoped reads, in the scope of
    the socket's own human (so even a misrouted message could show nothing foreign), and sends
    out-of-band fragments that htmx's ws extension swaps in. After the feed reconnects
@@ -31,10 +33,13 @@ The todo list connects with the ids of its rows and gets a row's state cell when
 Cost
 ----
 The relay runs on the feed's event loop and must not block it. A process with no socket open
-does nothing. It looks the owner up once per endpoint per process, in a thread (an endpoint's
-owner is set at creation and never changes, switchboard/credentials.py and the admin's
-read-only owner, so the cache never goes stale and holds one entry per endpoint), and sends in a
-task of its own: a layer that is down is logged, never raised into the feed.
+does nothing. It looks the owner up once per endpoint per process, in a thread, and keeps it
+for ``OWNER_TTL_SECONDS`` (an endpoint moved into a team, ``credentials.move_endpoint``, is
+relayed to the team's sockets from then on; one entry per endpoint), and sends in a task of its
+own: a layer that is down is logged, never raised into the feed. A socket's teams are read when
+it connects: a member added later hears the team's changes from the page's next load, and a
+member removed meanwhile is told of changes it can no longer read (each re-read is in its
+human's scope, so it shows nothing: the message is only a hint).
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ from activity.trail import CLAIM, END, TimelineEntry, Trail, todo_trail
 from switchboard.lib import changefeed, dbthread
 from switchboard.lib.changefeed import Change
 from switchboard.lib.errors import TodoNotFound
-from switchboard.models import Endpoint
+from switchboard.models import Endpoint, TeamMember
 from switchboard.scope import Scope
 from todos import queries, states
 
@@ -91,22 +96,39 @@ _INT_MAX = 2**31 - 1
 
 # --- the relay -------------------------------------------------------------------------------
 
-_owners: dict[UUID, int] = {}
-# This process's open sockets: human id → their channel names. Only the loop touches it.
-_sockets: dict[int, set[str]] = {}
+# Who an endpoint's changes go to: ("human", id) or ("team", id), with when it was read.
+Owner = tuple[str, int]
+OWNER_TTL_SECONDS = 10.0
+_owners: dict[UUID, tuple[Owner, float]] = {}
+# This process's open sockets: owner → their channel names. Only the loop touches it. A
+# socket is under its human's key and under each of its teams'.
+_sockets: dict[Owner, set[str]] = {}
 _tasks: set[asyncio.Task[None]] = set()
 # Changes that redraw nothing by themselves: the store's raw spans (otlp/refresh.py passes them
 # on, throttled, as SPANS_DUE).
 _IGNORED = frozenset({changefeed.SPANS})
 
 
-def _owner(endpoint_id: UUID) -> int | None:
-    owner = _owners.get(endpoint_id)
-    if owner is None:
-        owner = Endpoint.objects.filter(pk=endpoint_id).values_list("owner_id", flat=True).first()
-        if owner is not None:
-            _owners[endpoint_id] = owner
+def _cached_owner(endpoint_id: UUID) -> Owner | None:
+    entry = _owners.get(endpoint_id)
+    if entry is None or time.monotonic() - entry[1] > OWNER_TTL_SECONDS:
+        return None
+    return entry[0]
+
+
+def _owner(endpoint_id: UUID) -> Owner | None:
+    row = Endpoint.objects.filter(pk=endpoint_id).values_list("owner_id", "team_id").first()
+    if row is None:
+        return None
+    owner: Owner = ("team", row[1]) if row[1] is not None else ("human", row[0])
+    _owners[endpoint_id] = (owner, time.monotonic())
     return owner
+
+
+def _keys(human_id: int) -> list[Owner]:
+    """The keys a human's socket registers under: its own and its teams'."""
+    teams = TeamMember.objects.filter(human_id=human_id).values_list("team_id", flat=True)
+    return [("human", human_id), *(("team", team) for team in teams)]
 
 
 def relay(change: Change) -> None:
@@ -137,12 +159,12 @@ async def _relay(change: Change) -> None:
     if layer is None:
         return
     if change.kind == changefeed.RESYNC:
-        channels = [name for names in _sockets.values() for name in names]
+        channels = list({name for names in _sockets.values() for name in names})
         message = {"type": "todo.changed", "todo_id": "", "state": "", "resync": True}
     else:
         if change.endpoint_id is None:
             return
-        owner = _owners.get(change.endpoint_id)
+        owner = _cached_owner(change.endpoint_id)
         if owner is None:
             owner = await dbthread.run(_owner, change.endpoint_id)
         if owner is None:
@@ -313,6 +335,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
     """One Board page's socket: logged-in humans only, told only of their own todos."""
 
     human_id: int
+    keys: list[Owner]
     watermark: Watermark | None
     rows: frozenset[str]
     csrf_token: str | None
@@ -336,7 +359,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
         self.csrf_token = _masked_csrf_token(cookies.get(settings.CSRF_COOKIE_NAME))
         # Register before the first read: a change committed meanwhile is pushed again, never
         # lost. The feed runs by now (switchboard/asgi.py starts it before the first request).
-        _sockets.setdefault(self.human_id, set()).add(self.channel_name)
+        self.keys = await dbthread.run(_keys, self.human_id)
+        for key in self.keys:
+            _sockets.setdefault(key, set()).add(self.channel_name)
         self.joined = True
         await self.accept()
         if self.watermark is not None:
@@ -344,11 +369,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.joined:
-            names = _sockets.get(self.human_id)
-            if names is not None:
-                names.discard(self.channel_name)
-                if not names:
-                    del _sockets[self.human_id]
+            for key in self.keys:
+                names = _sockets.get(key)
+                if names is not None:
+                    names.discard(self.channel_name)
+                    if not names:
+                        del _sockets[key]
 
     async def todo_changed(self, event: dict[str, Any]) -> None:
         todo_id = event.get("todo_id")

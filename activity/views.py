@@ -41,7 +41,7 @@ from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
-from switchboard.scope import Scope
+from switchboard.scope import Scope, owned_by
 from todos import lifecycle, queries, states
 from todos.filters import TodoFilters
 from todos.intake.traces import present_trace
@@ -130,7 +130,7 @@ def activity_feed(request: BoardRequest) -> HttpResponse:
     )
     if after is None:
         _mark_read(request, filters, page)
-    endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
+    endpoints = Endpoint.objects.filter(owned_by(request.user.id)).only("slug", "revoked_at")
     return render(
         request,
         "activity/feed.html",

@@ -55,8 +55,8 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from activity import feed  # noqa: E402
 from bench.timing import p95, timed  # noqa: E402
-from switchboard import credentials  # noqa: E402
-from switchboard.models import Endpoint, Human  # noqa: E402
+from switchboard import credentials, teams  # noqa: E402
+from switchboard.models import Endpoint, Human, Team, TeamMember  # noqa: E402
 
 PREFIX = "bench-activity"
 BUDGET_MS = {"trail": 100.0, "spans": 150.0, "feed": 30.0}
@@ -189,6 +189,25 @@ def _endpoint(owner: Human, slug: str, name: str) -> Any:
     return endpoint.id
 
 
+def _team(owners: list[Human], quiet: Human, *, joined: bool) -> None:
+    """The team ``bench-activity-team`` (its standing admin the quiet human) owns the second
+    owner's endpoint; the first owner is its member only with ``--team``, so its scope is then
+    two endpoints, one through the membership (docs/decisions/0034-teams.md)."""
+    if len(owners) < 2:
+        return
+    team = Team.objects.filter(name=f"{PREFIX}-team").first() or teams.create_team(
+        f"{PREFIX}-team", quiet
+    )
+    second = Endpoint.objects.get(slug=f"{PREFIX}-1")
+    if second.team_id != team.pk:
+        credentials.move_endpoint(second, team, by=None)
+    member = TeamMember.objects.filter(team=team, human=owners[0]).exists()
+    if joined and not member:
+        teams.add_member(team, owners[0])
+    elif member and not joined:
+        teams.remove_member(team, owners[0])
+
+
 def seed(args: argparse.Namespace) -> tuple[Human, Human, str, str]:
     """Replace the bench's rows; return the first owner, a human with an endpoint and no
     todos, and the trail's todo id."""
@@ -202,6 +221,7 @@ def seed(args: argparse.Namespace) -> tuple[Human, Human, str, str]:
     ]
     quiet = _human(f"{PREFIX}-quiet")
     _endpoint(quiet, f"{PREFIX}-quiet", "Quiet")
+    _team(owners, quiet, joined=args.team)
     nonce = uuid.uuid4().hex
     trail_id = "td_" + "".join("wxyz"[int(c, 16) % 4] for c in nonce[:20])
     spans_id = "td_" + "".join("wxyz"[int(c, 16) % 4] for c in nonce[12:32])
@@ -276,6 +296,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=50, help="timed GETs per page (50)")
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: 2,000 feed todos, 10 requests"
+    )
+    parser.add_argument(
+        "--team",
+        action="store_true",
+        help="the first owner also sees the second owner's endpoint, through a team",
     )
     args = parser.parse_args(argv)
     if args.quick:

@@ -27,9 +27,20 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
-from switchboard import credentials, runtime_settings
+from switchboard import credentials, runtime_settings, teams
 from switchboard.lib.admin import RefusesUnusableQueries, Shown, adopt, show_once
-from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human, Setting, Verb
+from switchboard.models import (
+    DRAIN_VERBS,
+    Endpoint,
+    EndpointKey,
+    Human,
+    Setting,
+    Team,
+    TeamMember,
+    TeamRole,
+    Verb,
+)
+from switchboard.scope import acting_human
 from todos import lifecycle
 from todos.states import unfinished_q
 
@@ -95,7 +106,13 @@ class EndpointForm(forms.ModelForm):
 
     class Meta:
         model = Endpoint
-        fields = ("owner", "slug", "name", "verbs", "push_url")
+        fields = ("owner", "team", "slug", "name", "verbs", "push_url")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if "owner" in self.fields and (data.get("owner") is None) == (data.get("team") is None):
+            raise forms.ValidationError("Choose an owner or a team, exactly one.")
+        return data
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -127,18 +144,18 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     list_display = (
         "slug",
         "name",
-        "owner",
+        "owned_by",
         "verbs_display",
         "created_at",
         "revoked_at",
         "live_keys",
         "last_key_use",
     )
-    list_select_related = ("owner",)
-    list_filter = (RevokedListFilter, "owner")
-    search_fields = ("slug", "name", "owner__username")
+    list_select_related = ("owner", "team")
+    list_filter = (RevokedListFilter, "owner", "team")
+    search_fields = ("slug", "name", "owner__username", "team__name")
     date_hierarchy = "created_at"
-    autocomplete_fields = ("owner",)
+    autocomplete_fields = ("owner", "team")
     readonly_fields = ("id", "created_at", "revoked_at")
     inlines = (EndpointKeyInline,)
     actions = ("mint_keys", "revoke_endpoints")
@@ -159,13 +176,18 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         # The slug is in every URL an agent was configured with (/mcp/{slug}, /otlp/{slug}/…);
         # renaming it would silently break them. The owner's sources route to it and the owner
         # sees its todos; handing it to someone else would leave both behind. Make a new
-        # endpoint instead (credentials.update_endpoint changes neither).
-        return (*self.readonly_fields, "owner", "slug")
+        # endpoint instead (credentials.update_endpoint changes neither). An endpoint moves into
+        # a team on the Board or with manage.py team move (credentials.move_endpoint).
+        return (*self.readonly_fields, "owner", "team", "slug")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Revoke instead: todos protect their endpoint, attempts name it by id without a
         # constraint, and a revoked endpoint keeps the history readable.
         return False
+
+    @admin.display(description="owner")
+    def owned_by(self, obj: Endpoint) -> str:
+        return obj.owner_label
 
     @admin.display(description="verbs")
     def verbs_display(self, obj: Endpoint) -> str:
@@ -199,7 +221,12 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             credentials.update_endpoint(obj, name=obj.name, verbs=obj.verbs, push_url=obj.push_url)
             return
         endpoint, _, plaintext = credentials.create_endpoint(
-            obj.owner, name=obj.name, slug=obj.slug, verbs=obj.verbs, push_url=obj.push_url
+            obj.owner,
+            team=obj.team,
+            name=obj.name,
+            slug=obj.slug,
+            verbs=obj.verbs,
+            push_url=obj.push_url,
         )
         adopt(obj, endpoint)
         setattr(request, _MINTED_ON_ADD, plaintext)
@@ -300,8 +327,10 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             )
         for endpoint in queryset:
             # Each revocation is its own statement and transaction (lifecycle.revoke_endpoint),
-            # acting as the endpoint's owner: the transition is scoped to the owning human.
-            result = lifecycle.revoke_endpoint(endpoint.owner_id, endpoint.id)
+            # acting as the endpoint's owner: the transition is scoped to the owning human (for
+            # a team's endpoint, one of its admins).
+            human = acting_human(endpoint.owner_id, endpoint.team_id)
+            result = lifecycle.revoke_endpoint(human or 0, endpoint.id)
             if result.endpoint_revoked:
                 n = len(result.dead_lettered)
                 self.log_change(request, endpoint, f"Revoked; dead-lettered {n} todos.")
@@ -325,15 +354,15 @@ class EndpointKeyAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     fields = ("endpoint", "prefix", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
     list_display = ("prefix", "endpoint", "owner", "created_at", "last_used_at", "revoked_at")
-    list_select_related = ("endpoint__owner",)
+    list_select_related = ("endpoint__owner", "endpoint__team")
     list_filter = (RevokedListFilter, "endpoint")
     search_fields = ("prefix", "endpoint__slug")
     date_hierarchy = "created_at"
     actions = ("revoke_keys",)
 
     @admin.display(description="owner", ordering="endpoint__owner__username")
-    def owner(self, obj: EndpointKey) -> Human:
-        return obj.endpoint.owner
+    def owner(self, obj: EndpointKey) -> str:
+        return obj.endpoint.owner_label
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # keys come only from minting, on the endpoint's page
@@ -376,6 +405,126 @@ def _settings_help() -> str:
         ),
     )
     return format_html("<ul>{}</ul>", rows)
+
+
+# --- teams ----------------------------------------------------------------------------------
+# Written through switchboard.teams only, as on the Board and in manage.py team: a team is
+# created with its first admin; a membership is added, re-roled or removed there, so adding a
+# human twice and removing or demoting the last admin are refused with the same reason here.
+
+
+class TeamForm(forms.ModelForm):
+    first_admin = forms.ModelChoiceField(
+        queryset=Human.objects.all(), help_text="The team's first admin."
+    )
+
+    class Meta:
+        model = Team
+        fields = ("name",)
+
+
+class TeamMemberInline(admin.TabularInline):
+    model = TeamMember
+    fields = ("human", "role", "created_at")
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # memberships are added on their own page, through switchboard.teams
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # and re-roled there
+
+
+@admin.register(Team)
+class TeamAdmin(RefusesUnusableQueries, admin.ModelAdmin):
+    form = TeamForm
+    list_display = ("name", "member_count", "created_at")
+    search_fields = ("name",)
+    readonly_fields = ("created_at",)
+    inlines = (TeamMemberInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Team]:
+        return super().get_queryset(request).annotate(_members=Count("memberships"))
+
+    def get_fields(self, request: HttpRequest, obj: Team | None = None) -> Any:
+        return ("name", "first_admin") if obj is None else ("name", "created_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Team | None = None) -> Any:
+        # A team's name is fixed once made, like an endpoint's slug.
+        return self.readonly_fields if obj is None else ("name", "created_at")
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):  # type: ignore[no-untyped-def]
+        if obj is not None:
+            kwargs["form"] = forms.ModelForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # what a team owns protects it; move those first
+
+    @admin.display(description="members", ordering="_members")
+    def member_count(self, obj: Team) -> int:
+        return obj._members  # type: ignore[attr-defined]
+
+    def save_model(self, request: HttpRequest, obj: Team, form: Any, change: bool) -> None:
+        if change:
+            return  # nothing on a team's own row changes
+        try:
+            team = teams.create_team(obj.name, form.cleaned_data["first_admin"])
+        except teams.TeamRefused as exc:
+            raise PermissionDenied(exc.message) from None
+        adopt(obj, team)
+
+
+class TeamMemberForm(forms.ModelForm):
+    class Meta:
+        model = TeamMember
+        fields = ("team", "human", "role")
+
+    def validate_unique(self) -> None:
+        # Said by switchboard.teams.add_member's own words, in save_model; here only the rest.
+        pass
+
+
+@admin.register(TeamMember)
+class TeamMemberAdmin(RefusesUnusableQueries, admin.ModelAdmin):
+    form = TeamMemberForm
+    list_display = ("human", "team", "role", "created_at")
+    list_select_related = ("human", "team")
+    list_filter = ("role", "team")
+    search_fields = ("human__username", "team__name")
+    autocomplete_fields = ("human", "team")
+    actions = None
+
+    def get_readonly_fields(self, request: HttpRequest, obj: TeamMember | None = None) -> Any:
+        return () if obj is None else ("team", "human", "created_at")
+
+    def save_model(self, request: HttpRequest, obj: TeamMember, form: Any, change: bool) -> None:
+        admin_role = obj.role == TeamRole.ADMIN
+        try:
+            if change:
+                saved = teams.set_role(obj.team, obj.human, admin=admin_role)
+            else:
+                saved = teams.add_member(obj.team, obj.human, admin=admin_role)
+        except teams.TeamRefused as exc:
+            raise PermissionDenied(exc.message) from None
+        adopt(obj, saved)
+
+    def delete_model(self, request: HttpRequest, obj: TeamMember) -> None:
+        try:
+            teams.remove_member(obj.team, obj.human)
+        except teams.TeamRefused as exc:
+            raise PermissionDenied(exc.message) from None
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[TeamMember]) -> None:
+        for member in queryset.select_related("team", "human"):
+            self.delete_model(request, member)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return obj is not None and super().has_delete_permission(request, obj)
 
 
 class SettingForm(forms.ModelForm):

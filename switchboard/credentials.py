@@ -28,7 +28,8 @@ from django.db.models import QuerySet
 from django.db.models.functions import Now
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-from switchboard.models import Endpoint, EndpointKey, Human, Verb
+from switchboard.models import Endpoint, EndpointKey, Human, Team, Verb
+from switchboard.teams import check_move
 
 KEY_PREFIX = "sbk_"
 PUSH_SECRET_PREFIX = "sbp_"  # noqa: S105 (a prefix, not a secret)
@@ -58,6 +59,7 @@ RESERVED_SLUGS = frozenset(
         "disable",
         "push-test",
         "push-secret",
+        "move",
     }
 )
 
@@ -99,14 +101,17 @@ def hash_key(plaintext: str) -> bytes:
 
 
 def create_endpoint(
-    owner: Human,
+    owner: Human | None,
     *,
+    team: Team | None = None,
     name: str,
     slug: str,
     verbs: Iterable[str],
     push_url: str | None = None,
 ) -> tuple[Endpoint, EndpointKey, str]:
     """Create an endpoint with its first key; return both and the key's plaintext (show once).
+
+    It is owned by ``owner`` or, with ``owner`` None, by ``team`` (exactly one).
 
     Both rows are written in one transaction: an endpoint never exists without a key. Raise
     ``ValidationError`` (by field) for a bad, reserved or taken slug, a blank name, an unknown
@@ -120,8 +125,11 @@ def create_endpoint(
         normalized = normalize_verbs(verbs)
     except ValidationError as exc:
         raise ValidationError({"verbs": exc}) from None
+    if (owner is None) == (team is None):
+        raise ValueError("an endpoint is owned by a human or by a team, exactly one")
     endpoint = Endpoint(
         owner=owner,
+        team=team,
         name=name,
         slug=slug,
         verbs=normalized,
@@ -149,8 +157,9 @@ def update_endpoint(
     An endpoint given its first push URL gets a push secret (read it from the returned endpoint
     to show it once); changing or removing the URL keeps the secret.
 
-    The slug (in every URL its agents were configured with) and the owner (whose sources' rules
-    route to it, and who sees its todos) are fixed at creation. Raise ``ValidationError`` as
+    The slug (in every URL its agents were configured with) is fixed at creation; the owner
+    (whose sources' rules route to it, and who sees its todos) changes only by
+    ``move_endpoint``. Raise ``ValidationError`` as
     ``create_endpoint`` does; the row is unchanged then.
     """
     try:
@@ -162,6 +171,23 @@ def update_endpoint(
         endpoint.push_secret = new_push_secret()
     endpoint.full_clean()
     endpoint.save(update_fields=["name", "verbs", "push_url", "push_secret"])
+    return endpoint
+
+
+def move_endpoint(endpoint: Endpoint, team: Team, *, by: Human | None) -> Endpoint:
+    """Give ``endpoint`` to ``team``: its todos, schedules and keys go with it, and the
+    team's members see them from their next read (``switchboard/scope.py``).
+
+    Refused (``switchboard.teams.TeamRefused``, nothing changed) unless ``by`` administers
+    ``team`` and manages the endpoint (``switchboard.teams.check_move``); ``by`` None is the
+    system (a command without ``--as``).
+    """
+    with transaction.atomic():
+        row = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+        check_move(row, team, by=by)
+        row.owner, row.team = None, team
+        row.save(update_fields=["owner", "team"])
+    endpoint.owner, endpoint.team = None, team
     return endpoint
 
 

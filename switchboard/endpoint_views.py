@@ -25,7 +25,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -39,8 +39,9 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
-from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Verb
-from switchboard.scope import Scope
+from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Team, Verb
+from switchboard.scope import Scope, teams_of
+from switchboard.teams import TeamRefused
 from todos import fleet, lifecycle, push
 from todos.models import PushAttempt, Todo
 
@@ -57,6 +58,15 @@ class VendForm(forms.ModelForm):
         " request_input and reject answer A2A requesters), a2a: requester agents may send"
         " it tasks at /a2a/<slug>, and submit: requesters over MCP (submit_todo, MCP Tasks).",
     )
+    # Who owns it: the vending human (blank) or a team they administer.
+    owned_by = forms.ChoiceField(required=False, choices=[("", "you")])
+
+    def __init__(self, *args: Any, admin_teams: list[Team] = (), **kwargs: Any) -> None:  # type: ignore[assignment]
+        super().__init__(*args, **kwargs)
+        field = self.fields["owned_by"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "you"), *((t.name, f"team {t.name}") for t in admin_teams)]
+        self.teams = {t.name: t for t in admin_teams}
 
     class Meta:
         model = Endpoint
@@ -74,12 +84,40 @@ class VendForm(forms.ModelForm):
 
 
 def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
-    endpoint = Endpoint.objects.filter(
-        Scope.of_human(request.user.id).endpoints(), slug=slug
-    ).first()
+    """The endpoint ``slug`` if the human sees it (its own or its teams'); 404 otherwise. Its
+    ``managed`` says, in the same query, whether the human manages it (``_manages``)."""
+    scope = Scope.of_human(request.user.id)
+    managed = Endpoint.objects.filter(scope.managed(), pk=OuterRef("pk"))
+    endpoint = (
+        Endpoint.objects.filter(scope.endpoints(), slug=slug)
+        .annotate(managed=Exists(managed))
+        .select_related("owner", "team")
+        .first()
+    )
     if endpoint is None:
         raise Http404("no such endpoint")
     return endpoint
+
+
+def _manages(request: BoardRequest, endpoint: Endpoint) -> bool:
+    """Whether the human manages ``endpoint`` (owns it, or administers its team): only they
+    vend and revoke its keys, rotate its push secret, revoke or move it. Read with the
+    endpoint (``_own_endpoint``)."""
+    return bool(getattr(endpoint, "managed", False))
+
+
+def _refused(request: BoardRequest, endpoint: Endpoint) -> HttpResponse:
+    """A team member's try at an admin's change: said, nothing changed."""
+    messages.error(
+        request,
+        f"Only an admin of team {endpoint.team} vends and revokes keys, rotates the push secret"
+        f" or revokes {endpoint.slug}.",
+    )
+    return redirect("endpoint_detail", slug=endpoint.slug)
+
+
+def _admin_teams(request: BoardRequest) -> list[Team]:
+    return list(Team.objects.filter(pk__in=teams_of(request.user.id, admin=True)))
 
 
 KEY_ENV = "SWITCHBOARD_KEY"
@@ -179,11 +217,13 @@ def endpoint_list(request: BoardRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def endpoint_new(request: BoardRequest) -> HttpResponse:
     """The vend wizard: name, slug and verbs; answers the first key, shown this once."""
-    form = VendForm(request.POST or None)
+    form = VendForm(request.POST or None, admin_teams=_admin_teams(request))
     if request.method == "POST" and form.is_valid():
+        team = form.teams.get(form.cleaned_data["owned_by"])
         try:
             endpoint, _, plaintext = credentials.create_endpoint(
-                request.user,
+                None if team is not None else request.user,
+                team=team,
                 name=form.cleaned_data["name"],
                 slug=form.cleaned_data["slug"],
                 verbs=form.cleaned_data["verbs"],
@@ -209,6 +249,7 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
     a key), its last pushes."""
     endpoint = _own_endpoint(request, slug)
     scope = Scope.of_human(request.user.id)
+    manages = _manages(request, endpoint)
     keys = EndpointKey.objects.filter(endpoint=endpoint).only(
         "prefix", "created_at", "last_used_at", "revoked_at", "endpoint_id"
     )
@@ -226,6 +267,11 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "a2a_url": request.build_absolute_uri(f"/a2a/{endpoint.slug}")
         if endpoint.allows(Verb.A2A)
         else None,
+        "manages": manages,
+        # The teams it may move into: those the human administers, less its own.
+        "move_teams": [t for t in _admin_teams(request) if t.pk != endpoint.team_id]
+        if manages and not endpoint.is_revoked
+        else [],
     }
     return render(request, "endpoints/endpoint_detail.html", context)
 
@@ -235,6 +281,8 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
 def endpoint_mint_key(request: BoardRequest, slug: str) -> HttpResponse:
     """Mint one more key (rotation: revoke the old one once the agents have moved)."""
     endpoint = _own_endpoint(request, slug)
+    if not _manages(request, endpoint):
+        return _refused(request, endpoint)
     try:
         _, plaintext = credentials.mint_key(endpoint)
     except credentials.EndpointRevoked as exc:
@@ -296,6 +344,8 @@ def endpoint_rotate_push_secret(request: BoardRequest, slug: str) -> HttpRespons
             {"section": "endpoints", "endpoint": endpoint, "push_secret": shown["push_secret"]},
         )
         return holds_secret(response)
+    if not _manages(request, endpoint):
+        return _refused(request, endpoint)
     if not endpoint.push_url or endpoint.is_revoked:
         messages.error(request, f"{endpoint.slug} has no push URL (or is revoked).")
         return redirect("endpoint_detail", slug=endpoint.slug)
@@ -330,6 +380,8 @@ def endpoint_revoke_key(request: BoardRequest, slug: str, key_id: int) -> HttpRe
     key = EndpointKey.objects.filter(endpoint=endpoint, id=key_id).first()
     if key is None:
         raise Http404("no such key")
+    if not _manages(request, endpoint):
+        return _refused(request, endpoint)
     if not confirmed(request):
         live = EndpointKey.objects.filter(endpoint=endpoint, revoked_at__isnull=True).count()
         return render(
@@ -349,6 +401,8 @@ def endpoint_revoke_key(request: BoardRequest, slug: str, key_id: int) -> HttpRe
 def endpoint_revoke(request: BoardRequest, slug: str) -> HttpResponse:
     """Ask, saying how many todos it dead-letters; on POST revoke through the lifecycle."""
     endpoint = _own_endpoint(request, slug)
+    if not _manages(request, endpoint):
+        return _refused(request, endpoint)
     if request.method == "POST" and confirmed(request):
         result = lifecycle.revoke_endpoint(request.user.id, endpoint.id)
         if result.endpoint_revoked:
@@ -368,3 +422,26 @@ def endpoint_revoke(request: BoardRequest, slug: str) -> HttpResponse:
         "endpoints/endpoint_revoke.html",
         {"section": "endpoints", "endpoint": endpoint, "unfinished": unfinished},
     )
+
+
+@login_required
+@require_POST
+def endpoint_move(request: BoardRequest, slug: str) -> HttpResponse:
+    """Give the endpoint to a team: only a human who manages it and administers the team
+    (``credentials.move_endpoint`` refuses anyone else, by name, and changes nothing)."""
+    endpoint = _own_endpoint(request, slug)
+    name = request.POST.get("team", "")[:200]
+    team = None if "\x00" in name else Team.objects.filter(name=name).first()
+    try:
+        if team is None:
+            raise TeamRefused(
+                "not_team_admin", f"{request.user.username} does not administer team {name!r}"
+            )
+        credentials.move_endpoint(endpoint, team, by=request.user)
+    except TeamRefused as exc:
+        messages.error(request, f"Not moved: {exc.message}.")
+    else:
+        messages.success(
+            request, f"Moved {endpoint.slug} to team {team.name}: its members see its todos now."
+        )
+    return redirect("endpoint_detail", slug=endpoint.slug)

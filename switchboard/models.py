@@ -1,4 +1,9 @@
-"""Tenancy: humans (operators), endpoints (agent identities) and their keys; runtime settings.
+"""Tenancy: humans (operators), teams of them, endpoints (agent identities) and their keys;
+runtime settings.
+
+What a human sees is owned by a human or by a team (``Owned``: exactly one of ``owner`` and
+``team``, a CHECK in the database); the members of the owning team see and act on it as its
+owner does (``switchboard/scope.py``, docs/decisions/0034-teams.md).
 
 An endpoint's slug names it in every agent-facing URL (``/mcp/{slug}``, ``/otlp/{slug}/…``);
 its verbs are its scope. A key is ``sbk_`` + 32 random bytes (base64url), shown once; only its
@@ -13,6 +18,7 @@ from django.contrib.auth.models import AbstractUser
 from django.contrib.postgres.fields import ArrayField
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models import Q
 
 
 class Human(AbstractUser):
@@ -75,14 +81,92 @@ slug_validator = RegexValidator(
 )
 
 
+class Team(models.Model):
+    """A group of humans that owns endpoints and sources together (written by
+    ``switchboard.teams`` only). Its name follows the slug rules (a CHECK enforces it)."""
+
+    name = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "teams"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TeamRole(models.TextChoices):
+    """A member sees and acts on everything the team owns; an admin also manages its
+    membership, vends and revokes its endpoints' keys and moves endpoints into it."""
+
+    MEMBER = "member"
+    ADMIN = "admin"
+
+
+class TeamMember(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    # No index of its own: the unique (human, team) leads with it.
+    human = models.ForeignKey(
+        Human, on_delete=models.CASCADE, related_name="memberships", db_index=False
+    )
+    role = models.TextField(choices=TeamRole.choices, default=TeamRole.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "team_members"
+        ordering = ["team", "human"]
+        constraints = [
+            # (human, team): the scope's membership read is an index-only probe by human.
+            models.UniqueConstraint(fields=["human", "team"], name="team_members_human_team_key"),
+            models.CheckConstraint(
+                condition=Q(role__in=TeamRole.values), name="team_members_known_role"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.human} in {self.team} ({self.role})"
+
+
+class Owned(models.Model):
+    """Owned by a human or by a team, exactly one (the CHECK ``<class>_owned_once``).
+
+    Endpoints and sources are; a schedule is owned through its endpoint. A new kind of owned
+    thing inherits this (and its ``Meta``) and reads through ``switchboard.scope``.
+    """
+
+    owner = models.ForeignKey(
+        Human, on_delete=models.PROTECT, null=True, blank=True, related_name="%(class)ss"
+    )
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, null=True, blank=True, related_name="%(class)ss"
+    )
+
+    class Meta:
+        abstract = True
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(owner__isnull=False, team__isnull=True)
+                | Q(owner__isnull=True, team__isnull=False),
+                name="%(class)s_owned_once",
+            )
+        ]
+
+    @property
+    def owner_label(self) -> str:
+        """Who owns it, as the Board says it: the human's username or "team <name>"."""
+        if self.team_id is not None:
+            return f"team {self.team}"
+        return str(self.owner)
+
+
 class EndpointQuerySet(models.QuerySet["Endpoint"]):
     def active(self) -> EndpointQuerySet:
         return self.filter(revoked_at__isnull=True)
 
 
-class Endpoint(models.Model):
+class Endpoint(Owned):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(Human, on_delete=models.PROTECT, related_name="endpoints")
     slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
     name = models.TextField()
     verbs = ArrayField(models.TextField(choices=Verb.choices), default=list, blank=True)
@@ -94,7 +178,7 @@ class Endpoint(models.Model):
 
     objects = EndpointQuerySet.as_manager()
 
-    class Meta:
+    class Meta(Owned.Meta):
         db_table = "endpoints"
         ordering = ["slug"]
 

@@ -7,7 +7,7 @@ from django.urls import path, re_path
 from django.views.generic import RedirectView
 
 from activity import views as activity_views
-from switchboard import endpoint_views, views
+from switchboard import endpoint_views, team_views, views
 from todos import overview_views, schedule_views
 from todos import views as todo_views
 from todos.intake import source_views
@@ -49,6 +49,12 @@ urlpatterns = [
         endpoint_views.endpoint_rotate_push_secret,
         name="endpoint_rotate_push_secret",
     ),
+    path("endpoints/<slug:slug>/move", endpoint_views.endpoint_move, name="endpoint_move"),
+    path("teams/", team_views.team_list, name="teams"),
+    path("teams/<slug:name>", team_views.team_detail, name="team_detail"),
+    path("teams/<slug:name>/add", team_views.team_add, name="team_add"),
+    path("teams/<slug:name>/remove", team_views.team_remove, name="team_remove"),
+    path("teams/<slug:name>/role", team_views.team_role, name="team_role"),
     path("schedules/", schedule_views.schedule_list, name="schedules"),
     path("schedules/new", schedule_views.schedule_new, name="schedule_new"),
     path("schedules/<int:schedule_id>", schedule_views.schedule_detail, name="schedule_detail"),

@@ -484,6 +484,27 @@ def test_board_pages_answer_hostile_parameters_without_a_server_error(
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("value", [NUL, CONTROL, "a\nb", "x" * 100_000, "", "Ops", "new"])
+def test_team_pages_refuse_hostile_names_and_change_nothing(
+    alice_client: Client, personas: Personas, value: str
+):
+    from switchboard import teams
+    from switchboard.models import Team, TeamMember
+
+    teams.create_team("ops", personas.alice)
+    before = set(TeamMember.objects.values_list("team_id", "human_id", "role"))
+    assert_page(alice_client.post("/teams/", {"name": value}))
+    for action in ("add", "remove", "role"):
+        assert_page(alice_client.post(f"/teams/ops/{action}", {"username": value, "role": value}))
+    assert_page(alice_client.post("/endpoints/agent-a/move", {"team": value}))
+    assert_page(alice_client.get(f"/teams/{value[:64]}"))
+    assert set(Team.objects.values_list("name", flat=True)) == {"ops"}
+    assert set(TeamMember.objects.values_list("team_id", "human_id", "role")) == before
+    personas.endpoint_a.refresh_from_db()
+    assert personas.endpoint_a.owner_id == personas.alice.pk
+
+
+@pytest.mark.django_db
 def test_board_cursors_naming_hostile_ids_start_from_the_top(alice_client: Client):
     for cursor in HOSTILE_CURSORS:
         assert_page(alice_client.get(f"/?after={cursor}"))
@@ -536,6 +557,8 @@ ADMIN_LISTS = [
     "/admin/switchboard/endpointkey/",
     "/admin/switchboard/human/",
     "/admin/switchboard/setting/",
+    "/admin/switchboard/team/",
+    "/admin/switchboard/teammember/",
 ]
 
 

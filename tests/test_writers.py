@@ -1,5 +1,6 @@
 """One writer per configuration aggregate: endpoints and their keys are written only by
-``switchboard.credentials``, sources and rules only by ``todos.intake.sources``; push rings
+``switchboard.credentials``, teams and their members only by ``switchboard.teams``, sources
+and rules only by ``todos.intake.sources``; push rings
 (``push_attempts``) only by the lifecycle's statements.
 
 The scan reads every Python file of the product (everything but ``tests/`` and migrations) and
@@ -27,18 +28,34 @@ from django.contrib.admin import ModelAdmin
 from django.forms import BaseInlineFormSet, BaseModelFormSet, ModelForm
 from django.test import RequestFactory
 
-from switchboard import credentials
-from switchboard.models import Endpoint, EndpointKey, Human
+from switchboard import credentials, teams
+from switchboard.models import Endpoint, EndpointKey, Human, Team, TeamMember
 from todos import lifecycle, schedules
 from todos.intake import sources
 from todos.models import PushAttempt, Rule, Schedule, ScheduleRun, Source
 
 ROOT = Path(__file__).resolve().parents[1]
-AGGREGATE_MODELS = (Endpoint, EndpointKey, Source, Rule, PushAttempt, Schedule, ScheduleRun)
+AGGREGATE_MODELS = (
+    Endpoint,
+    EndpointKey,
+    Team,
+    TeamMember,
+    Source,
+    Rule,
+    PushAttempt,
+    Schedule,
+    ScheduleRun,
+)
 MODELS = {model.__name__: model.__module__ for model in AGGREGATE_MODELS}
 # Related managers that reach these models from another row: endpoint.keys, endpoint.rules,
 # source.rules, human.endpoints, human.sources.
-RELATED = {"keys": "EndpointKey", "rules": "Rule", "endpoints": "Endpoint", "sources": "Source"}
+RELATED = {
+    "keys": "EndpointKey",
+    "rules": "Rule",
+    "endpoints": "Endpoint",
+    "sources": "Source",
+    "memberships": "TeamMember",
+}
 TABLES = {model._meta.db_table: model.__name__ for model in AGGREGATE_MODELS}
 WRITE_METHODS = {
     "save",
@@ -68,6 +85,7 @@ def _source_file(module: object) -> str:
 # The writers, and what each may write.
 WRITERS: dict[str, set[str]] = {
     _source_file(credentials): {"Endpoint", "EndpointKey"},
+    _source_file(teams): {"Team", "TeamMember"},
     _source_file(sources): {"Source", "Rule"},
     _source_file(schedules): {"Schedule", "ScheduleRun"},
     # The fire step's conditional advance (todos/schedules.py runs it).

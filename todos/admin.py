@@ -25,7 +25,7 @@ from switchboard.lib.admin import (
     under_todo_urls,
 )
 from switchboard.lib.errors import InvalidInput, LifecycleError
-from switchboard.scope import Scope
+from switchboard.scope import Scope, acting_human
 from todos import lifecycle, schedules
 
 # Django discovers each app's admin module only; intake's lives in the intake package.
@@ -62,6 +62,11 @@ class LeanChangeList(ChangeList):
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
         return super().get_queryset(request, exclude_parameters).defer(*_HEAVY_TODO_COLUMNS)
+
+
+def _owners(queryset: QuerySet[Todo]) -> list[tuple[str, int | None, int | None]]:
+    """Each todo's id with its endpoint's owner and team (one of the two is set)."""
+    return list(queryset.values_list("id", "endpoint__owner_id", "endpoint__team_id"))
 
 
 @admin.register(Todo)
@@ -215,7 +220,8 @@ class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
 
     # Operator transitions ----------------------------------------------------------------------
     # The admin acts as the endpoint's owner: the operator transitions are scoped to the human
-    # who owns the todo, and a superuser's reach is every owner's.
+    # who owns the todo (for a team's, one of its admins: scope.acting_human), and a superuser's
+    # reach is every owner's. The activity names the staff member who acted.
 
     @admin.action(
         description="Retry the selected todos (back to pending, fresh budget)",
@@ -223,9 +229,11 @@ class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     )
     def retry_todos(self, request: HttpRequest, queryset: QuerySet[Todo]) -> None:
         done = 0
-        for todo_id, owner_id in queryset.values_list("id", "endpoint__owner_id"):
+        for todo_id, owner_id, team_id in _owners(queryset):
             try:
-                lifecycle.retry(owner_id, todo_id, actor_id=request.user.pk)
+                lifecycle.retry(
+                    acting_human(owner_id, team_id) or 0, todo_id, actor_id=request.user.pk
+                )
             except LifecycleError as exc:
                 self.message_user(request, f"Not retried: {exc}", messages.WARNING)
             else:
@@ -237,10 +245,13 @@ class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     def cancel_todos(self, request: HttpRequest, queryset: QuerySet[Todo]) -> None:
         done = 0
         reason = f"Canceled in the admin by {request.user.get_username()}"
-        for todo_id, owner_id in queryset.values_list("id", "endpoint__owner_id"):
+        for todo_id, owner_id, team_id in _owners(queryset):
             try:
                 lifecycle.cancel(
-                    Scope.of_human(owner_id), todo_id, reason=reason, actor_id=request.user.pk
+                    Scope.of_human(acting_human(owner_id, team_id) or 0),
+                    todo_id,
+                    reason=reason,
+                    actor_id=request.user.pk,
                 )
             except LifecycleError as exc:
                 self.message_user(request, f"Not canceled: {exc}", messages.WARNING)
@@ -474,7 +485,7 @@ class QueueSettingsAdmin(admin.ModelAdmin):
         done = lifecycle.set_queue_limits(
             obj.endpoint_id,
             obj.queue,
-            human_id=obj.endpoint.owner_id,
+            human_id=acting_human(obj.endpoint.owner_id, obj.endpoint.team_id) or 0,
             actor_id=request.user.pk,
             max_in_flight=obj.max_in_flight,
             claims_per_minute=obj.claims_per_minute,

@@ -17,7 +17,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from switchboard.lib.errors import InvalidInput
-from switchboard.models import Endpoint, Human, slug_validator
+from switchboard.models import Endpoint, Human, Owned, slug_validator
+from switchboard.scope import routable_from
 from todos import limits, states
 from todos.intake import routing
 from todos.states import State, TodoQuerySet  # State: also importable from here, as before
@@ -39,10 +40,10 @@ class SignatureScheme(models.TextChoices):
     STANDARD_WEBHOOKS = "standard-webhooks"
 
 
-class Source(models.Model):
-    """A webhook source at ``POST /hooks/{slug}``, checked with its secret when ``verify``."""
+class Source(Owned):
+    """A webhook source at ``POST /hooks/{slug}``, checked with its secret when ``verify``;
+    owned by a human or a team (``switchboard.models.Owned``)."""
 
-    owner = models.ForeignKey(Human, on_delete=models.PROTECT, related_name="sources")
     slug = models.SlugField(max_length=64, unique=True, validators=[slug_validator])
     name = models.TextField()
     secret = models.TextField(blank=True, editable=False)
@@ -55,7 +56,7 @@ class Source(models.Model):
     )
     created_at = models.DateTimeField(db_default=Now())
 
-    class Meta:
+    class Meta(Owned.Meta):
         db_table = "sources"
         ordering = ["slug"]
 
@@ -108,7 +109,7 @@ class Rule(models.Model):
         source = self.source if Rule.source.is_cached(self) or self.source_id else None
         if self.endpoint_id is not None and source is not None:
             endpoint = self.endpoint
-            if endpoint.owner_id != source.owner_id:
+            if not Endpoint.objects.filter(routable_from(source), pk=endpoint.pk).exists():
                 errors["endpoint"] = "Choose an endpoint the source's owner owns."
             elif endpoint.revoked_at is not None:
                 errors["endpoint"] = "This endpoint is revoked; todos for it are refused."

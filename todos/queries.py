@@ -60,7 +60,7 @@ _SQL = Path(__file__).parent / "sql"
 _ENDPOINT_COLUMNS = tuple(
     f.attname
     for f in Endpoint._meta.concrete_fields
-    if f.attname in ("id", "slug", "name", "owner_id", "revoked_at")
+    if f.attname in ("id", "slug", "name", "owner_id", "team_id", "revoked_at")
 )
 _ENDPOINT_SOURCES = tuple("endpoint_id" if c == "id" else f"ep_{c}" for c in _ENDPOINT_COLUMNS)
 

@@ -22,6 +22,7 @@ from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, confirmed, login_required
 from switchboard.models import Endpoint
+from switchboard.scope import owned_by
 from todos import schedules
 from todos.models import MissedPolicy, Schedule
 
@@ -119,7 +120,7 @@ def schedule_list(request: BoardRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def schedule_new(request: BoardRequest) -> HttpResponse:
     endpoints = list(
-        Endpoint.objects.filter(owner=request.user, revoked_at__isnull=True).order_by("slug")
+        Endpoint.objects.filter(owned_by(request.user.id), revoked_at__isnull=True).order_by("slug")
     )
     form = ScheduleForm(endpoints, request.POST or None)
     if request.method == "POST" and form.is_valid():

@@ -56,6 +56,7 @@ from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_one, load
 from switchboard.lib.text import cut_utf8
 from switchboard.models import Endpoint, Human
+from switchboard.scope import owned_by
 from todos import lifecycle, limits
 from todos.models import MissedPolicy, Schedule, ScheduleRun
 
@@ -178,7 +179,7 @@ def _check_missed(value: Any) -> str:
 
 def _check_endpoint(endpoint: Endpoint, by: Human | None) -> None:
     # Unknown and foreign read alike, as everywhere in the Board.
-    if by is not None and endpoint.owner_id != by.pk:
+    if by is not None and not Endpoint.objects.filter(owned_by(by.pk), pk=endpoint.pk).exists():
         raise InvalidInput("endpoint", "unknown endpoint")
     if endpoint.revoked_at is not None:
         raise InvalidInput("endpoint", "is revoked; todos for it are refused")
@@ -564,8 +565,11 @@ def remove_many(queryset: QuerySet[Schedule]) -> None:
 
 
 def visible(human: Human) -> QuerySet[Schedule]:
-    """The schedules of the endpoints ``human`` owns."""
-    return Schedule.objects.filter(endpoint__owner=human).select_related("endpoint")
+    """The schedules of the endpoints ``human`` sees (its own and its teams'): a schedule is
+    owned through its endpoint."""
+    return Schedule.objects.filter(
+        endpoint__in=Endpoint.objects.filter(owned_by(human.pk))
+    ).select_related("endpoint")
 
 
 def get_visible(human: Human | None, schedule_id: Any) -> Schedule:

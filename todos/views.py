@@ -27,7 +27,7 @@ from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.models import Endpoint
-from switchboard.scope import Scope
+from switchboard.scope import Scope, owned_by
 from todos import lifecycle, limits, queries
 from todos.pages import (
     BulkAct,
@@ -85,7 +85,7 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     after = queries.Cursor.decode(request.GET.get("after", ""))  # malformed: from the top
     page = queries.todo_page(scope(request), filters, after, size=queries.PAGE_SIZE)
     counts = queries.state_counts(scope(request), filters)
-    endpoints = Endpoint.objects.filter(owner_id=request.user.id).only("slug", "revoked_at")
+    endpoints = Endpoint.objects.filter(scope(request).endpoints()).only("slug", "revoked_at")
     base = filters.without_state()
     tabs = [("all", "all", counts["all"], list_query(base))]
     tabs += [(s.value, s.value, counts[s.value], list_query(base, state=s.value)) for s in State]
@@ -178,7 +178,7 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
         "query": list_query(queries.TodoFilters(endpoint=slug, queue=queue)),
     }
     endpoint = (
-        Endpoint.objects.filter(owner_id=request.user.id, slug=slug).first()
+        Endpoint.objects.filter(owned_by(request.user.id), slug=slug).first()
         if slug and possible_id(slug)
         else None
     )
@@ -243,7 +243,7 @@ def queue_limits(request: BoardRequest) -> HttpResponse:
         "query": list_query(queries.TodoFilters(endpoint=slug, queue=queue)),
     }
     endpoint = (
-        Endpoint.objects.filter(owner_id=request.user.id, slug=slug).first()
+        Endpoint.objects.filter(owned_by(request.user.id), slug=slug).first()
         if slug and possible_id(slug)
         else None
     )

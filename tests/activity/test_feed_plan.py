@@ -189,3 +189,24 @@ def test_the_unread_count_walks_the_same_indexes(shared_tables: Personas) -> Non
 
     assert count == feed.UNREAD_CAP
     _check_walks_in_order(_plan(sql))
+
+
+def test_a_team_members_feed_walks_the_same_indexes_and_reads_the_membership_once(
+    shared_tables: Personas,
+) -> None:
+    """Alice also sees bob's endpoint through a team: her feed's pages walk both ``at``
+    indexes newest first as before, her memberships read once (never per row walked), and bob's
+    rows are hers now."""
+    from switchboard import credentials, teams
+
+    team = teams.create_team("ops", shared_tables.bob)
+    teams.add_member(team, shared_tables.alice)
+    credentials.move_endpoint(shared_tables.endpoint_b, team, by=None)
+    alice = shared_tables.alice.id
+    sql, page = _captured(lambda: feed_page(alice))
+    plan = _plan(sql, analyze=True)
+
+    _check_walks_in_order(plan)
+    memberships = [n for n in plan_nodes(plan) if n.get("Relation Name") == "team_members"]
+    assert memberships and all(n["Actual Loops"] == 1 for n in memberships), plan
+    assert {e.endpoint_slug for e in page.entries} == {"agent-a", "agent-b"}

@@ -298,7 +298,7 @@ def test_alice_never_hears_of_bobs_todos(
             layer = get_channel_layer()
             assert layer is not None
             changed = {"type": "todo.changed", "todo_id": bobs, "state": "pending"}
-            for name in live._sockets[personas.alice.id]:
+            for name in live._sockets[("human", personas.alice.id)]:
                 await layer.send(name, changed)
             assert await rows.receive_nothing(QUIET)
 
@@ -344,7 +344,7 @@ def test_the_relay_logs_a_layer_that_is_down_and_returns(
         raise ConnectionError("layer down")
 
     monkeypatch.setattr(live, "get_channel_layer", down)
-    monkeypatch.setattr(live, "_sockets", {personas.alice.id: {"inbox"}})
+    monkeypatch.setattr(live, "_sockets", {("human", personas.alice.id): {"inbox"}})
     held = claimed(personas.endpoint_a.id)
     change = Change(changefeed.CHANGED, held.todo.id, personas.endpoint_a.id, "default", "claimed")
 
@@ -367,7 +367,7 @@ def test_the_relay_sends_only_to_the_owning_humans_sockets_in_this_process(
         inboxes = {}
         for human in (personas.alice, personas.bob):
             inboxes[human.id] = await layer.new_channel()
-            live._sockets[human.id] = {inboxes[human.id]}
+            live._sockets[("human", human.id)] = {inboxes[human.id]}
         try:
             todo = await db(new_todo, personas.endpoint_b.id)
             message = await asyncio.wait_for(layer.receive(inboxes[personas.bob.id]), WAIT)
@@ -406,5 +406,45 @@ def test_after_the_feed_reconnects_an_open_page_re_reads(
             assert container(await ws.receive_from(WAIT), todo_id).strip() == ""
             assert changefeed.FEED.connections == before + 1
             assert changefeed.FEED.backend_pid != pid
+
+    live_test(go)
+
+
+# --- teams ---------------------------------------------------------------------------------------
+
+
+def test_every_member_of_the_owning_team_hears_its_todos_and_no_one_else(
+    personas: Personas,
+) -> None:
+    """A team's endpoint: alice (its admin) and carol (a member) each get the changed row's
+    state cell on their list socket; bob, outside the team, gets nothing."""
+    from switchboard import teams
+    from tests.factories import EndpointFactory, HumanFactory
+
+    carol = HumanFactory(username="carol")
+    team = teams.create_team("ops", personas.alice)
+    teams.add_member(team, carol)
+    ep = EndpointFactory(owner=None, team=team, slug="agent-t").id
+    todo_id = new_todo(ep).id
+    clients = {}
+    for human in (personas.alice, carol, personas.bob):
+        clients[human.username] = Client()
+        clients[human.username].force_login(human)
+    assert f'<td id="state-{todo_id}">' in paint(clients["carol"], "/")
+
+    async def go() -> None:
+        path = f"/ws/live/?rows={todo_id}"
+        async with (
+            socket(clients["alice"], path) as alice,
+            socket(clients["carol"], path) as carol_ws,
+            socket(clients["bob"], path) as bob,
+        ):
+            for ws in (alice, carol_ws, bob):
+                await connected(ws)
+            await db(lifecycle.claim, ep, todo_id, owner=OWNER)
+            for ws in (alice, carol_ws):
+                cell = await ws.receive_from(WAIT)
+                assert '<span class="badge state-claimed">claimed</span>' in cell
+            assert await bob.receive_nothing(QUIET)
 
     live_test(go)

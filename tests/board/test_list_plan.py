@@ -274,3 +274,44 @@ def test_the_oldest_first_list_reads_todos_board_idx_backwards(shared_table: Per
         created = [t.created_at for t in page.todos]
         assert created == sorted(created)
         after = page.next_cursor
+
+
+def test_a_team_members_list_keeps_the_index_plan_and_reads_the_membership_once(
+    shared_table: Personas,
+) -> None:
+    """Alice also sees, through a team, two of the other owners' endpoints: her scope is then
+    four endpoints, read by their owner and team indexes after one read of her memberships
+    (an InitPlan, never a SubPlan filtering every endpoint), and each page is still read from
+    todos_board_idx, about a page per endpoint."""
+    from switchboard import credentials, teams
+
+    team = teams.create_team("ops", shared_table.alice)
+    for slug in ("other-7", "other-8"):
+        credentials.move_endpoint(Endpoint.objects.get(slug=slug), team, by=None)
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE endpoints")
+        cur.execute("ANALYZE team_members")
+    alice = Scope.of_human(shared_table.alice.id)
+    budget = 4 * (queries.PAGE_SIZE + 1)
+    after = None
+    for _ in range(2):
+        sql, page = _page_sql(alice, after)
+        plan = _plan(sql, analyze=True)
+
+        reads = _todos_reads(plan)
+        scans = [node for node in reads if "Index Name" in node]
+        assert not [node for node in reads if node["Node Type"] == "Seq Scan"], reads
+        assert {node["Index Name"] for node in scans} == {"todos_board_idx"}, reads
+        fetched = max(node["Actual Rows"] * node["Actual Loops"] for node in reads)
+        assert fetched <= budget, f"read {fetched} rows of todos for one page"
+        endpoints = [n for n in plan_nodes(plan) if n.get("Relation Name") == "endpoints"]
+        assert endpoints and all("SubPlan" not in n.get("Filter", "") for n in endpoints), plan
+        memberships = [n for n in plan_nodes(plan) if n.get("Relation Name") == "team_members"]
+        assert memberships and all(n["Actual Loops"] == 1 for n in memberships), plan
+        assert {t.endpoint.slug for t in page.todos} == {
+            "agent-a",
+            "agent-a2",
+            "other-7",
+            "other-8",
+        }
+        after = page.next_cursor

@@ -34,3 +34,30 @@ def test_bobs_browser_gets_404_for_alices_todo(
     expect(bob.page.locator("tbody")).to_contain_text("No todos match.")
     response = bob.goto(f"/endpoints/{personas.endpoint_a.slug}")
     assert response.status == 404
+
+
+def test_a_team_members_browser_sees_the_teams_todo_and_an_outsiders_does_not(
+    open_board: Callable[..., Board], personas: Personas
+) -> None:
+    from switchboard import credentials, teams
+    from tests.factories import HumanFactory
+
+    HumanFactory(username="carol")
+    team = teams.create_team("ops", personas.alice)
+    teams.add_member(team, HumanFactory._meta.model.objects.get(username="carol"))
+    endpoint, _, _ = credentials.create_endpoint(
+        None, team=team, name="Ops agent", slug="agent-t", verbs=[]
+    )
+    todo = new_todo(endpoint.id, "work", title="The team's work")
+    carol, bob = open_board(), open_board()
+    carol.login("carol")
+    bob.login("bob")
+
+    expect(carol.page.locator("tbody")).to_contain_text("The team's work")
+    assert carol.goto(f"/todos/{todo.id}").status == 200
+    assert carol.goto("/teams/ops").status == 200
+    expect(carol.page.locator("#members")).to_contain_text("alice")
+
+    expect(bob.page.locator("tbody")).to_contain_text("No todos match.")
+    assert bob.goto(f"/todos/{todo.id}").status == 404
+    assert bob.goto("/teams/ops").status == 404

@@ -51,7 +51,13 @@ class RuleInlineFormSet(BaseInlineFormSet):
 class SourceForm(forms.ModelForm):
     class Meta:
         model = Source
-        fields = ("owner", "slug", "name", "verify", "scheme")
+        fields = ("owner", "team", "slug", "name", "verify", "scheme")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if "owner" in self.fields and (data.get("owner") is None) == (data.get("team") is None):
+            raise forms.ValidationError("Choose an owner or a team, exactly one.")
+        return data
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -83,19 +89,23 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     form = SourceForm
     change_form_template = "admin/todos/source/change_form.html"
     # ``secret`` is not editable and appears nowhere but the show-once page.
-    fields = ("owner", "slug", "name", "verify", "scheme", "created_at")
+    fields = ("owner", "team", "slug", "name", "verify", "scheme", "created_at")
     readonly_fields = ("created_at",)
-    list_display = ("slug", "name", "owner", "verify", "scheme", "rule_count", "created_at")
-    list_select_related = ("owner",)
-    list_filter = ("verify", "owner")
-    search_fields = ("slug", "name", "owner__username")
+    list_display = ("slug", "name", "owned_by", "verify", "scheme", "rule_count", "created_at")
+    list_select_related = ("owner", "team")
+    list_filter = ("verify", "owner", "team")
+    search_fields = ("slug", "name", "owner__username", "team__name")
     date_hierarchy = "created_at"
-    autocomplete_fields = ("owner",)
+    autocomplete_fields = ("owner", "team")
     inlines = (RuleInline,)
     actions = ("rotate_secrets",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Source]:
         return super().get_queryset(request).annotate(_rules=Count("rules"))
+
+    @admin.display(description="owner")
+    def owned_by(self, obj: Source) -> str:
+        return obj.owner_label
 
     @admin.display(description="rules", ordering="_rules")
     def rule_count(self, obj: Source) -> int:
@@ -123,7 +133,8 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         # The slug is the URL its sender posts to; the owner's endpoints are where its rules
         # route. Both are fixed at creation, as on the Board (todos.intake.sources.update_source).
         # The scheme decides the secret's form: fixed at creation too.
-        return (*self.readonly_fields, "owner", "slug", "scheme")
+        # A source moves into a team with manage.py team move (sources.move_source).
+        return (*self.readonly_fields, "owner", "team", "slug", "scheme")
 
     def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
         if change:
@@ -134,7 +145,12 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         else:
             # A secret only when verifying, as on the Board and in create_source.
             source, minted = sources.create_source(
-                obj.owner, obj.slug, name=obj.name, verify=obj.verify, scheme=obj.scheme
+                obj.owner,
+                obj.slug,
+                team=obj.team,
+                name=obj.name,
+                verify=obj.verify,
+                scheme=obj.scheme,
             )
             adopt(obj, source)
         if minted is not None:

@@ -31,12 +31,15 @@ from urllib.parse import parse_qs
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from switchboard.lib import jsonlimits, metrics, redact
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, load
+from switchboard.models import Endpoint
+from switchboard.scope import routable_from
 from todos import lifecycle
 from todos.intake import routing
 from todos.limits import TITLE_MAX_BYTES
@@ -259,9 +262,12 @@ def receive(
 def plan_for(source: Source, headers: Mapping[str, str], payload: Any) -> routing.RoutingPlan:
     """How ``source``'s rules, in order, route a delivery with these stored headers: intake
     acts on it; the admin's and the Board's rule testers only show it."""
+    routable = Endpoint.objects.filter(routable_from(source), pk=OuterRef("endpoint_id"))
     rules = [
-        routing.RuleSpec.from_rule(rule, source.owner_id)
-        for rule in source.rules.select_related("endpoint").order_by("position", "id")
+        routing.RuleSpec.from_rule(rule, rule.routable)
+        for rule in source.rules.select_related("endpoint")
+        .annotate(routable=Exists(routable))
+        .order_by("position", "id")
     ]
     return routing.plan(
         rules, headers, payload, source_slug=source.slug, title_max_bytes=TITLE_MAX_BYTES

@@ -8,10 +8,11 @@ from typing import Any
 from django import forms
 
 from switchboard.models import Endpoint
+from switchboard.scope import routable_from
 from todos import limits
 from todos.intake import routing, sources
 from todos.intake.deliveries import NotJson, parse_body
-from todos.models import Rule
+from todos.models import Rule, Source
 
 
 class MatchField(forms.CharField):
@@ -53,7 +54,7 @@ class RuleForm(forms.ModelForm):
     on its source's page). Saving goes through ``todos.intake.sources``: ``create_rule`` for a new
     rule, ``update_rule`` for an edit, so both screens store the same rule for the same input.
 
-    ``owner_id`` (the Board) limits the endpoints offered to that human's live ones; the admin
+    ``source`` (the Board) limits the endpoints offered to the live ones it may route to; the admin
     offers every endpoint and ``Rule.clean`` refuses a foreign or revoked one.
     """
 
@@ -119,13 +120,16 @@ class RuleForm(forms.ModelForm):
             " with the same value while the first todo is unfinished creates nothing new.",
         }
 
-    def __init__(self, *args: Any, owner_id: int | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, source: Source | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         endpoint = self.fields.get("endpoint")
-        if owner_id is not None and isinstance(endpoint, forms.ModelChoiceField):
-            # Only the owner's live endpoints: a foreign or revoked id is "not one of the
+        if source is not None and isinstance(endpoint, forms.ModelChoiceField):
+            # Only the live endpoints the source may route to (its owner's, and its owner's
+            # teams'; a team's source: the team's): a foreign or revoked id is "not one of the
             # choices" here, and Rule.clean refuses it again if it ever got this far.
-            endpoint.queryset = Endpoint.objects.filter(owner_id=owner_id, revoked_at__isnull=True)
+            endpoint.queryset = Endpoint.objects.filter(
+                routable_from(source), revoked_at__isnull=True
+            )
             endpoint.empty_label = "Choose an endpoint"  # an edit whose endpoint died selects none
             endpoint.help_text = (
                 "Its agents receive the todos; only your live endpoints are offered."

@@ -284,7 +284,7 @@ class RuleSpec:
     match: Any
     endpoint_id: Any
     endpoint_slug: str
-    endpoint_usable: bool  # live and owned by the source's owner
+    endpoint_usable: bool  # live and seen by the source's owner (switchboard.scope.routable_from)
     queue: str
     title_template: str
     work_order_template: str
@@ -294,7 +294,8 @@ class RuleSpec:
     todo_time: Callable[[dt.datetime, Any], dict[str, Any]] = _no_time
 
     @classmethod
-    def from_rule(cls, rule: Any, source_owner_id: int) -> RuleSpec:
+    def from_rule(cls, rule: Any, routable: bool) -> RuleSpec:
+        """``routable``: the source's owner may route to the rule's endpoint."""
         endpoint = rule.endpoint
         return cls(
             id=rule.id,
@@ -304,7 +305,7 @@ class RuleSpec:
             match=rule.match,
             endpoint_id=endpoint.id,
             endpoint_slug=endpoint.slug,
-            endpoint_usable=endpoint.revoked_at is None and endpoint.owner_id == source_owner_id,
+            endpoint_usable=endpoint.revoked_at is None and routable,
             queue=rule.queue,
             title_template=rule.title_template,
             work_order_template=rule.work_order_template,

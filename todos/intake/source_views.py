@@ -57,6 +57,7 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
+from switchboard.scope import owned_by
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
 from todos.intake.traces import present_trace
@@ -136,7 +137,7 @@ class SourceForm(forms.Form):
 
 def _own_source(request: BoardRequest, slug: str) -> Source:
     """The human's source ``slug``; 404 for an unknown or foreign one (staff too)."""
-    source = Source.objects.filter(owner_id=request.user.id, slug=slug).first()
+    source = Source.objects.filter(owned_by(request.user.id), slug=slug).first()
     if source is None:
         raise Http404("no such source")
     return source
@@ -270,7 +271,7 @@ def source_list(request: BoardRequest) -> HttpResponse:
     events = Event.objects.filter(source_id=OuterRef("pk"))
     last = events.order_by("-received_at", "-id")
     rows = (
-        Source.objects.filter(owner_id=request.user.id)
+        Source.objects.filter(owned_by(request.user.id))
         .only("slug", "name", "verify", "created_at")
         .annotate(
             rule_count=_count(Rule.objects.filter(source_id=OuterRef("pk"))),
@@ -557,7 +558,7 @@ def _rule_form_page(
 def rule_new(request: BoardRequest, slug: str) -> HttpResponse:
     """Add a rule to the source; appended after the last one unless a position is given."""
     source = _own_source(request, slug)
-    form = RuleForm(request.POST or None, instance=Rule(source=source), owner_id=request.user.id)
+    form = RuleForm(request.POST or None, instance=Rule(source=source), source=source)
     if request.method == "POST" and form.is_valid():
         try:
             rule = form.save()
@@ -575,7 +576,7 @@ def rule_edit(request: BoardRequest, slug: str, rule_id: int) -> HttpResponse:
     """Edit a rule; the next delivery is routed by the new version."""
     source = _own_source(request, slug)
     rule = _own_rule(source, rule_id)
-    form = RuleForm(request.POST or None, instance=rule, owner_id=request.user.id)
+    form = RuleForm(request.POST or None, instance=rule, source=source)
     if request.method == "POST" and form.is_valid():
         try:
             form.save()

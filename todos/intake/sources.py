@@ -26,7 +26,8 @@ from django.db.models import Max, QuerySet
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from switchboard import credentials
-from switchboard.models import Endpoint, Human
+from switchboard.models import Endpoint, Human, Team
+from switchboard.teams import check_move
 from todos.intake.deliveries import new_secret
 from todos.models import Rule, SignatureScheme, Source
 
@@ -44,24 +45,34 @@ def validate_slug(slug: str) -> None:
 
 
 def create_source(
-    owner: Human,
+    owner: Human | None,
     slug: str,
     *,
+    team: Team | None = None,
     name: str = "",
     verify: bool = True,
     scheme: str = SignatureScheme.GITHUB,
 ) -> tuple[Source, str | None]:
     """Create a source; return it and its secret (to be shown once), ``None`` if unverified.
 
-    Raise ``ValidationError`` (by field) for a bad, reserved or taken slug.
+    It is owned by ``owner`` or, with ``owner`` None, by ``team`` (exactly one). Raise
+    ``ValidationError`` (by field) for a bad, reserved or taken slug.
     """
+    if (owner is None) == (team is None):
+        raise ValueError("a source is owned by a human or by a team, exactly one")
     try:
         validate_slug(slug)
     except ValidationError as exc:
         raise ValidationError({"slug": exc}) from None
     secret = new_secret(scheme) if verify else ""
     source = Source(
-        owner=owner, slug=slug, name=name or slug, verify=verify, secret=secret, scheme=scheme
+        owner=owner,
+        team=team,
+        slug=slug,
+        name=name or slug,
+        verify=verify,
+        secret=secret,
+        scheme=scheme,
     )
     source.full_clean()
     try:
@@ -84,6 +95,19 @@ def update_source(source: Source, *, name: str) -> Source:
     source.name = name or source.slug
     source.full_clean()
     source.save(update_fields=["name"])
+    return source
+
+
+def move_source(source: Source, team: Team, *, by: Human | None) -> Source:
+    """Give ``source`` to ``team``, as ``credentials.move_endpoint`` gives an endpoint: refused
+    (``switchboard.teams.TeamRefused``, nothing changed) unless ``by`` administers ``team`` and
+    manages the source. Its rules then route to the team's endpoints only."""
+    with transaction.atomic():
+        row = Source.objects.select_for_update().get(pk=source.pk)
+        check_move(row, team, by=by)
+        row.owner, row.team = None, team
+        row.save(update_fields=["owner", "team"])
+    source.owner, source.team = None, team
     return source
 
 

@@ -16,7 +16,12 @@ from pathlib import Path
 
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import load
-from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL
+from switchboard.scope import (
+    ENDPOINT_SCOPE_SQL,
+    HUMAN_ENDPOINTS_SQL,
+    HUMAN_MANAGES_SQL,
+    HUMAN_SCOPE_SQL,
+)
 from todos.limits import BULK_ACTIONS, PRIOR_ATTEMPTS
 from todos.states import IN_FLIGHT_STATES
 
@@ -168,9 +173,11 @@ CANCEL_BY_REQUESTER = _recorded("cancel", scope=ENDPOINT_SCOPE_SQL, **_CANCELED)
 FORGET = _recorded(
     "forget", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL
 )
-REVOKE_ENDPOINT = statement("revoke_endpoint")
-# A queue's pause and resume: by a human (their own endpoints only) or the system (a command).
-_OWN_ENDPOINT = "e.owner_id = %(scope_human_id)s"
+# Revoked by a human who manages the endpoint: its owner, or an admin of its team.
+REVOKE_ENDPOINT = statement("revoke_endpoint", manages=HUMAN_MANAGES_SQL)
+# A queue's pause and resume: by a human (the endpoints in their scope only: their own and
+# their teams') or the system (a command).
+_OWN_ENDPOINT = HUMAN_ENDPOINTS_SQL
 PAUSE_QUEUE_BY_HUMAN = statement("pause_queue", owner=_OWN_ENDPOINT)
 PAUSE_QUEUE_BY_SYSTEM = statement("pause_queue", owner="TRUE")
 RESUME_QUEUE_BY_HUMAN = statement("resume_queue", owner=_OWN_ENDPOINT)

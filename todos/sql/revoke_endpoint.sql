@@ -1,4 +1,5 @@
--- revoke_endpoint: the owning human revokes an endpoint; its pending and unfinished todos are
+-- revoke_endpoint: a human who manages the endpoint (@{manages}: its owner, or an admin of its
+--   team) revokes it; its pending and unfinished todos are
 --   dead-lettered and their open attempts close revoked/dead_lettered. Its keys stop working
 --   with it (key lookup refuses a revoked endpoint).
 -- params: endpoint_id, scope_human_id
@@ -9,7 +10,7 @@
 WITH ep AS (
     UPDATE endpoints e
        SET revoked_at = now()
-     WHERE e.id = %(endpoint_id)s AND e.owner_id = %(scope_human_id)s AND e.revoked_at IS NULL
+     WHERE e.id = %(endpoint_id)s AND @{manages} AND e.revoked_at IS NULL
     RETURNING e.id
 ),
 upd AS (

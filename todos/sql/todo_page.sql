@@ -7,8 +7,9 @@
 --   after_created_at, after_id.
 -- returns: the list's columns of each todo, its sort key (sort_key, NULL when sorted by
 --   created), and its endpoint's as ep_*.
--- Uses index: endpoints_owner_idx for a human's endpoints, endpoints_pkey for an endpoint's own
---   scope; then, per endpoint, todos_board_idx (todos_board_state_idx with a state filter) read
+-- Uses index: for a human's endpoints, endpoints_owner_id and endpoints_team_id (the teams read
+--   once from team_members_human_team_key, switchboard/scope.py), endpoints_pkey for an
+--   endpoint's own scope; then, per endpoint, todos_board_idx (todos_board_state_idx with a state filter) read
 --   newest first (oldest first: backwards) and stopped after `size` rows: a page costs about a
 --   page per endpoint, however many todos the scope has, and the cursor's row comparison is an
 --   index bound, so later pages cost the same. A single ordered scan cannot serve a human: no
@@ -21,7 +22,7 @@
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state, t.owner, t.assignee, t.attempt,
        t.max_attempts, t.lease_expires_at, t.claimed_at, t.next_retry_at, t.created_at,
        t.updated_at, t.finished_at, t.attempts_total, t.attempts_pruned, t.sort_key,
-       e.slug AS ep_slug, e.name AS ep_name, e.owner_id AS ep_owner_id,
+       e.slug AS ep_slug, e.name AS ep_name, e.owner_id AS ep_owner_id, e.team_id AS ep_team_id,
        e.revoked_at AS ep_revoked_at
   FROM endpoints e
  CROSS JOIN LATERAL (

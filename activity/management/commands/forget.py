@@ -16,7 +16,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from activity import forget
-from switchboard.models import Human
+from switchboard.models import Endpoint, Human
+from switchboard.scope import acting_human, owned_by
 from todos.models import Todo
 
 
@@ -38,19 +39,22 @@ class Command(BaseCommand):
             t.id: t
             for t in Todo.objects.filter(pk__in=ids)
             .select_related("endpoint")
-            .only("id", "finished_at", "forgotten_at", "endpoint__owner_id")
+            .only("id", "finished_at", "forgotten_at", "endpoint__owner_id", "endpoint__team_id")
         }
+        owners: dict[int, list[str]] = {}
         if options["as_user"] is not None:
             human = Human.objects.filter(username=options["as_user"]).first()
             if human is None:
                 raise CommandError(f"no operator named {options['as_user']!r}")
-            mine = [i for i in ids if i in rows and rows[i].endpoint.owner_id == human.id]
-            owners: dict[int, list[str]] = {human.id: mine}
+            # Their scope decides (their own endpoints and their teams'): the statement checks it.
+            owners[human.id] = [i for i in ids if i in rows]
         else:
-            owners = {}
             for todo_id in ids:
                 if todo_id in rows:
-                    owners.setdefault(rows[todo_id].endpoint.owner_id, []).append(todo_id)
+                    endpoint = rows[todo_id].endpoint
+                    acting = acting_human(endpoint.owner_id, endpoint.team_id)
+                    if acting is not None:
+                        owners.setdefault(acting, []).append(todo_id)
         by_system = options["as_user"] is None
         forgotten: set[str] = set()
         for owner_id, owned in owners.items():
@@ -62,7 +66,7 @@ class Command(BaseCommand):
                 continue
             failed += 1
             todo = rows.get(todo_id)
-            if todo is None or not any(todo_id in owned for owned in owners.values()):
+            if todo is None or not _in_scope(owners, todo_id):
                 why = "not found"
             elif todo.forgotten_at is not None:
                 why = "already forgotten"
@@ -73,3 +77,12 @@ class Command(BaseCommand):
             self.stderr.write(f"{todo_id}: {why}")
         if failed:
             raise CommandError(f"{failed} of {len(ids)} not forgotten", returncode=1)
+
+
+def _in_scope(owners: dict[int, list[str]], todo_id: str) -> bool:
+    """Whether the todo is in the scope of the human it was asked of (a foreign one is "not
+    found", as on the Board)."""
+    for human_id, asked in owners.items():
+        if todo_id in asked:
+            return Endpoint.objects.filter(owned_by(human_id), todos__id=todo_id).exists()
+    return False

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard import credentials
-from switchboard.models import DRAIN_VERBS, Human
+from switchboard.models import DRAIN_VERBS, Human, Team
 
 
 def split_verbs(text: str) -> list[str]:
@@ -21,10 +21,12 @@ def split_verbs(text: str) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Create an endpoint owned by an operator; print its new key (once) on stdout."
+    help = "Create an endpoint owned by an operator or a team; print its new key (once) on stdout."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--owner", required=True, help="The owning operator's username.")
+        owner = parser.add_mutually_exclusive_group(required=True)
+        owner.add_argument("--owner", help="The owning operator's username.")
+        owner.add_argument("--team", help="The owning team's name (its members see its todos).")
         parser.add_argument(
             "--slug", required=True, help="Names the endpoint in URLs: /mcp/{slug}, /otlp/{slug}."
         )
@@ -39,12 +41,19 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        owner = Human.objects.filter(username=options["owner"]).first()
-        if owner is None:
-            raise CommandError(f"no operator named {options['owner']!r}")
+        owner = team = None
+        if options["team"] is not None:
+            team = Team.objects.filter(name=options["team"]).first()
+            if team is None:
+                raise CommandError(f"no team named {options['team']!r}")
+        else:
+            owner = Human.objects.filter(username=options["owner"]).first()
+            if owner is None:
+                raise CommandError(f"no operator named {options['owner']!r}")
         try:
             endpoint, key, plaintext = credentials.create_endpoint(
                 owner,
+                team=team,
                 name=options["name"] or options["slug"],
                 slug=options["slug"],
                 verbs=split_verbs(options["verbs"]),
@@ -55,7 +64,7 @@ class Command(BaseCommand):
             )
             raise CommandError(problems) from None
         self.stderr.write(
-            f"Created endpoint {endpoint.slug} for {owner.username} "
+            f"Created endpoint {endpoint.slug} for {endpoint.owner_label} "
             f"(verbs: {', '.join(endpoint.verbs) or 'none'}); key {key.prefix}… follows, "
             "shown once.",
             style_func=self.style.SUCCESS,

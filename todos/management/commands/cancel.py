@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.models import Human
-from switchboard.scope import Scope
+from switchboard.scope import Scope, acting_human
 from todos import lifecycle
 from todos.models import Todo
 
@@ -42,12 +42,15 @@ class Command(BaseCommand):
                 raise CommandError(f"no operator named {options['as_user']!r}")
             scope, by_system = Scope.of_human(human.id), False
         else:
-            owner_id = (
-                Todo.objects.filter(pk=todo_id).values_list("endpoint__owner_id", flat=True).first()
+            owner = (
+                Todo.objects.filter(pk=todo_id)
+                .values_list("endpoint__owner_id", "endpoint__team_id")
+                .first()
             )
-            if owner_id is None:
+            human_id = acting_human(*owner) if owner is not None else None
+            if human_id is None:
                 raise CommandError(f"{todo_id}: not found")
-            scope, by_system = Scope.of_human(owner_id), True
+            scope, by_system = Scope.of_human(human_id), True
         try:
             done = lifecycle.cancel(scope, todo_id, reason=options["reason"], by_system=by_system)
         except TodoNotFound:

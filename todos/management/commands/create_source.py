@@ -11,7 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from switchboard.models import Human
+from switchboard.models import Human, Team
 from todos.intake.sources import create_source
 from todos.models import SignatureScheme
 
@@ -25,10 +25,14 @@ def problems(exc: ValidationError) -> str:
 
 
 class Command(BaseCommand):
-    help = "Create a webhook source owned by an operator; print its new secret (once) on stdout."
+    help = "Create a webhook source owned by an operator or a team; print its secret (once)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--owner", required=True, help="The owning operator's username.")
+        owner = parser.add_mutually_exclusive_group(required=True)
+        owner.add_argument("--owner", help="The owning operator's username.")
+        owner.add_argument(
+            "--team", help="The owning team's name (its rules route to its endpoints)."
+        )
         parser.add_argument("--slug", required=True, help="Names the source: /hooks/{slug}.")
         parser.add_argument("--name", default="", help="A human-readable name (default: slug).")
         parser.add_argument(
@@ -45,13 +49,20 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        owner = Human.objects.filter(username=options["owner"]).first()
-        if owner is None:
-            raise CommandError(f"no operator named {options['owner']!r}")
+        owner = team = None
+        if options["team"] is not None:
+            team = Team.objects.filter(name=options["team"]).first()
+            if team is None:
+                raise CommandError(f"no team named {options['team']!r}")
+        else:
+            owner = Human.objects.filter(username=options["owner"]).first()
+            if owner is None:
+                raise CommandError(f"no operator named {options['owner']!r}")
         try:
             source, secret = create_source(
                 owner,
                 options["slug"],
+                team=team,
                 name=options["name"],
                 verify=not options["no_verify"],
                 scheme=options["scheme"],
@@ -60,7 +71,7 @@ class Command(BaseCommand):
             raise CommandError(problems(exc)) from None
         how = "signed with the secret that follows, shown once" if secret else "unsigned"
         self.stderr.write(
-            f"Created source {source.slug} for {owner.username}: "
+            f"Created source {source.slug} for {source.owner_label}: "
             f"POST /hooks/{source.slug} ({how}).",
             style_func=self.style.SUCCESS,
         )

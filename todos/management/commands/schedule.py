@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput
 from switchboard.models import Endpoint, Human
+from switchboard.scope import owned_by
 from todos import schedules
 from todos.models import MissedPolicy, Schedule
 
@@ -78,7 +79,7 @@ class Command(BaseCommand):
     def _endpoint(self, human: Human | None, slug: str) -> Endpoint:
         found = Endpoint.objects.filter(slug=slug)
         if human is not None:
-            found = found.filter(owner=human)
+            found = found.filter(owned_by(human.pk))
         endpoint = found.first()
         if endpoint is None:
             raise InvalidInput("endpoint", f"no endpoint with slug {slug!r}")
