@@ -256,6 +256,9 @@ class Todo(models.Model):
     finish_by = models.DateTimeField(null=True, blank=True)
     run_timeout_seconds = models.IntegerField(null=True, blank=True)
     dedupe_key = models.TextField(null=True, blank=True)
+    # The lease TTL the current claim chose, which a heartbeat naming none extends by
+    # (migrations/0018).
+    lease_ttl_seconds = models.IntegerField(null=True, blank=True, editable=False)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()

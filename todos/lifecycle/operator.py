@@ -21,9 +21,9 @@ from todos.lifecycle.core import (
     claim_params,
     claimed_result,
     counted,
+    extend_ttl,
     fail_params,
     fail_result,
-    lease_ttl,
     release_closes,
     report_params,
     run_single,
@@ -165,9 +165,10 @@ def operator_extend(
     lease_ttl_seconds: int | None = None,
     actor_id: int | None = None,
 ) -> ReportResult:
-    """Extend the lease of a claimed todo, whoever holds it."""
+    """Extend the lease of a claimed todo, whoever holds it (by the TTL its claim chose when
+    ``lease_ttl_seconds`` is None)."""
     params = {
-        "ttl_seconds": lease_ttl(lease_ttl_seconds),
+        **extend_ttl(lease_ttl_seconds),
         **by_human(actor_id or human_id, "extend"),
     }
     row = run_single("operator_extend", OPERATOR_EXTEND, params, Scope.of_human(human_id), todo_id)
