@@ -100,6 +100,16 @@ def claims(scope: Scope, endpoint_id: UUID, limit: int = CLAIMS_SHOWN) -> list[T
     return list(
         Todo.objects.filter(scope.todos(), endpoint_id=endpoint_id)
         .in_flight()
-        .only("id", "title", "queue", "state", "owner", "attempt", "claimed_at", "lease_expires_at")
+        .only(
+            "id",
+            "title",
+            "queue",
+            "state",
+            "owner",
+            "claimant",
+            "attempt",
+            "claimed_at",
+            "lease_expires_at",
+        )
         .order_by("lease_expires_at", "claimed_at", "id")[:limit]
     )

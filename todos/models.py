@@ -259,6 +259,8 @@ class Todo(models.Model):
     # The lease TTL the current claim chose, which a heartbeat naming none extends by
     # (migrations/0018).
     lease_ttl_seconds = models.IntegerField(null=True, blank=True, editable=False)
+    # The label the current claim's agent sent, if any (migrations/0018).
+    claimant = models.TextField(null=True, blank=True, editable=False)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()

@@ -150,3 +150,14 @@ def test_exit_codes_reach_the_shell(personas: Personas, daphne_env: dict[str, st
         check=False,
     )
     assert (done.returncode, done.stderr.strip()) == (3, f"CommandError: {todo}: not found")
+
+
+def test_list_json_reads_in_constant_queries(
+    personas: Personas, django_assert_max_num_queries: Any
+) -> None:
+    """Every field of a row comes with the page: no deferred column is read per row."""
+    for _ in range(5):
+        claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-7")
+    with django_assert_max_num_queries(2):
+        listed = json.loads(todos("list", "--json", "--as", "alice"))
+    assert len(listed["todos"]) == 5
