@@ -92,10 +92,16 @@ def test_create_rule_makes_a_rule_that_routes(personas: Personas, client):
     assert response.json()["disposition"] == "routed"
 
 
-def test_rules_append_in_order(personas: Personas):
+def test_rules_append_in_order_numbered_as_the_board_numbers_them(personas: Personas, client):
     run("create_source", "--owner", "alice", "--slug", "gh")
     for queue in ("one", "two"):
-        run("create_rule", "--source", "gh", "--endpoint", "agent-a", "--queue", queue)
+        out, err = run("create_rule", "--source", "gh", "--endpoint", "agent-a", "--queue", queue)
+        rule = Rule.objects.get(id=int(out))
+        assert err.startswith(f"Rule #{rule.position} (id {rule.id}) on gh:")
+    client.force_login(personas.alice)
+    page = client.get("/sources/gh").content.decode()
+    for rule in Rule.objects.all():
+        assert f">#{rule.position}</span>" in page
     assert list(Rule.objects.order_by("position").values_list("queue", flat=True)) == [
         "one",
         "two",
