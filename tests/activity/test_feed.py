@@ -119,6 +119,9 @@ def test_an_entry_says_what_happened_and_links_to_its_place_on_the_trail(
     assert '<span class="actor human">alice</span> claimed it' in body
     assert f'href="/todos/{by_hand}#activity-2"' in body  # its ring is seq 1, not shown
     assert "requeued it: its retry was due" in body and "paused it for input" in body
+    # Each time carries its zone.
+    stamps = re.findall(r'<time class="when mono small" datetime="[^"]+">([^<]+)</time>', body)
+    assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", s) for s in stamps)
 
 
 # --- filters -----------------------------------------------------------------------------------
