@@ -266,7 +266,7 @@ def endpoint_push_url(request: BoardRequest, slug: str) -> HttpResponse:
         return redirect("endpoint_detail", slug=endpoint.slug)
     form = PushUrlForm(request.POST)
     if not form.is_valid():
-        problems = " ".join(e for errors in form.errors.values() for e in errors)
+        problems = " ".join(str(e) for errors in form.errors.values() for e in errors)
         messages.error(request, f"Push URL not changed: {problems}")
         return redirect("endpoint_detail", slug=endpoint.slug)
     had_secret = bool(endpoint.push_secret)
