@@ -19,7 +19,7 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from switchboard.credentials import create_endpoint, mint_key, revoke_keys
+from switchboard.credentials import create_endpoint, mint_key, revoke_keys, touch_key
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human
 from switchboard.scope import Scope
 from todos import lifecycle
@@ -41,8 +41,8 @@ DEMO_LEASE_SECONDS = 4 * 3600
 DEMO_RETRY_AFTER_SECONDS = 3600
 _LOCK_KEY = "switchboard.seed_demo"
 # How long ago each demo todo was created, in minutes: seeded in one transaction they would all
-# read "30 s ago" (_spread). The claimed one was taken 12 minutes ago, and its agent was last
-# seen a minute ago, as an agent holding a lease and heartbeating would be.
+# read "30 s ago" (_spread). The claimed one was taken 12 minutes ago, and its agent's key was
+# used just now, as an agent holding a lease and heartbeating would have used it.
 AGES_MINUTES = {
     "completed": 95,
     "retry_scheduled": 70,
@@ -57,7 +57,6 @@ AGES_MINUTES = {
     "pending_5": 2,
     "pending_6": 1,
 }
-LAST_SEEN_MINUTES = 1
 # Moves every past instant of each todo (its own, its attempts' and its activity rows') back by
 # its age, so each history keeps its order; deadlines ahead (a live lease, the next retry) stay.
 _SPREAD = """
@@ -80,11 +79,6 @@ moved_attempts AS (
            lease_expires_at = CASE WHEN x.ended_at IS NULL THEN x.lease_expires_at
                                    ELSE x.lease_expires_at - age.ago END
       FROM age WHERE x.todo_id = age.todo_id
-),
-seen AS (
-    UPDATE endpoint_keys k
-       SET last_used_at = now() - %(seen_minutes)s * interval '1 minute'
-     WHERE k.endpoint_id = %(endpoint_id)s AND k.revoked_at IS NULL
 )
 UPDATE todo_activity y SET at = y.at - age.ago FROM age WHERE y.todo_id = age.todo_id
 """
@@ -187,7 +181,7 @@ def _seed(password: str) -> Seeded:
         is_staff=True,
         is_superuser=True,
     )
-    endpoint, _, key = create_endpoint(
+    endpoint, key_row, key = create_endpoint(
         human, name="Demo agent", slug=ENDPOINT_SLUG, verbs=DRAIN_VERBS
     )
     source, webhook_secret = create_source(human, SOURCE_SLUG, name="Demo CI")
@@ -206,14 +200,15 @@ def _seed(password: str) -> Seeded:
         max_attempts=3,
     )
     todo_ids = _todos(endpoint.id, human.id)
-    _spread(endpoint.id, todo_ids)
+    _spread(todo_ids)
+    # The demo agent's claims were made with its key: "last seen" agrees with the claim it holds.
+    touch_key(key_row)
     return Seeded(USERNAME, password, key, webhook_secret, todo_ids)
 
 
-def _spread(endpoint_id: UUID, todo_ids: dict[str, str]) -> None:
+def _spread(todo_ids: dict[str, str]) -> None:
     """Age the demo's todos as if they had arrived over the last hour and a half
-    (``AGES_MINUTES``), and mark its key used a minute ago: the claim the demo agent holds then
-    sits beside a "last seen" that agrees with it. Moving clocks is the module's one shortcut."""
+    (``AGES_MINUTES``). Moving clocks is the module's one shortcut."""
     labels = [label for label in AGES_MINUTES if label in todo_ids]
     with connection.cursor() as cur:
         cur.execute(
@@ -221,8 +216,6 @@ def _spread(endpoint_id: UUID, todo_ids: dict[str, str]) -> None:
             {
                 "ids": [todo_ids[label] for label in labels],
                 "minutes": [AGES_MINUTES[label] for label in labels],
-                "seen_minutes": LAST_SEEN_MINUTES,
-                "endpoint_id": endpoint_id,
             },
         )
 
