@@ -17,12 +17,12 @@ Exit codes: ``todos/management/operate.py`` (0 done, 1 refused input, 2 usage, 3
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from mcp_server import shapes
 from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
@@ -57,8 +57,62 @@ def _limit(text: str) -> int:
     return value
 
 
-def _row(todo: Todo) -> dict[str, Any]:
-    return {"endpoint": todo.endpoint.slug, **shapes.todo_out(todo, detail=False)}
+def _iso(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+# A todo's fields as the command prints them (the list's columns; ``show`` adds the large ones).
+_FIELDS = (
+    "queue",
+    "title",
+    "state",
+    "assignee",
+    "owner",
+    "claimant",
+    "attempt",
+    "max_attempts",
+    "attempts_total",
+    "priority",
+    "run_timeout_seconds",
+    "dedupe_key",
+)
+_TIMES = (
+    "lease_expires_at",
+    "claimed_at",
+    "next_retry_at",
+    "created_at",
+    "updated_at",
+    "finished_at",
+    "not_before",
+    "start_by",
+    "finish_by",
+)
+
+
+def _row(todo: Todo, *, detail: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": todo.id, "endpoint": todo.endpoint.slug}
+    out |= {name: getattr(todo, name) for name in _FIELDS}
+    out |= {name: _iso(getattr(todo, name)) for name in _TIMES}
+    out["dead_letter"] = todo.dead_letter
+    if detail:
+        out |= {
+            "payload": todo.payload,
+            "work_order": todo.work_order,
+            "input_request": todo.input_request,
+            "result": todo.result,
+        }
+    return out
+
+
+def _attempt(attempt: Any) -> dict[str, Any]:
+    return {
+        "seq": attempt.seq,
+        "claimant": attempt.claimant,
+        "claimed_at": _iso(attempt.claimed_at),
+        "ended_at": _iso(attempt.ended_at),
+        "outcome": attempt.outcome,
+        "summary": attempt.summary,
+    }
 
 
 class Command(BaseCommand):
@@ -162,12 +216,15 @@ class Command(BaseCommand):
             detail = queries.todo_detail(who.scope, todo_id, SHOW_ATTEMPTS)
         except TodoNotFound:
             raise operate.not_found(todo_id) from None
+        todo = _row(detail.todo, detail=True)
         if as_json:
-            out = shapes.detail_out(detail)
-            out["todo"] = {"endpoint": detail.todo.endpoint.slug, **out["todo"]}
+            out = {
+                "todo": todo,
+                "attempts": [_attempt(a) for a in detail.history.attempts],
+                "attempts_total": detail.history.total,
+            }
             self.stdout.write(json.dumps(out, ensure_ascii=False))
             return
-        todo = shapes.todo_out(detail.todo, result=True)
         lines = [f"{todo_id}  {detail.todo.title}", f"  endpoint: {detail.todo.endpoint.slug}"]
         for key in (
             "queue",
