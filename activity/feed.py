@@ -137,6 +137,7 @@ class FeedEntry(Said):
     detail: dict[str, Any]
     outcome: str | None
     disposition: str | None
+    claimant: str | None  # an ending's: the label its agent sent with the claim, if any
     title: str
     queue: str
     endpoint_id: UUID
@@ -308,11 +309,14 @@ def _named(entries: list[FeedEntry], known: Mapping[Actor, str]) -> list[FeedEnt
         [e.actor_ref for e in entries],
         {**{Actor.endpoint(e.endpoint_id): e.endpoint_slug for e in entries}, **known},
     )
-    # An ending names the lease's holder ("operator alice", "endpoint ci"), a row who acted.
+    # An ending names the lease's holder by the label its agent sent, else as people know it
+    # ("operator alice", "endpoint ci"); a row names who acted.
     return [
         replace(
             e,
-            actor_label=(names.holder if e.kind == ATTEMPT_END else names.label)(e.actor_ref),
+            actor_label=(e.claimant or names.holder(e.actor_ref))
+            if e.kind == ATTEMPT_END
+            else names.label(e.actor_ref),
         )
         for e in entries
     ]

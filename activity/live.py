@@ -28,7 +28,13 @@ first paint), with the state badge, the facts, the operator actions and the head
 waterfall of the attempt that was open. Since the container always carries everything since
 the first paint, a reconnect (the extension's, after a drop) re-syncs by construction: nothing
 is lost, nothing doubled.
-The todo list connects with the ids of its rows and gets a row's state cell when it changes.
+The todo list connects with its filters, the ids of its rows and where new rows may go
+(``ListWatch``). A change of a row it shows redraws that row; a todo it does not show that now
+matches its filters (new, or newly claimed or finished into a state filter) is sent as an
+incoming row, which the page (``static/board.js``) places at once when the operator is at the
+top of a newest-first first page and otherwise counts in an "N new" bar, so the operator's
+scroll, drawer and filter stay as they were. On ``RESYNC`` the list re-reads all its rows in one
+query (``queries.listed_todos``) and, on a first page, its first page, sending what it missed.
 
 Cost
 ----
@@ -45,6 +51,7 @@ human's scope, so it shows nothing: the message is only a hint).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 from collections.abc import Mapping
@@ -71,18 +78,22 @@ from activity.markup import (
     trail_rows,
 )
 from activity.trail import CLAIM, END, TimelineEntry, Trail, todo_trail
+from switchboard import actors
 from switchboard.lib import changefeed, dbthread
+from switchboard.lib.actors import Actor
 from switchboard.lib.changefeed import Change
 from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint, TeamMember
 from switchboard.scope import Scope
 from todos import queries, states
+from todos.models import Todo
 
 logger = logging.getLogger(__name__)
 
 PATH = "ws/live/"
 TRAIL_PUSH = "todos/todo_detail.html#live_push"
-STATE_CELL = "todos/todo_list.html#state_cell"
+ROW = "todos/todo_list.html#row"
+LIVE_ROWS_MAX = 1000  # rows a list socket tracks, its first paint's and those it was sent
 # Application close codes (4000-4999): the ws extension reconnects only after a drop (1006,
 # 1011-1013), so a socket that can never work is not retried.
 CLOSE_BAD_REQUEST = 4400
@@ -239,11 +250,85 @@ def _count(text: str | None) -> int:
     return value
 
 
-def _rows(query: Mapping[str, list[str]]) -> frozenset[str]:
+def _rows(query: Mapping[str, list[str]]) -> set[str]:
     ids = [i for i in (_one(query, "rows") or "").split(",") if i]
     if len(ids) > ROWS_MAX or any(len(i) > _ID_MAX for i in ids):
         raise ValueError("rows")
-    return frozenset(ids)
+    return set(ids)
+
+
+# The list's filter parameters a list socket's query string carries (TodoFilters.parse).
+_FILTER_PARAMS = ("endpoint", "queue", "state", "dead", "q", "created_from", "created_to", "sort")
+
+
+@dataclass(slots=True)
+class ListWatch:
+    """What a todo list's socket watches: the rows it shows (and was sent since), the filters
+    they were chosen by, whether new rows go on top (``insert``: a first page, newest first) and
+    the oldest creation time a new row may have (``floor``: the last row's when another page
+    follows, else None; the first paint's time when rows are not inserted, so only todos newer
+    than the page are counted)."""
+
+    rows: set[str]
+    filters: queries.TodoFilters
+    insert: bool
+    floor: dt.datetime | None
+
+    @classmethod
+    def parse(cls, query: Mapping[str, list[str]]) -> ListWatch:
+        """Raises ``ValueError`` for a value the list page never writes."""
+        params = {name: value for name in _FILTER_PARAMS if (value := _one(query, name))}
+        floor_text = _one(query, "floor")
+        floor = dt.datetime.fromisoformat(floor_text) if floor_text else None
+        if floor is not None and floor.tzinfo is None:
+            raise ValueError("floor")
+        return cls(
+            rows=_rows(query),
+            filters=queries.TodoFilters.parse(params),
+            insert=_one(query, "insert") == "1",
+            floor=floor,
+        )
+
+    def fits(self, todo: Todo) -> bool:
+        return todo.id not in self.rows and (self.floor is None or todo.created_at >= self.floor)
+
+
+def _render_rows(todos: list[Todo], *, oob: bool) -> str:
+    holders = actors.resolve(
+        [t.owner for t in todos], {Actor.endpoint(t.endpoint.id): t.endpoint.slug for t in todos}
+    )
+    context = {"ws_oob": oob, "holders": holders}
+    return "".join(render_to_string(ROW, {**context, "todo": todo}) for todo in todos)
+
+
+def list_push(human_id: int, watch: ListWatch, todo_id: str | None) -> str | None:
+    """A list socket's message after ``todo_id`` changed (None: after a resync, everything):
+    its shown rows redrawn out of band, and the todos it does not show that match its filters
+    as incoming rows (``#live-incoming``); None when there is nothing to send. Reads in the
+    human's scope, one query for the rows (two on a resync's first page)."""
+    scope = Scope.of_human(human_id)
+    new: list[Todo] = []
+    if todo_id is None:
+        shown = queries.listed_todos(scope, watch.rows)
+        if watch.insert:
+            page = queries.todo_page(scope, watch.filters)
+            new = [todo for todo in page.todos if watch.fits(todo)]
+    elif todo_id in watch.rows:
+        shown = queries.listed_todos(scope, [todo_id])
+    else:
+        shown = []
+        if len(watch.rows) < LIVE_ROWS_MAX:
+            new = [
+                t for t in queries.listed_todos(scope, [todo_id], watch.filters) if watch.fits(t)
+            ]
+    if not shown and not new:
+        return None
+    html = _render_rows(shown, oob=True)
+    if new:
+        watch.rows.update(todo.id for todo in new)
+        incoming = _render_rows(new, oob=False)
+        html += f'<tbody hx-swap-oob="beforeend:#live-incoming">{incoming}</tbody>'
+    return html
 
 
 def new_entries(trail: Trail, watermark: Watermark) -> list[TimelineEntry]:
@@ -309,15 +394,6 @@ def trail_push(human_id: int, watermark: Watermark, csrf_token: str | None) -> s
     return render_to_string(TRAIL_PUSH, context)
 
 
-def state_cell(human_id: int, todo_id: str) -> str | None:
-    """A list row's state cell, out of band; None for a todo not in the human's scope."""
-    try:
-        todo = queries.todo_in_scope(Scope.of_human(human_id), todo_id)
-    except TodoNotFound:
-        return None
-    return render_to_string(STATE_CELL, {"todo": todo, "cell_oob": True})
-
-
 def _masked_csrf_token(secret: str | None) -> str | None:
     """A form token for the CSRF cookie the socket's handshake carried (the page set it), so
     the actions a push redraws post like the first paint's; None without a usable cookie."""
@@ -337,7 +413,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
     human_id: int
     keys: list[Owner]
     watermark: Watermark | None
-    rows: frozenset[str]
+    watch: ListWatch | None
     csrf_token: str | None
     joined = False
 
@@ -349,7 +425,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         try:
             self.watermark = Watermark.parse(query)
-            self.rows = _rows(query)
+            self.watch = None if self.watermark is not None else ListWatch.parse(query)
         except ValueError:
             await self.accept()
             await self.close(code=CLOSE_BAD_REQUEST)
@@ -382,16 +458,19 @@ class LiveConsumer(AsyncWebsocketConsumer):
             if todo_id == self.watermark.todo_id or event.get("resync"):
                 await self._push_trail()
             return
+        if self.watch is None:
+            return
         if event.get("resync"):
-            shown = sorted(self.rows)
-        elif isinstance(todo_id, str) and todo_id in self.rows:
-            shown = [todo_id]
+            changed = None
+        elif isinstance(todo_id, str) and todo_id and len(todo_id) <= _ID_MAX:
+            changed = todo_id
         else:
             return
-        for row in shown:
-            html = await dbthread.run(state_cell, self.human_id, row, thread_sensitive=True)
-            if html is not None:
-                await self.send(text_data=html)
+        html = await dbthread.run(
+            list_push, self.human_id, self.watch, changed, thread_sensitive=True
+        )
+        if html is not None:
+            await self.send(text_data=html)
 
     async def _push_trail(self) -> None:
         assert self.watermark is not None

@@ -62,7 +62,7 @@ def framed(entry: TimelineEntry, what: str, tz: dt.tzinfo) -> SafeString:
     every call) and its anchor, exactly as the template's ``trail_entry`` partial frames
     the delivery and the creation. ``kind`` is a column under a CHECK list or ours;
     escaped all the same."""
-    stamp = entry.at.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
+    stamp = entry.at.astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
     # The kind is escaped, the rest is ours or the caller's (SafeString: see activity_html).
     return SafeString(
         f'<div class="trail-entry trail-{escape(entry.kind)}" id="{escape(entry.anchor)}">\n'
@@ -159,7 +159,7 @@ def attempt_heartbeat_html(group: AttemptGroup, tz: dt.tzinfo, *, oob: bool) -> 
     the cap); with ``oob`` for a live update to swap it in place."""
     at = group.last_heartbeat_at
     said = (
-        f"last heartbeat {at.astimezone(tz).strftime('%Y-%m-%d %H:%M:%S')}"
+        f"last heartbeat {at.astimezone(tz).strftime('%Y-%m-%d %H:%M:%S %Z')}"
         " (recorded at most once a minute)"
         if at is not None
         else "no heartbeat recorded"

@@ -117,8 +117,8 @@ class Said:
     @property
     def stamp(self) -> str:
         """``at`` as the page shows it, in the current time zone (the ``date`` filter's
-        "Y-m-d H:i:s", at a fraction of its cost on a page of hundreds of entries)."""
-        return localtime(self.at).strftime("%Y-%m-%d %H:%M:%S")
+        "Y-m-d H:i:s T", at a fraction of its cost on a page of hundreds of entries)."""
+        return localtime(self.at).strftime("%Y-%m-%d %H:%M:%S %Z")
 
     @property
     def subscribers(self) -> int | None:
@@ -214,8 +214,8 @@ class TimelineEntry:
     @property
     def stamp(self) -> str:
         """``at`` as the page shows it, in the current time zone (the ``date`` filter's
-        "Y-m-d H:i:s", at a fraction of its cost on a page of hundreds of entries)."""
-        return localtime(self.at).strftime("%Y-%m-%d %H:%M:%S")
+        "Y-m-d H:i:s T", at a fraction of its cost on a page of hundreds of entries)."""
+        return localtime(self.at).strftime("%Y-%m-%d %H:%M:%S %Z")
 
     @property
     def anchor(self) -> str:

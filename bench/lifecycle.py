@@ -348,7 +348,8 @@ class BareClient:
 
     def heartbeat(self, todo_id: str) -> None:
         self.cur.execute(
-            self.sql.heartbeat, {**self.base, "id": todo_id, "ttl_seconds": TTL_SECONDS}
+            self.sql.heartbeat,
+            {**self.base, "id": todo_id, "ttl_seconds": TTL_SECONDS, "ttl_default": TTL_SECONDS},
         )
         if self.cur.fetchone() is None:
             raise RuntimeError(f"heartbeat missed {todo_id}")

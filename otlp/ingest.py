@@ -101,9 +101,17 @@ def ingest(
         attempt_cap=current.spans_max_per_attempt,
         todo_cap=current.spans_max_per_todo,
     )
-    return Outcome(
+    outcome = Outcome(
         accepted=stored.accepted,
         unbound=prepared.unbound,
         dropped_cap=stored.dropped,
         invalid=prepared.invalid,
     )
+    # The fleet's per-endpoint count (the exporters most agents use drop the partial success).
+    store.record_refusals(
+        endpoint_id,
+        unbound=outcome.unbound,
+        over_cap=outcome.dropped_cap,
+        invalid=outcome.invalid,
+    )
+    return outcome

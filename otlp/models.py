@@ -85,3 +85,25 @@ class TodoTraceBinding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.todo_id}/{bytes(self.trace_id).hex()}"
+
+
+class SpanRefusals(models.Model):
+    """Spans an endpoint's exporters sent that were not stored, counted per minute and reason
+    (migrations/0003): the fleet's "refused spans" over the last hour and day. Written by
+    ``otlp/store.py`` only when a request refused some, so a clean export pays nothing."""
+
+    pk = models.CompositePrimaryKey("endpoint", "minute")
+    endpoint = models.ForeignKey(
+        "switchboard.Endpoint", on_delete=models.CASCADE, related_name="span_refusals"
+    )
+    minute = models.DateTimeField()
+    unbound = models.IntegerField(db_default=0, default=0)
+    over_cap = models.IntegerField(db_default=0, default=0)
+    invalid = models.IntegerField(db_default=0, default=0)
+
+    class Meta:
+        db_table = "span_refusals"
+        ordering = ["endpoint_id", "minute"]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id}/{self.minute:%Y-%m-%d %H:%M}"

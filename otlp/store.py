@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from django.db import transaction
 
@@ -57,6 +58,7 @@ STORE = load(_SQL, "store")
 TODO_DROPPED = load(_SQL, "todo_dropped")
 SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
 FORGET = load(_SQL, "forget")
+REFUSALS = load(_SQL, "refusals")
 ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
 
 Key = tuple[str, bytes, bytes]
@@ -204,6 +206,19 @@ def store(
         accepted=accepted,
         dropped_attempt_cap=len(rows) - accepted - dropped_todo,
         dropped_todo_cap=dropped_todo,
+    )
+
+
+def record_refusals(endpoint_id: UUID, *, unbound: int, over_cap: int, invalid: int) -> None:
+    """Count one request's refused spans in its endpoint's ``span_refusals`` row for this minute
+    (one statement, which also prunes the endpoint's rows past two days); nothing when none was
+    refused, so a clean export costs no write. Its own short transaction after the spans', so a
+    refusal is counted even when no span bound."""
+    if unbound + over_cap + invalid == 0:
+        return
+    fetch_all(
+        REFUSALS,
+        {"endpoint_id": endpoint_id, "unbound": unbound, "over_cap": over_cap, "invalid": invalid},
     )
 
 

@@ -55,3 +55,85 @@ document.addEventListener("click", (event) => {
   document.addEventListener("htmx:afterSettle", refresh);
   setInterval(refresh, 15000);
 })();
+
+// The todo list's live rows (activity/live.py). The list's socket drops the todos the page does
+// not show, that now match its filter, into the hidden <tbody id="live-incoming">. On a first
+// page in newest-first order (data-live-insert="1") they are placed by creation time at once
+// while the operator is at the top of the page; scrolled away, they wait behind the "N new"
+// bar, so nothing moves under the reader. Elsewhere (another sort or page) the bar only counts
+// them and shows them by reloading. The row whose drawer is open stays marked as selected
+// across the socket's redraws, and the filter is the page's URL, which nothing here changes.
+(() => {
+  const TOP_PX = 48;
+  let held = [];
+  let selected = null;
+  const board = () => document.querySelector(".board[data-live-insert]");
+  const atTop = () => window.scrollY <= TOP_PX;
+  const mark = () => {
+    for (const row of document.querySelectorAll("#todo-rows tr.selected")) {
+      if (row.id !== selected) row.classList.remove("selected");
+    }
+    const row = selected && document.getElementById(selected);
+    if (row) row.classList.add("selected");
+  };
+  const place = (row) => {
+    const body = document.getElementById("todo-rows");
+    document.getElementById("rows-empty")?.remove();
+    document.getElementById(row.id)?.remove();
+    const created = Date.parse(row.dataset.created);
+    const after = [...body.children].find((other) => Date.parse(other.dataset.created) < created);
+    body.insertBefore(row, after || null);
+    row.classList.add("new");
+  };
+  const bar = () => {
+    const box = document.getElementById("live-new");
+    if (!box) return;
+    box.hidden = held.length === 0;
+    const insert = board()?.dataset.liveInsert === "1";
+    const noun = held.length === 1 ? "new todo" : "new todos";
+    box.querySelector("button").textContent = insert
+      ? `${held.length} ${noun}: show`
+      : `${held.length} ${noun} match this filter: reload`;
+  };
+  const flush = () => {
+    for (const row of held) place(row);
+    held = [];
+    bar();
+    mark();
+  };
+  document.addEventListener("htmx:wsAfterMessage", () => {
+    const incoming = document.getElementById("live-incoming");
+    if (incoming) {
+      for (const row of [...incoming.children]) {
+        row.remove();
+        held = held.filter((other) => other.id !== row.id);
+        held.push(row);
+      }
+    }
+    if (held.length && board()?.dataset.liveInsert === "1" && atTop()) flush();
+    else bar();
+    mark();
+  });
+  window.addEventListener("scroll", () => {
+    if (held.length && board()?.dataset.liveInsert === "1" && atTop()) flush();
+  }, { passive: true });
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("button[data-live-show]")) {
+      if (board()?.dataset.liveInsert === "1") {
+        flush();
+        window.scrollTo({ top: 0 });
+      } else {
+        window.location.reload();
+      }
+      return;
+    }
+    const row = event.target.closest("#todo-rows tr.row");
+    if (row && event.target.closest("a[hx-get]")) {
+      selected = row.id;
+      mark();
+    } else if (event.target.closest("button[data-close-drawer]")) {
+      selected = null;
+      mark();
+    }
+  });
+})();

@@ -22,12 +22,14 @@ import secrets
 import uuid
 from collections.abc import Iterable
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Now
 from django.utils.crypto import constant_time_compare, salted_hmac
 
+from switchboard.lib import webhook_out
 from switchboard.models import Endpoint, EndpointKey, Human, Team, Verb
 from switchboard.teams import check_move
 
@@ -147,6 +149,22 @@ def create_endpoint(
         # The slug was taken between full_clean's check and this insert.
         raise ValidationError({"slug": f"an endpoint named {slug!r} exists"}) from None
     return endpoint, key, plaintext
+
+
+def check_push_url(url: str | None) -> None:
+    """Check a push URL with the sender's own guard (``webhook_out.check``, under
+    ``SWITCHBOARD_PUSH_ALLOW_PRIVATE`` as the sender reads it) before a form or a command stores
+    it: raise ``ValidationError`` on ``push_url`` for a URL every ring to it would be refused,
+    an inside address naming the setting that allows it. None and "" (no push) pass.
+
+    Not called by ``create_endpoint``/``update_endpoint``: the admin and tests store what they
+    are given, and the sender refuses it again on every try."""
+    if not url:
+        return
+    try:
+        webhook_out.check(url, allow_private=settings.SWITCHBOARD_PUSH_ALLOW_PRIVATE)
+    except webhook_out.TargetRefused as exc:
+        raise ValidationError({"push_url": str(exc)}) from None
 
 
 def update_endpoint(

@@ -19,7 +19,7 @@ from uuid import UUID
 
 from django.db import connection, transaction
 
-from switchboard.credentials import create_endpoint, mint_key, revoke_keys
+from switchboard.credentials import create_endpoint, mint_key, revoke_keys, touch_key
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human
 from switchboard.scope import Scope
 from todos import lifecycle
@@ -40,6 +40,48 @@ DEMO_LEASE_SECONDS = 4 * 3600
 # default backoff's thirty seconds.
 DEMO_RETRY_AFTER_SECONDS = 3600
 _LOCK_KEY = "switchboard.seed_demo"
+# How long ago each demo todo was created, in minutes: seeded in one transaction they would all
+# read "30 s ago" (_spread). The claimed one was taken 12 minutes ago, and its agent's key was
+# used just now, as an agent holding a lease and heartbeating would have used it.
+AGES_MINUTES = {
+    "completed": 95,
+    "retry_scheduled": 70,
+    "dead_letter": 52,
+    "canceled": 45,
+    "died": 38,
+    "claimed": 12,
+    "pending_1": 9,
+    "pending_2": 7,
+    "pending_3": 5,
+    "pending_4": 3,
+    "pending_5": 2,
+    "pending_6": 1,
+}
+# Moves every past instant of each todo (its own, its attempts' and its activity rows') back by
+# its age, so each history keeps its order; deadlines ahead (a live lease, the next retry) stay.
+_SPREAD = """
+WITH age AS (
+    SELECT a.todo_id, a.minutes * interval '1 minute' AS ago
+      FROM unnest(%(ids)s::text[], %(minutes)s::int[]) AS a(todo_id, minutes)
+),
+moved_todos AS (
+    UPDATE todos t
+       SET created_at = t.created_at - age.ago, updated_at = t.updated_at - age.ago,
+           claimed_at = t.claimed_at - age.ago, finished_at = t.finished_at - age.ago,
+           attempt_heartbeat_at = t.attempt_heartbeat_at - age.ago
+      FROM age WHERE t.id = age.todo_id
+),
+moved_attempts AS (
+    UPDATE todo_attempts x
+       SET claimed_at = x.claimed_at - age.ago,
+           last_heartbeat_at = x.last_heartbeat_at - age.ago,
+           ended_at = x.ended_at - age.ago,
+           lease_expires_at = CASE WHEN x.ended_at IS NULL THEN x.lease_expires_at
+                                   ELSE x.lease_expires_at - age.ago END
+      FROM age WHERE x.todo_id = age.todo_id
+)
+UPDATE todo_activity y SET at = y.at - age.ago FROM age WHERE y.todo_id = age.todo_id
+"""
 # The demo source's rule: GitHub check_run deliveries that failed (docs/guides/webhooks.md).
 CI_FAILURE_MATCH = {
     "headers": {"X-GitHub-Event": "check_run"},
@@ -139,7 +181,7 @@ def _seed(password: str) -> Seeded:
         is_staff=True,
         is_superuser=True,
     )
-    endpoint, _, key = create_endpoint(
+    endpoint, key_row, key = create_endpoint(
         human, name="Demo agent", slug=ENDPOINT_SLUG, verbs=DRAIN_VERBS
     )
     source, webhook_secret = create_source(human, SOURCE_SLUG, name="Demo CI")
@@ -158,7 +200,24 @@ def _seed(password: str) -> Seeded:
         max_attempts=3,
     )
     todo_ids = _todos(endpoint.id, human.id)
+    _spread(todo_ids)
+    # The demo agent's claims were made with its key: "last seen" agrees with the claim it holds.
+    touch_key(key_row)
     return Seeded(USERNAME, password, key, webhook_secret, todo_ids)
+
+
+def _spread(todo_ids: dict[str, str]) -> None:
+    """Age the demo's todos as if they had arrived over the last hour and a half
+    (``AGES_MINUTES``). Moving clocks is the module's one shortcut."""
+    labels = [label for label in AGES_MINUTES if label in todo_ids]
+    with connection.cursor() as cur:
+        cur.execute(
+            _SPREAD,
+            {
+                "ids": [todo_ids[label] for label in labels],
+                "minutes": [AGES_MINUTES[label] for label in labels],
+            },
+        )
 
 
 def _todos(endpoint_id: UUID, human_id: int) -> dict[str, str]:

@@ -82,6 +82,31 @@ class VendForm(forms.ModelForm):
         credentials.validate_slug(slug)  # create_endpoint checks it again; here it shows in place
         return slug
 
+    def clean_push_url(self) -> str:
+        return _checked_push_url(self.cleaned_data.get("push_url") or "")
+
+
+def _checked_push_url(url: str) -> str:
+    """``url`` if the sender would post to it (``credentials.check_push_url``), else the form's
+    error, naming the setting that allows an inside address."""
+    try:
+        credentials.check_push_url(url)
+    except ValidationError as exc:
+        raise ValidationError(exc.message_dict["push_url"]) from None
+    return url
+
+
+class PushUrlForm(forms.Form):
+    push_url = forms.URLField(
+        required=False,
+        max_length=2048,
+        assume_scheme="https",
+        help_text="Empty: no push rings (the agents wait on MCP subscriptions or poll).",
+    )
+
+    def clean_push_url(self) -> str:
+        return _checked_push_url(self.cleaned_data.get("push_url") or "")
+
 
 def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
     """The endpoint ``slug`` if the human sees it (its own or its teams'); 404 otherwise. Its
@@ -274,6 +299,42 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
         else [],
     }
     return render(request, "endpoints/endpoint_detail.html", context)
+
+
+@login_required
+@require_POST
+def endpoint_push_url(request: BoardRequest, slug: str) -> HttpResponse:
+    """Change (or remove, empty) the endpoint's push URL, checked with the sender's guard. An
+    endpoint given its first push URL gets a push secret, shown once on the next page."""
+    endpoint = _own_endpoint(request, slug)
+    if endpoint.is_revoked:
+        messages.error(request, f"{endpoint.slug} is revoked: its push URL no longer changes.")
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    form = PushUrlForm(request.POST)
+    if not form.is_valid():
+        problems = " ".join(str(e) for errors in form.errors.values() for e in errors)
+        messages.error(request, f"Push URL not changed: {problems}")
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    had_secret = bool(endpoint.push_secret)
+    url = form.cleaned_data["push_url"] or None
+    try:
+        credentials.update_endpoint(
+            endpoint, name=endpoint.name, verbs=endpoint.verbs, push_url=url
+        )
+    except ValidationError as exc:
+        messages.error(request, f"Push URL not changed: {' '.join(exc.messages)}")
+        return redirect("endpoint_detail", slug=endpoint.slug)
+    if url and not had_secret:
+        # The first push URL minted the secret its rings are signed with: shown this once.
+        stash_shown_once(
+            request, "push_secret", slug=endpoint.slug, push_secret=endpoint.push_secret
+        )
+        return redirect("endpoint_rotate_push_secret", slug=endpoint.slug)
+    messages.success(
+        request,
+        f"Push URL of {endpoint.slug}: {url}." if url else f"{endpoint.slug} no longer pushes.",
+    )
+    return redirect("endpoint_detail", slug=endpoint.slug)
 
 
 @login_required

@@ -40,6 +40,11 @@ urlpatterns = [
     ),
     path("endpoints/<slug:slug>/revoke", endpoint_views.endpoint_revoke, name="endpoint_revoke"),
     path(
+        "endpoints/<slug:slug>/push-url",
+        endpoint_views.endpoint_push_url,
+        name="endpoint_push_url",
+    ),
+    path(
         "endpoints/<slug:slug>/push-test",
         endpoint_views.endpoint_push_test,
         name="endpoint_push_test",

@@ -56,6 +56,20 @@ class FailureRate:
 
 
 @dataclass(frozen=True, slots=True)
+class SpanRefusals:
+    """Of the spans an endpoint's exporters sent in a window, how many were refused, by reason
+    (otlp/store.py counts them per minute in span_refusals)."""
+
+    unbound: int
+    over_cap: int
+    invalid: int
+
+    @property
+    def total(self) -> int:
+        return self.unbound + self.over_cap + self.invalid
+
+
+@dataclass(frozen=True, slots=True)
 class EndpointFleet:
     endpoint_id: UUID
     last_seen_at: dt.datetime | None
@@ -63,6 +77,8 @@ class EndpointFleet:
     claims: int
     hour: FailureRate
     day: FailureRate
+    refused_hour: SpanRefusals
+    refused_day: SpanRefusals
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> EndpointFleet:
@@ -73,6 +89,10 @@ class EndpointFleet:
             claims=row["claims"],
             hour=FailureRate(row["ended_hour"], row["failed_hour"]),
             day=FailureRate(row["ended_day"], row["failed_day"]),
+            refused_hour=SpanRefusals(
+                row["unbound_hour"], row["over_cap_hour"], row["invalid_hour"]
+            ),
+            refused_day=SpanRefusals(row["unbound_day"], row["over_cap_day"], row["invalid_day"]),
         )
 
 
@@ -100,6 +120,16 @@ def claims(scope: Scope, endpoint_id: UUID, limit: int = CLAIMS_SHOWN) -> list[T
     return list(
         Todo.objects.filter(scope.todos(), endpoint_id=endpoint_id)
         .in_flight()
-        .only("id", "title", "queue", "state", "owner", "attempt", "claimed_at", "lease_expires_at")
+        .only(
+            "id",
+            "title",
+            "queue",
+            "state",
+            "owner",
+            "claimant",
+            "attempt",
+            "claimed_at",
+            "lease_expires_at",
+        )
         .order_by("lease_expires_at", "claimed_at", "id")[:limit]
     )

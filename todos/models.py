@@ -264,6 +264,11 @@ class Todo(models.Model):
     # Its claim took it from a queue with a max_in_flight (migrations/0020): when the hold ends,
     # the queue's waiting agents are rung (docs/decisions/0028-queue-limits.md).
     holds_limited_slot = models.BooleanField(db_default=False, default=False, editable=False)
+    # The lease TTL the current claim chose, which a heartbeat naming none extends by
+    # (migrations/0022).
+    lease_ttl_seconds = models.IntegerField(null=True, blank=True, editable=False)
+    # The label the current claim's agent sent, if any (migrations/0022).
+    claimant = models.TextField(null=True, blank=True, editable=False)
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()

@@ -12,6 +12,7 @@ mcp_server/tools.py, mcp_server/resources.py) only shape what these return.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -324,6 +325,24 @@ def todo_in_scope(scope: Scope, todo_id: str) -> Todo:
     if todo is None:
         raise TodoNotFound(todo_id)
     return todo
+
+
+def listed_todos(
+    scope: Scope, todo_ids: Iterable[str], filters: TodoFilters | None = None
+) -> list[Todo]:
+    """The todos of ``todo_ids`` in ``scope`` (and, given ``filters``, that the list's filters
+    match), each with its endpoint, in one query whatever their number: the live list's re-read
+    of its rows (activity/live.py). Ids outside the scope are left out, as unknown ones.
+
+    Uses index: todos_pkey.
+    """
+    ids = list(todo_ids)
+    if not ids or (filters is not None and filters.matches_nothing):
+        return []
+    rows = Todo.objects.filter(scope.todos(), id__in=ids)
+    if filters is not None:
+        rows = rows.filter(filters.q_filter())
+    return list(rows.select_related("endpoint").order_by("-created_at", "-id"))
 
 
 def event_for_todo(scope: Scope, todo_id: str) -> Event | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -75,6 +76,20 @@ def _sort_links(filters: queries.TodoFilters) -> dict[str, tuple[str, str]]:
     return links
 
 
+def _live_url(filters: queries.TodoFilters, page: queries.TodoPage, *, insert: bool) -> str:
+    """The list's socket (activity/live.py ``ListWatch``): its filters, its rows, and where new
+    rows go: on top of a newest-first first page, down to the last row's creation when another
+    page follows; otherwise only counted, and only those created after this paint."""
+    params = filters.to_params() | {"rows": ",".join(t.id for t in page.todos)}
+    if insert:
+        params["insert"] = "1"
+        if page.next_cursor is not None and page.todos:
+            params["floor"] = page.todos[-1].created_at.isoformat()
+    else:
+        params["floor"] = timezone.now().isoformat()
+    return f"/ws/live/?{urlencode(params)}"
+
+
 @login_required
 @require_GET
 def todo_list(request: BoardRequest) -> HttpResponse:
@@ -92,6 +107,7 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     tabs.append(("dead", "dead letter", counts["dead_letter"], list_query(base, dead="1")))
     current_tab = "dead" if filters.dead_letter else (filters.state or "all")
     paused = queries.paused_queues(scope(request))
+    live_insert = after is None and filters.order == queries.DEFAULT_SORT
     return render(
         request,
         "todos/todo_list.html",
@@ -118,6 +134,8 @@ def todo_list(request: BoardRequest) -> HttpResponse:
             if page.next_cursor
             else None,
             "first_query": list_query(filters) if after else None,
+            "live_url": _live_url(filters, page, insert=live_insert),
+            "live_insert": live_insert,
             "query": list_query(filters),
             # The human's paused queues, and whether the filter names one queue to pause.
             "paused": paused,

@@ -4,7 +4,8 @@
 -- Uses index: idx_todo_activity_at, in its own order (no sort); todos_pkey per row walked
 --   (_feed_owned.sql).
 (SELECT v.at, v.kind, v.todo_id, v.seq, v.attempt_seq, v.actor_kind, v.actor_ref, v.message,
-        v.truncated, v.detail, NULL::text AS outcome, NULL::text AS disposition
+        v.truncated, v.detail, NULL::text AS outcome, NULL::text AS disposition,
+        NULL::text AS claimant
    FROM todo_activity v
   WHERE v.kind <> 'rung' @{activity_filter} AND @{feed_owned_activity}
   ORDER BY v.at DESC

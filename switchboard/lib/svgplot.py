@@ -72,13 +72,21 @@ def nice_ceiling(value: float) -> int:
     return int(10 * power)  # not reached
 
 
+def _tick_label(value: float) -> str:
+    """A y tick's value as it sits on the axis: whole numbers as such, the middle of an odd
+    maximum with its half (a maximum of 5 reads 0, 2.5, 5: never a rounded 2 at 2.5's height)."""
+    if value == int(value):
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
 def _frame(
     n: int, ymax: int, labels: Sequence[str], label_every: int
 ) -> tuple[float, list[Tick], list[Tick]]:
     plot_w = WIDTH - LEFT - RIGHT
     step = plot_w / max(n, 1)
     plot_h = HEIGHT - TOP - BOTTOM
-    yticks = [Tick(TOP + plot_h * (1 - f), f"{round(ymax * f):,}") for f in (0, 0.5, 1)]
+    yticks = [Tick(TOP + plot_h * (1 - f), _tick_label(ymax * f)) for f in (0, 0.5, 1)]
     xticks = [
         Tick(LEFT + step * i, labels[i]) for i in range(0, n, max(1, label_every)) if labels[i]
     ]

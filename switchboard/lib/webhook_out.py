@@ -43,8 +43,18 @@ SIGNATURE_HEADER = "Switchboard-Signature"
 RESPONSE_READ_BYTES = 4096  # what is read of an answer before it is dropped
 
 
+# The setting that lets pushes go to inside addresses (switchboard/settings.py), named in the
+# refusal so an operator trying a local agent learns what to set.
+PRIVATE_SETTING = "SWITCHBOARD_PUSH_ALLOW_PRIVATE"
+
+
 class TargetRefused(Exception):
-    """The URL may not be posted to: not http(s), unresolvable, or an inside address."""
+    """The URL may not be posted to: not http(s) (``kind`` "url"), unresolvable
+    ("unresolved"), or an inside address ("private")."""
+
+    def __init__(self, message: str, kind: str = "url") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +115,32 @@ def resolve(url: str, *, allow_private: bool) -> tuple[str, str, int, str, str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise TargetRefused(f"cannot resolve {host}: {exc}") from None
+        raise TargetRefused(f"cannot resolve {host}: {exc}", "unresolved") from None
     addresses = [str(info[4][0]) for info in infos]
     if not addresses:
-        raise TargetRefused(f"cannot resolve {host}")
+        raise TargetRefused(f"cannot resolve {host}", "unresolved")
     if not allow_private and not all(is_global(a) for a in addresses):
-        raise TargetRefused(f"{host} resolves to a private, loopback or link-local address")
+        raise TargetRefused(
+            f"{host} resolves to a private, loopback or link-local address; set"
+            f" {PRIVATE_SETTING}=true on the server to allow it (an agent on this machine or"
+            " network)",
+            "private",
+        )
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
     return parts.scheme, host, port, addresses[0], path
+
+
+def check(url: str, *, allow_private: bool) -> None:
+    """The sender's guard for a form or a command, before a URL is stored: raise
+    ``TargetRefused`` exactly as ``post`` would, except for a host that does not resolve now
+    (it may by the time a ring is sent, and each try resolves it again)."""
+    try:
+        resolve(url, allow_private=allow_private)
+    except TargetRefused as exc:
+        if exc.kind != "unresolved":
+            raise
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):

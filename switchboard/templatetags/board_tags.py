@@ -114,8 +114,19 @@ def took(start: dt.datetime | None, end: dt.datetime | None) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def holder(context: template.Context, owner: str | None, endpoint: Any = None) -> str:
-    """A lease holder as people know it (``switchboard.actors.Names.holder``): ``operator
+def holder(
+    context: template.Context, owner: str | None, endpoint: Any = None, claimant: str | None = None
+) -> SafeString | str:
+    """A lease holder as people know it: the ``claimant`` label its agent sent with the claim,
+    when it sent one (the holder's name on hover), else its name."""
+    name = holder_name(context, owner, endpoint)
+    if claimant:
+        return format_html('<span class="claimant" title="{}">{}</span>', name, claimant)
+    return name
+
+
+def holder_name(context: template.Context, owner: str | None, endpoint: Any = None) -> str:
+    """A lease holder's name (``switchboard.actors.Names.holder``): ``operator
     <username>`` for ``human:<id>``, ``endpoint <slug>`` for ``endpoint:<uuid>``, any other
     owner as given. The logged-in human and ``endpoint`` (the todo's, when the page holds it)
     are named without a query; anyone else with one, once per render. A page that shows many

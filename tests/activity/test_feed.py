@@ -119,6 +119,9 @@ def test_an_entry_says_what_happened_and_links_to_its_place_on_the_trail(
     assert '<span class="actor human">alice</span> claimed it' in body
     assert f'href="/todos/{by_hand}#activity-2"' in body  # its ring is seq 1, not shown
     assert "requeued it: its retry was due" in body and "paused it for input" in body
+    # Each time carries its zone.
+    stamps = re.findall(r'<time class="when mono small" datetime="[^"]+">([^<]+)</time>', body)
+    assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", s) for s in stamps)
 
 
 # --- filters -----------------------------------------------------------------------------------
@@ -429,3 +432,19 @@ def test_unread_counts_from_the_given_time_up_to_the_cap(personas: Personas) -> 
     assert feed.unread_count(alice, base) == 0
     assert feed.unread_count(alice, base - dt.timedelta(days=1)) == 5
     assert [feed.badge(n) for n in (0, 1, 99, 100)] == ["", "1", "99", "99+"]
+
+
+def test_an_ending_names_its_holder_by_the_claimant_label_it_sent(
+    personas: Personas, alice_client: Client
+) -> None:
+    ep = personas.endpoint_a.id
+    labelled = reach.claimed(ep, owner=f"endpoint:{ep}", claimant="ci-bot/run-9").todo.id
+    lifecycle.complete(ep, labelled, owner=f"endpoint:{ep}")
+    bare = reach.claimed(ep, owner=f"endpoint:{ep}").todo.id
+    lifecycle.complete(ep, bare, owner=f"endpoint:{ep}")
+
+    entries = {e.todo_id: e for e in feed_page(personas.alice.id, FeedFilters()).entries}
+    assert entries[labelled].actor == "ci-bot/run-9"
+    assert entries[bare].actor == "endpoint agent-a"
+    body = alice_client.get(reverse("activity")).content.decode()
+    assert re.search(r'held by (<span class="mono">)?ci-bot/run-9<', body)

@@ -16,6 +16,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -30,7 +31,7 @@ from switchboard.lib import changefeed
 from switchboard.lib.changefeed import Change
 from tests.base import Personas
 from tests.live import run
-from tests.reach import OWNER, claimed, new_todo
+from tests.reach import OWNER, claimed, new_todo, set_created_at
 from todos import lifecycle
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -308,30 +309,102 @@ def test_alice_never_hears_of_bobs_todos(
 # --- the list ------------------------------------------------------------------------------------
 
 
-def test_the_list_socket_swaps_a_changed_rows_state_cell(
-    alice_client: Client, personas: Personas
-) -> None:
+def test_the_list_socket_redraws_a_changed_row(alice_client: Client, personas: Personas) -> None:
     ep = personas.endpoint_a.id
     todo_id = new_todo(ep).id
     not_shown = new_todo(ep).id
+    set_created_at(not_shown, 600)  # older than every row shown: not a new one
     page = paint(alice_client, "/")
     assert f'<td id="state-{todo_id}">' in page
-    assert sorted(ws_path(page).removeprefix("/ws/live/?rows=").split(",")) == sorted(
-        [todo_id, not_shown]
-    )
+    query = parse_qs(urlsplit(ws_path(page)).query)
+    assert sorted(query["rows"][0].split(",")) == sorted([todo_id, not_shown])
+    assert query["insert"] == ["1"] and "floor" not in query
 
     async def go() -> None:
-        # A page showing one of the two.
-        async with socket(alice_client, f"/ws/live/?rows={todo_id}") as ws:
+        # A page showing one of the two, with another page after it (the floor).
+        floor = "2000-01-01T00:00:00+00:00"
+        path = f"/ws/live/?rows={todo_id}&insert=1&floor={quote(floor)}"
+        async with socket(alice_client, path) as ws:
             await connected(ws)
-            await db(lifecycle.claim, ep, todo_id, owner=OWNER)
-            cell = await ws.receive_from(WAIT)
-            assert cell.startswith(f'<td id="state-{todo_id}" hx-swap-oob="true">')
-            assert '<span class="badge state-claimed">claimed</span>' in cell
-            await db(lifecycle.claim, ep, not_shown, owner=OWNER)
-            assert await ws.receive_nothing(QUIET)
+            await db(lifecycle.claim, ep, todo_id, owner=OWNER, claimant="ci-bot/7")
+            row = await ws.receive_from(WAIT)
+            assert row.startswith(f'<tr id="row-{todo_id}" class="row" data-created=')
+            assert 'hx-swap-oob="true"' in row.split(">", 1)[0]
+            assert '<span class="badge state-claimed">claimed</span>' in row
+            assert "ci-bot/7" in row
+            assert "live-incoming" not in row
 
     live_test(go)
+
+
+def test_a_new_todo_matching_the_filter_is_sent_as_an_incoming_row(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    shown = new_todo(ep, "work").id
+    page = paint(alice_client, "/?queue=work")
+    path = ws_path(page)
+    assert "queue=work" in path
+
+    async def go() -> None:
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            await db(new_todo, ep, "other")  # another queue: not this list's
+            await db(new_todo, personas.endpoint_b.id, "work")  # bob's
+            assert await ws.receive_nothing(QUIET)
+            fresh = (await db(new_todo, ep, "work", title="just in")).id
+            message = await ws.receive_from(WAIT)
+            assert message.startswith('<tbody hx-swap-oob="beforeend:#live-incoming">')
+            assert f'<tr id="row-{fresh}" class="row"' in message
+            assert 'hx-swap-oob="true"' not in message.split("<tr", 1)[1].split(">", 1)[0]
+            # Sent once; from now on it is a row of the page: its claim redraws it.
+            await db(lifecycle.claim, ep, fresh, owner=OWNER)
+            redraw = await ws.receive_from(WAIT)
+            assert redraw.startswith(f'<tr id="row-{fresh}"') and "claimed" in redraw
+            assert shown in path
+
+    live_test(go)
+
+
+def test_another_sort_counts_only_todos_newer_than_the_page(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    old = new_todo(ep).id
+    new_todo(ep)
+    query = parse_qs(urlsplit(ws_path(paint(alice_client, "/?sort=title"))).query)
+    assert "insert" not in query and query["sort"] == ["title"]
+    # A page that does not show ``old`` (as a later page would not).
+    path = f"/ws/live/?sort=title&rows=&floor={quote(query['floor'][0])}"
+
+    async def go() -> None:
+        async with socket(alice_client, path) as ws:
+            await connected(ws)
+            await db(lifecycle.claim, ep, old, owner=OWNER)
+            fresh = (await db(new_todo, ep)).id
+            message = await ws.receive_from(WAIT)
+            assert f'id="row-{fresh}"' in message and f'id="row-{old}"' not in message
+
+    live_test(go)
+
+
+def test_a_resync_re_reads_every_row_in_one_query(
+    personas: Personas, django_assert_max_num_queries: Any
+) -> None:
+    ep = personas.endpoint_a.id
+    rows = [claimed(ep, owner=f"human:{personas.bob.id}").todo.id for _ in range(6)]
+    missed = new_todo(ep).id
+    watch = live.ListWatch.parse({"rows": [",".join(rows)], "insert": ["1"]})
+    # The rows (one query), the first page for what the socket missed (one), their holders'
+    # names (one), however many rows the page shows.
+    with django_assert_max_num_queries(3):
+        message = live.list_push(personas.alice.id, watch, None)
+    assert message is not None
+    for todo_id in rows:
+        assert f'<tr id="row-{todo_id}" class="row"' in message
+    incoming = message.split('<tbody hx-swap-oob="beforeend:#live-incoming">', 1)[1]
+    assert f'id="row-{missed}"' in incoming and missed in watch.rows
+    assert "operator bob" in message
 
 
 # --- the relay -----------------------------------------------------------------------------------

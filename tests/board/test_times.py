@@ -107,3 +107,16 @@ def test_another_humans_lease_is_named_with_one_query_per_render(personas: Perso
         Template("{% load board_tags %}{% holder o %}").render(Context({"o": "endpoint:agent-a"}))
         == "endpoint:agent-a"
     )
+
+
+def test_a_retry_time_says_how_far_off_it_is_with_its_zone(
+    alice_client: Client, personas: Personas
+) -> None:
+    todo = claimed(personas.endpoint_a.id, "work", owner=OWNER).todo
+    lifecycle.fail(personas.endpoint_a.id, todo.id, owner=OWNER, retry_after_seconds=600)
+    page = alice_client.get("/").content.decode()
+    pattern = r'retry <time datetime="[^"]+" title="([^"]+)" data-relative>([^<]+)<'
+    match = re.search(pattern, page)
+    assert match is not None, page
+    assert match[1].endswith(" UTC")
+    assert match[2] in ("in 9 min", "in 10 min")

@@ -111,10 +111,16 @@ def test_create_rule_sets_the_time_of_the_todos_it_creates(personas: Personas):
     ) == (5, 30, 600, 3600, 120, "check_run.id")
 
 
-def test_rules_append_in_order(personas: Personas):
+def test_rules_append_in_order_numbered_as_the_board_numbers_them(personas: Personas, client):
     run("create_source", "--owner", "alice", "--slug", "gh")
     for queue in ("one", "two"):
-        run("create_rule", "--source", "gh", "--endpoint", "agent-a", "--queue", queue)
+        out, err = run("create_rule", "--source", "gh", "--endpoint", "agent-a", "--queue", queue)
+        rule = Rule.objects.get(id=int(out))
+        assert err.startswith(f"Rule #{rule.position} (id {rule.id}) on gh:")
+    client.force_login(personas.alice)
+    page = client.get("/sources/gh").content.decode()
+    for rule in Rule.objects.all():
+        assert f">#{rule.position}</span>" in page
     assert list(Rule.objects.order_by("position").values_list("queue", flat=True)) == [
         "one",
         "two",

@@ -63,3 +63,20 @@ def test_every_text_in_the_markup_is_escaped() -> None:
     assert "<script>" not in markup and "<b>" not in markup and "<i>" not in markup
     assert "&lt;script&gt;" in markup and "a &amp; b" in markup
     assert markup.startswith('<svg class="plot" viewBox="0 0 640 180" role="img"')
+
+
+@pytest.mark.parametrize(
+    ("peak", "labels"),
+    [
+        (5, ["5", "2.5", "0"]),
+        (1, ["1", "0.5", "0"]),
+        (10, ["10", "5", "0"]),
+        (2000, ["2,000", "1,000", "0"]),
+    ],
+)
+def test_each_y_tick_reads_the_value_at_its_height(peak: int, labels: list[str]) -> None:
+    plot = svgplot.lines(["a", "b"], [("p", "pending", [0, peak])], label_every=1)
+    assert plot.ymax == peak
+    assert [t.label for t in sorted(plot.yticks, key=lambda t: t.at)] == labels
+    middle = sorted(plot.yticks, key=lambda t: t.at)[1]
+    assert middle.at == pytest.approx((plot.top + plot.bottom) / 2)

@@ -45,13 +45,39 @@ def test_heartbeat_extends_the_todo_lease_and_stamps_the_attempt(personas: Perso
     assert result.todo.lease_expires_at == row["lease_expires_at"]
 
 
-def test_heartbeat_without_a_ttl_uses_the_default_lease(personas: Personas) -> None:
+def test_heartbeat_without_a_ttl_extends_by_the_ttl_its_claim_chose(personas: Personas) -> None:
+    """A claim for 15 s that crashes after a heartbeat holds the todo 15 s more, not the
+    default's five minutes; a heartbeat naming a TTL uses its own, once."""
     ep = personas.endpoint_a.id
-    todo_id = claimed(ep, lease_ttl_seconds=60).todo.id
+    todo_id = claimed(ep, lease_ttl_seconds=15).todo.id
+    assert todo_row(todo_id)["lease_ttl_seconds"] == 15
 
     lifecycle.heartbeat(ep, todo_id, owner=OWNER)
+    assert seconds_until(todo_id, "lease_expires_at") == 15
 
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, lease_ttl_seconds=120)
+    assert seconds_until(todo_id, "lease_expires_at") == 120
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, note="still going")
+    assert seconds_until(todo_id, "lease_expires_at") == 15
+
+
+def test_heartbeat_without_a_ttl_on_a_default_claim_uses_the_default(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    assert todo_row(todo_id)["lease_ttl_seconds"] == 300
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER)
     assert seconds_until(todo_id, "lease_expires_at") == 300
+    # A claim made before the claim's TTL was kept falls back to the runtime default.
+    fetch_all("UPDATE todos SET lease_ttl_seconds = NULL WHERE id = %(id)s", {"id": todo_id})
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER)
+    assert seconds_until(todo_id, "lease_expires_at") == 300
+
+
+def test_an_operator_extend_without_a_ttl_uses_the_claims(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, lease_ttl_seconds=40).todo.id
+    lifecycle.operator_extend(personas.alice.id, todo_id)
+    assert seconds_until(todo_id, "lease_expires_at") == 40
 
 
 def test_heartbeat_leaves_the_attempt_alone_within_a_minute_of_the_last_write(
@@ -182,6 +208,7 @@ def _attempt_pages_read(todo_id: str, endpoint_id: Any) -> tuple[int, int]:
         "owner": OWNER,
         "token_hash": None,
         "ttl_seconds": 600,
+        "ttl_default": 300,
     }
     # The test's todo_attempts is a page or two, which the planner may rather read whole than
     # probe (it did, once other tests had analyzed it); a live table is probed by its key.

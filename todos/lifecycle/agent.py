@@ -27,11 +27,11 @@ from todos.lifecycle.core import (
     claimed_result,
     counted,
     ended,
+    extend_ttl,
     fail_params,
     fail_result,
     holder_params,
     jsonb,
-    lease_ttl,
     miss,
     release_closes,
     report_params,
@@ -280,7 +280,7 @@ def heartbeat(
     """
     params = {
         **holder_params(endpoint_id, owner, lease_token),
-        "ttl_seconds": lease_ttl(lease_ttl_seconds),
+        **extend_ttl(lease_ttl_seconds),
     }
     scope = Scope.of_endpoint(endpoint_id)
     if note is None:

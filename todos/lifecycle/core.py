@@ -139,6 +139,16 @@ def lease_ttl(seconds: int | None) -> int:
     return seconds
 
 
+def extend_ttl(seconds: int | None) -> dict[str, Any]:
+    """A heartbeat's or extend's TTL parameters (``_lease_extended.sql``): the TTL it names,
+    checked, or none, to extend by the TTL its claim chose (``todos.lease_ttl_seconds``), the
+    runtime default only for a claim made before that was kept."""
+    return {
+        "ttl_seconds": None if seconds is None else lease_ttl(seconds),
+        "ttl_default": runtime_settings.current().lease_ttl_default_seconds,
+    }
+
+
 def report_params(result: Any, summary: str | None, artifact: str | None) -> dict[str, Any]:
     text, truncated = rules.summary(summary)
     if text is None and settings.SWITCHBOARD_ATTEMPT_SUMMARY_FROM_RESULT:

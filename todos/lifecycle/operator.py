@@ -23,9 +23,9 @@ from todos.lifecycle.core import (
     claim_params,
     claimed_result,
     counted,
+    extend_ttl,
     fail_params,
     fail_result,
-    lease_ttl,
     release_closes,
     report_params,
     run,
@@ -47,12 +47,19 @@ from todos.limits import BULK_MAX
 from todos.types import ClaimResult, FailResult, ReportResult, RevokeResult, TodoView
 
 
-def retry(human_id: int, todo_id: str, *, actor_id: int | None = None) -> ReportResult:
+def retry(
+    human_id: int, todo_id: str, *, actor_id: int | None = None, by_system: bool = False
+) -> ReportResult:
     """Send a failed, canceled or rejected todo back to pending with a fresh budget.
 
-    ``actor_id`` is who pressed retry when it is not ``human_id`` (staff in the admin).
+    ``actor_id`` is who pressed retry when it is not ``human_id`` (staff in the admin); with
+    ``by_system`` it is the system's (``manage.py todos retry`` without ``--as``, in the scope of
+    the todo's owner), as ``cancel``'s is.
     """
-    params = by_human(actor_id or human_id, "retry")
+    if by_system:
+        params = activity_params("human_action", Actor.command("retry"), "retry")
+    else:
+        params = by_human(actor_id or human_id, "retry")
     row = run_single("retry", RETRY, params, Scope.of_human(human_id), todo_id)
     counted("retry", activity="human_action")
     return ReportResult(TodoView.from_row(row), None)
@@ -191,9 +198,10 @@ def operator_extend(
     lease_ttl_seconds: int | None = None,
     actor_id: int | None = None,
 ) -> ReportResult:
-    """Extend the lease of a claimed todo, whoever holds it."""
+    """Extend the lease of a claimed todo, whoever holds it (by the TTL its claim chose when
+    ``lease_ttl_seconds`` is None)."""
     params = {
-        "ttl_seconds": lease_ttl(lease_ttl_seconds),
+        **extend_ttl(lease_ttl_seconds),
         **by_human(actor_id or human_id, "extend"),
     }
     row = run_single("operator_extend", OPERATOR_EXTEND, params, Scope.of_human(human_id), todo_id)

@@ -39,6 +39,8 @@ upd AS (
            -- The lease never runs past the todo's finish_by or this claim's run timeout
            -- (_lease_cap.sql; LEAST ignores the NULLs of limits not set).
            lease_expires_at = LEAST(now() + %(ttl_seconds)s * interval '1 second', @{lease_cap}),
+           -- The TTL this claim chose (a heartbeat that names none extends by it), and its label.
+           lease_ttl_seconds = %(ttl_seconds)s, claimant = %(claimant)s,
            -- The todo's copies of the new attempt's fence and heartbeat write (_fence.sql).
            lease_token_hash = %(token_hash)s::bytea, attempt_heartbeat_at = NULL,
            attempt = t.attempt + 1, attempts_total = t.attempts_total + 1,

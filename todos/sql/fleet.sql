@@ -6,12 +6,14 @@
 --   switchboard/auth.py); open_streams (subscription streams open now, summed over the server
 --   processes' rows in mcp_streams_open, mcp_server/presence.py); claims (todos it holds now:
 --   @{in_flight}); and, of the attempts its agents ended in the last hour and day, how many ended
---   and how many of those failed or died (failed, lease_expired, reaped). Endpoints outside the
---   scope give no row.
+--   and how many of those failed or died (failed, lease_expired, reaped); and the spans its
+--   exporters sent that were refused in the last hour and day, by reason (span_refusals, one
+--   row per minute with refusals, otlp/store.py). Endpoints outside the scope give no row.
 -- Uses index: endpoints_pkey; endpoint_keys' foreign-key index on endpoint_id (its few keys);
 --   mcp_streams_open_pkey (endpoint_id, process_id); todos_board_state_idx (endpoint_id, state);
 --   idx_todo_attempts_by_endpoint (claimer_endpoint_id, ended_at) INCLUDE (outcome): a day of
---   one endpoint's attempts, counted from the index (an index-only scan once vacuumed).
+--   one endpoint's attempts, counted from the index (an index-only scan once vacuumed);
+--   span_refusals_pkey (endpoint_id, minute): at most a day of minutes.
 SELECT e.id AS endpoint_id,
        (SELECT max(k.last_used_at) FROM endpoint_keys k WHERE k.endpoint_id = e.id)
            AS last_seen_at,
@@ -20,7 +22,9 @@ SELECT e.id AS endpoint_id,
            AND s.seen_at > now() - %(stale_seconds)s * interval '1 second')::int
            AS open_streams,
        (SELECT count(*) FROM todos t WHERE t.endpoint_id = e.id AND @{in_flight})::int AS claims,
-       f.ended_hour, f.failed_hour, f.ended_day, f.failed_day
+       f.ended_hour, f.failed_hour, f.ended_day, f.failed_day,
+       r.unbound_hour, r.over_cap_hour, r.invalid_hour, r.unbound_day, r.over_cap_day,
+       r.invalid_day
   FROM endpoints e
   CROSS JOIN LATERAL (
       SELECT count(*) FILTER (WHERE a.ended_at > now() - interval '1 hour')::int AS ended_hour,
@@ -35,4 +39,17 @@ SELECT e.id AS endpoint_id,
          AND a.ended_at IS NOT NULL
          AND a.ended_at > now() - interval '1 day'
   ) f
+  CROSS JOIN LATERAL (
+      SELECT coalesce(sum(r.unbound) FILTER (WHERE r.minute > now() - interval '1 hour'), 0)::int
+                 AS unbound_hour,
+             coalesce(sum(r.over_cap) FILTER (WHERE r.minute > now() - interval '1 hour'), 0)::int
+                 AS over_cap_hour,
+             coalesce(sum(r.invalid) FILTER (WHERE r.minute > now() - interval '1 hour'), 0)::int
+                 AS invalid_hour,
+             coalesce(sum(r.unbound), 0)::int AS unbound_day,
+             coalesce(sum(r.over_cap), 0)::int AS over_cap_day,
+             coalesce(sum(r.invalid), 0)::int AS invalid_day
+        FROM span_refusals r
+       WHERE r.endpoint_id = e.id AND r.minute > now() - interval '1 day'
+  ) r
  WHERE e.id = ANY(%(ids)s) AND @{scope}

@@ -40,6 +40,14 @@ class Command(BaseCommand):
             " (submit_todo, MCP Tasks).",
         )
 
+        parser.add_argument(
+            "--push-url",
+            default="",
+            help="Ring this URL (a signed POST) when a queue has work; its push secret is printed"
+            " on stderr, once. Checked as the sender checks it: a private or loopback address"
+            " needs SWITCHBOARD_PUSH_ALLOW_PRIVATE=true.",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         owner = team = None
         if options["team"] is not None:
@@ -51,12 +59,14 @@ class Command(BaseCommand):
             if owner is None:
                 raise CommandError(f"no operator named {options['owner']!r}")
         try:
+            credentials.check_push_url(options["push_url"])
             endpoint, key, plaintext = credentials.create_endpoint(
                 owner,
                 team=team,
                 name=options["name"] or options["slug"],
                 slug=options["slug"],
                 verbs=split_verbs(options["verbs"]),
+                push_url=options["push_url"] or None,
             )
         except ValidationError as exc:
             problems = "; ".join(
@@ -69,4 +79,9 @@ class Command(BaseCommand):
             "shown once.",
             style_func=self.style.SUCCESS,
         )
+        if endpoint.push_secret:
+            self.stderr.write(
+                f"Push rings to {endpoint.push_url} are signed with this secret (shown once):"
+                f" {endpoint.push_secret}"
+            )
         self.stdout.write(plaintext)

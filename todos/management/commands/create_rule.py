@@ -95,7 +95,10 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(problems(exc)) from None
         self.stderr.write(
-            f"Rule {rule.id} on {source.slug}: matching deliveries become todos on "
+            # Numbered as the Board numbers rules, by position (the order they are tried in);
+            # the id, which stdout prints for scripts, in brackets.
+            f"Rule #{rule.position} (id {rule.id}) on {source.slug}: matching deliveries become"
+            " todos on "
             f"{endpoint.slug}/{rule.queue}.",
             style_func=self.style.SUCCESS,
         )

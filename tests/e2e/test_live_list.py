@@ -1,0 +1,78 @@
+"""The todo list updates itself in a real browser: a todo enqueued while the list is open
+appears without a reload, its claim redraws its row, the open drawer and its row's selection
+stay; scrolled away from the top, new todos wait behind an "N new" bar instead of moving the
+rows under the reader."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from playwright.sync_api import expect
+
+from switchboard import demo as demo_data
+from tests.e2e.conftest import Board, Demo
+from todos import lifecycle
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
+
+SHOWN_MS = 3000  # the promise is a second; a loaded CI machine gets some slack
+
+
+def wait_open(board: Board) -> None:
+    """Wait until the list's socket is open (a todo enqueued before would be on the page)."""
+    board.page.wait_for_function("window.__open === true", timeout=10_000)
+
+
+WATCH_OPEN = "document.addEventListener('htmx:wsOpen', () => { window.__open = true; });"
+
+
+def test_a_todo_enqueued_while_the_list_is_open_appears_without_a_reload(
+    open_board: Callable[..., Board], demo: Demo
+) -> None:
+    board = open_board({"width": 1280, "height": 500})
+    page = board.page
+    page.add_init_script(WATCH_OPEN)
+    board.login("demo")
+    board.goto("/?queue=ci-*")
+    wait_open(board)
+    url = page.url
+    first = page.locator("#todo-rows tr.row").first
+    first.locator("td.title a").click()
+    expect(page.locator("#drawer")).to_be_visible()
+    selected = first.get_attribute("id")
+    page.evaluate("window.__marker = 'same page'")
+    page.evaluate("window.scrollTo(0, 0)")  # opening the drawer scrolled to it
+
+    todo = lifecycle.create(demo.endpoint_id, queue="ci-new", title="Appeared by itself")
+    lifecycle.create(demo.endpoint_id, queue="triage", title="Not this filter")
+    row = page.locator(f"#row-{todo.id}")
+    expect(row).to_be_visible(timeout=SHOWN_MS)
+    expect(row.locator(".badge")).to_have_text("pending")
+    assert page.locator("#todo-rows tr.row").first.get_attribute("id") == f"row-{todo.id}"
+    expect(page.get_by_text("Not this filter")).to_have_count(0)
+
+    lifecycle.claim(demo.endpoint_id, todo.id, owner=demo_data.BOT, claimant="demo-bot/run-9")
+    expect(row.locator(".badge")).to_have_text("claimed", timeout=SHOWN_MS)
+    expect(row).to_contain_text("demo-bot/run-9")
+    lifecycle.complete(demo.endpoint_id, todo.id, owner=demo_data.BOT, result={"ok": True})
+    expect(row.locator(".badge")).to_have_text("completed", timeout=SHOWN_MS)
+
+    # No reload: the same document, URL (the filter), drawer and selected row.
+    assert page.evaluate("window.__marker") == "same page"
+    assert page.url == url
+    expect(page.locator("#drawer")).to_be_visible()
+    expect(page.locator(f"#{selected}")).to_have_class("row selected")
+
+    # Scrolled away from the top, a new todo waits behind the bar; nothing moves.
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.wait_for_function("window.scrollY > 48")
+    scrolled = page.evaluate("window.scrollY")
+    later = lifecycle.create(demo.endpoint_id, queue="ci-new", title="Waiting behind the bar")
+    bar = page.locator("#live-new button")
+    expect(bar).to_have_text("1 new todo: show", timeout=SHOWN_MS)
+    expect(page.locator(f"#todo-rows #row-{later.id}")).to_have_count(0)
+    assert page.evaluate("window.scrollY") == scrolled
+    bar.click()
+    expect(page.locator(f"#row-{later.id}")).to_be_in_viewport()
+    expect(page.locator("#live-new")).to_be_hidden()
