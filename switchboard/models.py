@@ -88,6 +88,9 @@ class Endpoint(models.Model):
     push_secret = models.TextField(blank=True, db_default="", default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The endpoint's daily budget (UTC day) over all its queues: past it the sweeper pauses
+    # every queue of it until the next day (todos/budgets.py). NULL: none.
+    daily_budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     objects = EndpointQuerySet.as_manager()
 

@@ -256,6 +256,21 @@ class Todo(models.Model):
     finish_by = models.DateTimeField(null=True, blank=True)
     run_timeout_seconds = models.IntegerField(null=True, blank=True)
     dedupe_key = models.TextField(null=True, blank=True)
+    # The todo's cost cap: past it, the sweep ends its attempt budget_exceeded and dead-letters
+    # it (todos/sql/over_cap.sql). NULL: no cap.
+    max_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+
+    # Token usage and cost of the todo's model calls, kept by the OTLP ingest (otlp/store.py),
+    # never recomputed on read; cost_usd counts priced spans only, unpriced_tokens the rest.
+    input_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    output_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cache_read_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cache_write_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    reasoning_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    unpriced_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cost_usd = models.DecimalField(
+        max_digits=24, decimal_places=12, db_default=0, default=0, editable=False
+    )
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()
@@ -489,6 +504,12 @@ class QueueSettings(models.Model):
     tokens = models.FloatField(db_default=0)
     refilled_at = models.DateTimeField(db_default=Now())
     run_timeout_seconds = models.IntegerField(null=True, blank=True)
+    # The cost cap of the queue's todos that set none; the queue's daily budget (UTC day), past
+    # which the sweeper pauses it until the next day (todos/budgets.py).
+    default_max_cost_usd = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True
+    )
+    daily_budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     updated_at = models.DateTimeField(db_default=Now())
     updated_by = models.TextField()
 

@@ -125,6 +125,8 @@ OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = statement("reap")
 # The deadline sweep: finish_by and start_by passed (deadlines.sql).
 DEADLINES = statement("deadlines")
+# The cost-cap sweep: todos whose cost reached their max_cost_usd (over_cap.sql).
+OVER_CAP = statement("over_cap")
 # A create that found its dedupe key held reads the todo holding it.
 DEDUPE_HIT = statement("dedupe_hit")
 RING = statement("ring", **_ITS_QUEUE)

@@ -1,0 +1,21 @@
+"""An endpoint's daily budget (UTC day) over all its queues (todos/budgets.py)."""
+
+from django.db import migrations, models
+
+FORWARD = "ALTER TABLE endpoints ADD CONSTRAINT endpoints_daily_budget_usd_check CHECK (daily_budget_usd >= 0);"
+REVERSE = "ALTER TABLE endpoints DROP CONSTRAINT endpoints_daily_budget_usd_check;"
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("switchboard", "0004_endpoint_push_secret"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="endpoint",
+            name="daily_budget_usd",
+            field=models.DecimalField(blank=True, decimal_places=6, max_digits=14, null=True),
+        ),
+        migrations.RunSQL(FORWARD, REVERSE),
+    ]
