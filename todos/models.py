@@ -375,6 +375,10 @@ class QueuePause(models.Model):
     resumed_at = models.DateTimeField(null=True, blank=True)
     resumed_by_kind = models.TextField(choices=PauseActor.choices, null=True, blank=True)
     resumed_by = models.TextField(null=True, blank=True)
+    # A budget's pause (reason 'queue_budget' or 'endpoint_budget') carries ``until``, the next
+    # UTC midnight, when the sweeper lifts it (todos/sql/lift_pauses.sql); NULL for a human's.
+    reason = models.TextField(null=True, blank=True)
+    until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "queue_pauses"

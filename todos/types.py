@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from typing import Any, Self
 from uuid import UUID
 
@@ -173,6 +174,8 @@ class QueueLimits:
     claims_per_minute: int | None
     run_timeout_seconds: int | None
     changed: bool = True
+    default_max_cost_usd: Decimal | None = None
+    daily_budget_usd: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)

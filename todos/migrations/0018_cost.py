@@ -1,7 +1,8 @@
 """A todo's usage and cost (kept by the OTLP ingest) and its cost cap ``max_cost_usd``; a
 queue's default cap and daily budget (queue_settings). The partial index serves the sweep that
 ends todos past their cap (todos/sql/over_cap.sql): only capped unfinished todos enter it, so
-a todo without a cap costs it nothing."""
+a todo without a cap costs it nothing. A queue pause may carry a reason and an ``until`` (a
+budget's pause, lifted by the sweeper at the next UTC midnight)."""
 
 from django.db import migrations, models
 
@@ -79,6 +80,16 @@ class Migration(migrations.Migration):
             model_name="todo",
             name="unpriced_tokens",
             field=models.BigIntegerField(db_default=0, default=0, editable=False),
+        ),
+        migrations.AddField(
+            model_name="queuepause",
+            name="reason",
+            field=models.TextField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="queuepause",
+            name="until",
+            field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.RunSQL(FORWARD, REVERSE),
     ]
