@@ -1,5 +1,8 @@
 """An endpoint's daily budget (UTC day) over all its queues (todos/budgets.py)."""
 
+from decimal import Decimal
+
+import django.core.validators
 from django.db import migrations, models
 
 FORWARD = "ALTER TABLE endpoints ADD CONSTRAINT endpoints_daily_budget_usd_check CHECK (daily_budget_usd >= 0);"
@@ -15,7 +18,13 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="endpoint",
             name="daily_budget_usd",
-            field=models.DecimalField(blank=True, decimal_places=6, max_digits=14, null=True),
+            field=models.DecimalField(
+                blank=True,
+                decimal_places=6,
+                max_digits=14,
+                null=True,
+                validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+            ),
         ),
         migrations.RunSQL(FORWARD, REVERSE),
     ]
