@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any, Self
 from uuid import UUID
 
-from attempts.types import AttemptView
+from attempts.types import NO_USAGE, AttemptView, Usage
 from todos import states
 
 # Django's psycopg setup loads jsonb as its JSON text (JSONField decodes it itself), so values
@@ -56,12 +56,19 @@ class TodoView:
     dedupe_key: str | None
     # Not a column: create() found the dedupe key held and returned the todo holding it.
     deduplicated: bool = False
+    # The cost cap, and the usage the OTLP ingest keeps on the row (NO_USAGE when the row read
+    # has no usage columns).
+    max_cost_usd: Decimal | None = None
+    usage: Usage = NO_USAGE
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
         values = {name: row[name] for name in _TODO_FIELDS}
         for name in _JSON_COLUMNS:
             values[name] = _json(values[name])
+        if "cost_usd" in row:
+            values["max_cost_usd"] = row.get("max_cost_usd")
+            values["usage"] = Usage.from_row(row)
         return cls(**values)
 
     @property
@@ -75,7 +82,9 @@ class TodoView:
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
-_TODO_FIELDS = tuple(f.name for f in fields(TodoView) if f.name != "deduplicated")
+_TODO_FIELDS = tuple(
+    f.name for f in fields(TodoView) if f.name not in ("deduplicated", "max_cost_usd", "usage")
+)
 
 
 @dataclass(frozen=True, slots=True)
