@@ -77,6 +77,27 @@ class Usage:
             return None
         return self.cost_usd
 
+    def cost_label(self) -> str:
+        """The cost as people read it: ``$0.0123``, ``<$0.0001``, or ``unpriced`` when no call
+        was priced (never ``$0.00`` for tokens nobody priced)."""
+        cost = self.priced_cost
+        if cost is None:
+            return "unpriced"
+        if 0 < cost < Decimal("0.0001"):
+            return "<$0.0001"
+        return f"${cost:.4f}"
+
+    def label(self) -> str:
+        """The cost and the tokens in one line, for the trail and the fleet."""
+        parts = [self.cost_label(), f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens"]
+        if self.cache_read_tokens:
+            parts.append(f"{self.cache_read_tokens:,} from cache")
+        if self.reasoning_tokens:
+            parts.append(f"{self.reasoning_tokens:,} reasoning")
+        if self.unpriced_tokens and self.cost_usd:
+            parts.append(f"{self.unpriced_tokens:,} unpriced")
+        return " · ".join(parts)
+
     def as_json(self) -> dict[str, Any]:
         """``usage`` as get_todo, the todo resource and A2A show it."""
         cost = self.priced_cost

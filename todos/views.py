@@ -33,6 +33,7 @@ from todos.states import State
 # The list's sortable columns: the column, and the sort a first click asks for.
 SORTABLE_COLUMNS = {"title": "title", "state": "state", "queue": "queue"}
 SORTABLE_COLUMNS |= {"created": "-created", "updated": "-updated", "finished": "-finished"}
+SORTABLE_COLUMNS |= {"cost": "-cost"}
 SORT_CHOICES = [
     ("-created", "newest first"),
     ("created", "oldest first"),
@@ -46,6 +47,8 @@ SORT_CHOICES = [
     ("-state", "state Z to A"),
     ("queue", "queue A to Z"),
     ("-queue", "queue Z to A"),
+    ("-cost", "costliest first"),
+    ("cost", "cheapest first"),
 ]
 
 

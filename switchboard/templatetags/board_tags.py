@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from attempts.types import Usage
 from switchboard import actors
 from switchboard.lib.actors import ENDPOINT, HUMAN, Actor
 
@@ -103,6 +104,20 @@ def lease(moment: dt.datetime | None) -> SafeString | str:
         f"{seconds:.1f}",
         left(seconds),
     )
+
+
+@register.simple_tag
+def usage(row: Any) -> str:
+    """A todo's or an attempt's cost and tokens (``attempts.types.Usage.label``): unpriced
+    tokens say so, never $0."""
+    return Usage.from_row(row).label()
+
+
+@register.simple_tag
+def cost(row: Any) -> str:
+    """A todo's cost alone (the todo list's column): ``$0.0123``, ``unpriced``, or ``—``."""
+    found = Usage.from_row(row)
+    return found.cost_label() if found.any else "—"
 
 
 @register.simple_tag
