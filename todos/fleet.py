@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -63,6 +64,16 @@ class EndpointFleet:
     claims: int
     hour: FailureRate
     day: FailureRate
+    # What its model calls cost this UTC day, and the day's tokens no price covered.
+    cost_today: Decimal = Decimal(0)
+    unpriced_today: int = 0
+
+    @property
+    def cost_label(self) -> str:
+        """``$1.23``, ``<$0.01``, ``unpriced`` (only unpriced calls), or ``—`` for none."""
+        if not self.cost_today:
+            return "unpriced" if self.unpriced_today else "—"
+        return "<$0.01" if self.cost_today < Decimal("0.01") else f"${self.cost_today:,.2f}"
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> EndpointFleet:
@@ -73,6 +84,8 @@ class EndpointFleet:
             claims=row["claims"],
             hour=FailureRate(row["ended_hour"], row["failed_hour"]),
             day=FailureRate(row["ended_day"], row["failed_day"]),
+            cost_today=Decimal(row["cost_today"]),
+            unpriced_today=int(row["unpriced_today"]),
         )
 
 
