@@ -86,6 +86,8 @@ class Rule(models.Model):
     finish_within_seconds = models.IntegerField(null=True, blank=True)
     run_timeout_seconds = models.IntegerField(null=True, blank=True)
     dedupe_key_path = models.TextField(null=True, blank=True)
+    # The cost cap of the todos it creates (None: their queue's default).
+    max_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     class Meta:
         db_table = "rules"
@@ -146,7 +148,9 @@ class Rule(models.Model):
             return errors
         now = timezone.now()
         try:
-            limits.check_time(**self.todo_time(now), now=now - dt.timedelta(seconds=1))
+            time = self.todo_time(now)
+            limits.check_cost("max_cost_usd", time.pop("max_cost_usd"))
+            limits.check_time(**time, now=now - dt.timedelta(seconds=1))
         except InvalidInput as exc:
             field = _RULE_FIELD.get(exc.field, exc.field)
             errors[field] = str(exc).split(": ", 1)[-1]
@@ -172,6 +176,7 @@ class Rule(models.Model):
             "finish_by": after(self.finish_within_seconds),
             "run_timeout_seconds": self.run_timeout_seconds,
             "dedupe_key": key,
+            "max_cost_usd": self.max_cost_usd,
         }
 
 

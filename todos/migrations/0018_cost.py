@@ -1,4 +1,5 @@
-"""A todo's usage and cost (kept by the OTLP ingest) and its cost cap ``max_cost_usd``; a
+"""A todo's usage and cost (kept by the OTLP ingest) and its cost cap ``max_cost_usd`` (also on
+a rule, for the todos it creates); a
 queue's default cap and daily budget (queue_settings). The partial index serves the sweep that
 ends todos past their cap (todos/sql/over_cap.sql): only capped unfinished todos enter it, so
 a todo without a cap costs it nothing. A queue pause may carry a reason and an ``until`` (a
@@ -8,6 +9,7 @@ from django.db import migrations, models
 
 FORWARD = """
 ALTER TABLE todos ADD CONSTRAINT todos_max_cost_usd_check CHECK (max_cost_usd >= 0);
+ALTER TABLE rules ADD CONSTRAINT rules_max_cost_usd_check CHECK (max_cost_usd >= 0);
 ALTER TABLE queue_settings
     ADD CONSTRAINT queue_settings_default_max_cost_usd_check CHECK (default_max_cost_usd >= 0),
     ADD CONSTRAINT queue_settings_daily_budget_usd_check CHECK (daily_budget_usd >= 0);
@@ -19,6 +21,7 @@ REVERSE = """
 DROP INDEX todos_over_cap_idx;
 ALTER TABLE queue_settings DROP CONSTRAINT queue_settings_default_max_cost_usd_check,
     DROP CONSTRAINT queue_settings_daily_budget_usd_check;
+ALTER TABLE rules DROP CONSTRAINT rules_max_cost_usd_check;
 ALTER TABLE todos DROP CONSTRAINT todos_max_cost_usd_check;
 """
 
@@ -80,6 +83,11 @@ class Migration(migrations.Migration):
             model_name="todo",
             name="unpriced_tokens",
             field=models.BigIntegerField(db_default=0, default=0, editable=False),
+        ),
+        migrations.AddField(
+            model_name="rule",
+            name="max_cost_usd",
+            field=models.DecimalField(blank=True, decimal_places=6, max_digits=14, null=True),
         ),
         migrations.AddField(
             model_name="queuepause",
