@@ -331,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip-ingest", action="store_true", help="only the lifecycle beside ingest"
     )
+    parser.add_argument(
+        "--ingest-only", action="store_true", help="only the ingest, not the lifecycle beside it"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.rounds = 1.0, 1
@@ -366,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{statistics.median(cpus):>12.3f} ms  {statistics.median(p50s):>8.1f} ms"
             )
 
+        if args.ingest_only:
+            return 0
         seed_loop(endpoint, 200_000 if not args.quick else 5_000)
         # Each poured run is bracketed by two runs alone (alone, poured, alone), and the
         # slowdown is the poured rate against the mean of its two neighbours: drift in the

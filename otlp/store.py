@@ -55,7 +55,6 @@ LOCK = load(_SQL, "lock")
 COUNTS = load(_SQL, "counts")
 STORE = load(_SQL, "store")
 TODO_DROPPED = load(_SQL, "todo_dropped")
-LOCK_TODOS = load(_SQL, "lock_todos")
 ROLLUP = load(_SQL, "rollup")
 SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
 ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
@@ -159,23 +158,21 @@ def roll_up(changes: Sequence[Sequence[Any]]) -> tuple[str, ...]:
     if not changes:
         return ()
     changes = sorted(changes, key=lambda c: (c[0], c[1]))
-    with transaction.atomic():
-        fetch_all(ASYNC_COMMIT, {})
-        fetch_all(LOCK_TODOS, {"todo_ids": sorted({c[0] for c in changes})})
-        rows = fetch_all(
-            ROLLUP,
-            {
-                "todo_ids": [c[0] for c in changes],
-                "hours": [c[1] for c in changes],
-                "inputs": [c[2] for c in changes],
-                "outputs": [c[3] for c in changes],
-                "cache_reads": [c[4] for c in changes],
-                "cache_writes": [c[5] for c in changes],
-                "reasonings": [c[6] for c in changes],
-                "unpriced": [c[7] for c in changes],
-                "costs": [c[8] for c in changes],
-            },
-        )
+    # One statement, its own transaction (autocommit): rollup.sql locks in id order itself.
+    rows = fetch_all(
+        ROLLUP,
+        {
+            "todo_ids": [c[0] for c in changes],
+            "hours": [c[1] for c in changes],
+            "inputs": [c[2] for c in changes],
+            "outputs": [c[3] for c in changes],
+            "cache_reads": [c[4] for c in changes],
+            "cache_writes": [c[5] for c in changes],
+            "reasonings": [c[6] for c in changes],
+            "unpriced": [c[7] for c in changes],
+            "costs": [c[8] for c in changes],
+        },
+    )
     return tuple(r["todo_id"] for r in rows)
 
 
