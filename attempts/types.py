@@ -58,7 +58,12 @@ class Usage:
         get = row.get if isinstance(row, dict) else (lambda k, d=None: getattr(row, k, d))
         cost = get("cost_usd")
         return cls(
-            *(int(get(name) or 0) for name in USAGE_COLUMNS),
+            input_tokens=int(get("input_tokens") or 0),
+            output_tokens=int(get("output_tokens") or 0),
+            cache_read_tokens=int(get("cache_read_tokens") or 0),
+            cache_write_tokens=int(get("cache_write_tokens") or 0),
+            reasoning_tokens=int(get("reasoning_tokens") or 0),
+            unpriced_tokens=int(get("unpriced_tokens") or 0),
             cost_usd=Decimal(str(cost)) if cost is not None else Decimal(0),
         )
 

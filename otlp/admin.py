@@ -58,7 +58,7 @@ def urls(admin_site: AdminSite) -> list[URLPattern]:
 
 
 @admin.register(Price)
-class PriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class PriceAdmin(admin.ModelAdmin):
     """USD per million tokens, per model (or ``*`` pattern) and provider, from a date on."""
 
     list_display = (
