@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any, Self
 from uuid import UUID
 
-from attempts.types import NO_USAGE, AttemptView, Usage
+from attempts.types import NO_USAGE, USAGE_COLUMNS, AttemptView, Usage
 from todos import states
 
 # Django's psycopg setup loads jsonb as its JSON text (JSONField decodes it itself), so values
@@ -56,10 +56,11 @@ class TodoView:
     dedupe_key: str | None
     # Not a column: create() found the dedupe key held and returned the todo holding it.
     deduplicated: bool = False
-    # The cost cap, and the usage the OTLP ingest keeps on the row (NO_USAGE when the row read
-    # has no usage columns).
+    # The cost cap, and the usage columns the OTLP ingest keeps on the row, as read (None when
+    # the row read has none): ``usage`` builds the value only when something reads it, so a
+    # transition's result pays a tuple, not a Decimal.
     max_cost_usd: Decimal | None = None
-    usage: Usage = NO_USAGE
+    usage_columns: tuple[Any, ...] | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
@@ -68,8 +69,14 @@ class TodoView:
             values[name] = _json(values[name])
         if "cost_usd" in row:
             values["max_cost_usd"] = row.get("max_cost_usd")
-            values["usage"] = Usage.from_row(row)
+            values["usage_columns"] = tuple(row[name] for name in _USAGE_COLUMNS)
         return cls(**values)
+
+    @property
+    def usage(self) -> Usage:
+        if self.usage_columns is None:
+            return NO_USAGE
+        return Usage.from_row(dict(zip(_USAGE_COLUMNS, self.usage_columns, strict=True)))
 
     @property
     def dead_letter(self) -> bool:
@@ -83,8 +90,11 @@ class TodoView:
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
 _TODO_FIELDS = tuple(
-    f.name for f in fields(TodoView) if f.name not in ("deduplicated", "max_cost_usd", "usage")
+    f.name
+    for f in fields(TodoView)
+    if f.name not in ("deduplicated", "max_cost_usd", "usage_columns")
 )
+_USAGE_COLUMNS = (*USAGE_COLUMNS, "cost_usd")
 
 
 @dataclass(frozen=True, slots=True)
