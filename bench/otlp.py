@@ -21,6 +21,12 @@ serves the product), waits for ``/healthz``, and stops it on exit. Then:
   and the slowdown against the mean of the two neighbours (``--skip-ingest`` runs only this).
   On a small machine the clients, the server and PostgreSQL share the same cores, so most of
   the slowdown is CPU contention, not locking: the cycle's todos are not the spans' todos.
+  ``--ingest-only`` stops after the ingest.
+
+A third of the spans are model calls with usage (priced by the price table: a
+``claude-sonnet-4*`` row), a third agent spans carrying usage (refused, counted), a third tools:
+the ingest's usage extraction, pricing and rollup are in every batch
+(docs/decisions/0032-cost-and-budgets.md).
 """
 
 from __future__ import annotations

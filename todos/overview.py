@@ -27,7 +27,10 @@ they ended in; the claim wait only of first attempts (a retry's wait would count
 predecessors' runs).
 
 The reads (``overview``) are owner-scoped like those of ``todos.queries``: they start from the
-scope's endpoints, so a foreign queue is never read.
+scope's endpoints, so a foreign queue is never read. Besides the rollups, a page reads the live
+depth (``overview_live.sql``: at most ``LIVE_CAP`` unfinished todos per endpoint, so a new queue
+shows before the sweeper samples it) and the cost per queue (``overview_cost.sql``, of the OTLP
+ingest's ``usage_hours``; docs/decisions/0032-cost-and-budgets.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The Board's Overview page (``/overview/``): per endpoint and queue in the human's scope, what
 waits, what runs, what failed, how fast it moves; and plots of throughput and queue depth.
 
-Parse → one read (``todos.overview.overview``, of the sweeper's rollups, never of ``todos``) →
+Parse → one read (``todos.overview.overview``: the sweeper's rollups, the bounded live depth and
+the cost per queue) →
 render. An htmx request (the page's own poll, every ``REFRESH_SECONDS``) gets the page's body
 partial only: the rollups change when the sweeper samples, so a poll is as live as the data.
 """
