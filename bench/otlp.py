@@ -24,8 +24,8 @@ serves the product), waits for ``/healthz``, and stops it on exit. Then:
   ``--ingest-only`` stops after the ingest.
 
 A third of the spans are model calls with usage (priced by the price table: a
-``claude-sonnet-4*`` row), a third agent spans carrying usage (refused, counted), a third tools:
-the ingest's usage extraction, pricing and rollup are in every batch
+``claude-sonnet-4*`` row); the agent and tool spans carry the same usage attributes, refused
+and counted: the ingest's usage extraction, pricing and rollup are in every batch
 (docs/decisions/0032-cost-and-budgets.md).
 """
 
