@@ -14,6 +14,7 @@ one resolver of actors (switchboard/actors.py).
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 from django import template
@@ -115,8 +116,14 @@ def usage(row: Any) -> str:
 
 @register.simple_tag
 def cost(row: Any) -> str:
-    """A todo's cost alone (the todo list's column): ``$0.0123``, ``unpriced``, or ``—``."""
-    found = Usage.from_row(row)
+    """A todo's cost alone (the todo list's column): ``$0.0123``, ``unpriced``, or ``—``. Reads
+    only the columns the list's statement selects (``todos/sql/todo_page.sql``)."""
+    found = Usage(
+        input_tokens=row.input_tokens or 0,
+        output_tokens=row.output_tokens or 0,
+        unpriced_tokens=row.unpriced_tokens or 0,
+        cost_usd=row.cost_usd or Decimal(0),
+    )
     return found.cost_label() if found.any else "—"
 
 
