@@ -11,7 +11,8 @@
 -- @{scope_endpoints}, @{endpoint_filter}, @{todo_filter}, @{order} and @{sort_key}: as todo_page.
 SELECT t.id, t.endpoint_id, t.queue, t.title, t.state, t.owner, t.assignee, t.attempt,
        t.max_attempts, t.lease_expires_at, t.claimed_at, t.next_retry_at, t.created_at,
-       t.updated_at, t.finished_at, t.attempts_total, t.attempts_pruned,
+       t.updated_at, t.finished_at, t.attempts_total, t.attempts_pruned, t.input_tokens,
+       t.output_tokens, t.unpriced_tokens, t.cost_usd,
        @{sort_key} AS sort_key,
        e.slug AS ep_slug, e.name AS ep_name, e.owner_id AS ep_owner_id,
        e.revoked_at AS ep_revoked_at
