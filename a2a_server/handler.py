@@ -161,6 +161,10 @@ def _time(given: dict[str, Any]) -> dict[str, Any]:
             out[name] = value
     if "dedupe_key" in given:
         out["dedupe_key"] = given["dedupe_key"]
+    if "max_cost_usd" in given:
+        # A Struct number is a double: its shortest decimal text (0.5, not 0.5000000000000…).
+        value = given["max_cost_usd"]
+        out["max_cost_usd"] = repr(value) if isinstance(value, float) else value
     return out
 
 

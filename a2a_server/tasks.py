@@ -30,7 +30,7 @@ from a2a.types import (
 )
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 
-from attempts.types import AttemptView
+from attempts.types import AttemptView, Usage
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from todos import task_states
@@ -145,14 +145,29 @@ def artifacts(todo: A2aTodo, attempt: AttemptView | None) -> list[Artifact]:
     return [Artifact(artifact_id=f"{todo.id}-result", name="result", parts=parts)]
 
 
+def task_metadata(todo: A2aTodo) -> dict[str, Any]:
+    """The task's metadata: ``switchboard.usage``, what its agents' model calls used and cost
+    (``attempts.types.Usage.as_json``, kept on the todo by the OTLP ingest), and
+    ``switchboard.max_cost_usd``, its cost cap (null: none)."""
+    cap = getattr(todo, "max_cost_usd", None)
+    kept = getattr(todo, "usage", None)  # a TodoView's; a Todo's are its columns
+    usage = kept if isinstance(kept, Usage) else Usage.from_row(todo)
+    return {
+        "switchboard.usage": usage.as_json(),
+        "switchboard.max_cost_usd": None if cap is None else float(cap),
+    }
+
+
 def task(todo: A2aTodo, attempt: AttemptView | None) -> Task:
     """The task of ``todo``; ``attempt`` is its latest attempt (None before any claim)."""
-    return Task(
+    out = Task(
         id=todo.id,
         context_id=context_id(todo),
         status=status(todo, attempt),
         artifacts=artifacts(todo, attempt),
     )
+    out.metadata.update(task_metadata(todo))
+    return out
 
 
 def list_task(todo: TodoRow, todo_id: str, updated_at: Any) -> Task:
@@ -185,7 +200,15 @@ class Intake:
 
 # Metadata keys that set a new todo's time (docs/guides/agents.md): instants are ISO 8601 with
 # a time zone or +90s/+10m/+2h/+1d from now; priority and run_timeout_seconds whole numbers.
-TIME_KEYS = ("priority", "not_before", "start_by", "finish_by", "run_timeout_seconds", "dedupe_key")
+TIME_KEYS = (
+    "priority",
+    "not_before",
+    "start_by",
+    "finish_by",
+    "run_timeout_seconds",
+    "dedupe_key",
+    "max_cost_usd",
+)
 
 
 def _metadata(message: Any) -> dict[str, Any]:
@@ -196,8 +219,8 @@ def _metadata(message: Any) -> dict[str, Any]:
 
 def intake(message: Message, request_metadata: Mapping[str, Any]) -> Intake:
     """The todo a new message asks for. The queue comes from the message's metadata, else the
-    request's (``{"queue": "…"}``); None means the endpoint's default. So does its time
-    (``TIME_KEYS``: ``{"priority": 5, "finish_by": "+2h", "dedupe_key": "pr-42"}``).
+    request's (``{"queue": "…"}``); None means the endpoint's default. So does its time and
+    cost cap (``TIME_KEYS``: ``{"priority": 5, "finish_by": "+2h", "max_cost_usd": 0.5}``).
     ``InvalidInput`` for a queue that is not a string."""
     metadata = _metadata(message)
     queue = metadata.get("queue", request_metadata.get("queue"))

@@ -183,6 +183,7 @@ def attempt_waterfall_html(
         anchor=f"waterfall-{todo.id}-{group.seq}",
         spans_dropped=row.view.spans_dropped,
         oob=oob,
+        usage=row.view.usage,
     )
 
 

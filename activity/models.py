@@ -23,6 +23,8 @@ class Kind(models.TextChoices):
     RUNG = "rung"
     # The sweeper dead-lettered the todo: its start_by or finish_by passed (detail.reason).
     DEADLINE = "deadline"
+    # The sweep dead-lettered the todo: its cost passed its max_cost_usd (detail.cost_usd).
+    BUDGET = "budget"
 
 
 class ActorKind(models.TextChoices):

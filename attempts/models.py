@@ -28,6 +28,8 @@ class Outcome(models.TextChoices):
     REVOKED = "revoked"
     # Its todo's finish_by or its run timeout passed while it was open (the sweeper closed it).
     TIMED_OUT = "timed_out"
+    # Its todo's cost passed its max_cost_usd while it was open (the sweep closed it).
+    BUDGET_EXCEEDED = "budget_exceeded"
 
 
 class Disposition(models.TextChoices):
@@ -76,6 +78,18 @@ class TodoAttempt(models.Model):
     # counted in spans_dropped (migrations/0003_trace).
     trace_id = models.BinaryField(null=True, blank=True, editable=False)
     spans_dropped = models.IntegerField(db_default=0, default=0)
+
+    # Token usage and cost of the attempt's model calls, kept by the OTLP ingest (otlp/store.py),
+    # never recomputed on read; cost_usd counts priced spans only, unpriced_tokens the rest.
+    input_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    output_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cache_read_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cache_write_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    reasoning_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    unpriced_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cost_usd = models.DecimalField(
+        max_digits=24, decimal_places=12, db_default=0, default=0, editable=False
+    )
 
     class Meta:
         db_table = "todo_attempts"

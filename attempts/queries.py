@@ -12,11 +12,16 @@ import datetime as dt
 from dataclasses import fields
 
 from attempts.models import TodoAttempt
-from attempts.types import AttemptView
+from attempts.types import USAGE_COLUMNS, AttemptView
 from switchboard.lib.errors import InvalidInput
 
 ATTEMPTS_LIMIT_MAX = 200
-_ATTEMPT_FIELDS = [f.name for f in fields(AttemptView)]
+# The view's columns and the usage ones (AttemptView.usage is built from them).
+_ATTEMPT_FIELDS = [
+    *(f.name for f in fields(AttemptView) if f.name != "usage"),
+    *USAGE_COLUMNS,
+    "cost_usd",
+]
 
 
 def check_attempts_limit(limit: int) -> None:

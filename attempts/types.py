@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, fields, replace
+from decimal import Decimal
 from typing import Any, Self
 from uuid import UUID
 
@@ -24,6 +25,101 @@ def trace_hex(value: Any) -> str | None:
     if isinstance(value, str):
         return value.removeprefix("\\x").lower()
     return bytes(value).hex()
+
+
+USAGE_COLUMNS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "unpriced_tokens",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """An attempt's or a todo's model calls: tokens by type (cache counts inside ``input``,
+    reasoning inside ``output``, as the GenAI conventions count them), the cost of the priced
+    ones, and the tokens of the calls no price covers (``unpriced_tokens``: never shown as $0).
+    Kept on the rows by the OTLP ingest (otlp/store.py)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    unpriced_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+
+    @classmethod
+    def from_row(cls, row: Any) -> Usage:
+        """From a row (a dict, or a jsonb copy) or a model instance; absent columns count 0."""
+        get = row.get if isinstance(row, dict) else (lambda k, d=None: getattr(row, k, d))
+        cost = get("cost_usd")
+        return cls(
+            input_tokens=int(get("input_tokens") or 0),
+            output_tokens=int(get("output_tokens") or 0),
+            cache_read_tokens=int(get("cache_read_tokens") or 0),
+            cache_write_tokens=int(get("cache_write_tokens") or 0),
+            reasoning_tokens=int(get("reasoning_tokens") or 0),
+            unpriced_tokens=int(get("unpriced_tokens") or 0),
+            cost_usd=Decimal(str(cost)) if cost is not None else Decimal(0),
+        )
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def any(self) -> bool:
+        return bool(self.tokens or self.cost_usd)
+
+    @property
+    def priced_cost(self) -> Decimal | None:
+        """The cost, or None when every call was unpriced (nothing priced is not $0)."""
+        if not self.cost_usd and self.unpriced_tokens:
+            return None
+        return self.cost_usd
+
+    def cost_label(self) -> str:
+        """The cost as people read it: ``$0.0123``, ``<$0.0001``, or ``unpriced`` when no call
+        was priced (never ``$0.00`` for tokens nobody priced)."""
+        cost = self.priced_cost
+        if cost is None:
+            return "unpriced"
+        if 0 < cost < Decimal("0.0001"):
+            return "<$0.0001"
+        return f"${cost:.4f}"
+
+    def label(self) -> str:
+        """The cost and the tokens in one line, for the trail and the fleet."""
+        parts = [self.cost_label(), f"{self.input_tokens:,} in / {self.output_tokens:,} out tokens"]
+        if self.cache_read_tokens:
+            parts.append(f"{self.cache_read_tokens:,} from cache")
+        if self.reasoning_tokens:
+            parts.append(f"{self.reasoning_tokens:,} reasoning")
+        if self.unpriced_tokens and self.cost_usd:
+            parts.append(f"{self.unpriced_tokens:,} unpriced")
+        return " · ".join(parts)
+
+    def as_json(self) -> dict[str, Any]:
+        """``usage`` as get_todo, the todo resource and A2A show it."""
+        cost = self.priced_cost
+        return {
+            "tokens": {
+                "input": self.input_tokens,
+                "output": self.output_tokens,
+                "cache_read": self.cache_read_tokens,
+                "cache_write": self.cache_write_tokens,
+                "reasoning": self.reasoning_tokens,
+            },
+            "cost_usd": None if cost is None else float(round(cost, 9)),
+            "unpriced_tokens": self.unpriced_tokens,
+        }
+
+
+NO_USAGE = Usage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +146,12 @@ class AttemptView:
     # once the attempt held its span cap.
     trace_id: str | None = None
     spans_dropped: int = 0
+    usage: Usage = NO_USAGE
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
         values: dict[str, Any] = {name: row.get(name) for name in _ATTEMPT_FIELDS}
+        values["usage"] = Usage.from_row(row) if "cost_usd" in row else NO_USAGE
         for name in ("claimed_at", "last_heartbeat_at", "lease_expires_at", "ended_at"):
             values[name] = timestamp(values[name])
         if isinstance(values["claimer_endpoint_id"], str):
@@ -96,4 +194,4 @@ class AttemptView:
 
 # Read once: dataclasses.fields() builds its tuple on every call, and from_row runs on every
 # claim that carries prior attempts.
-_ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptView))
+_ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptView) if f.name != "usage")

@@ -21,6 +21,12 @@ serves the product), waits for ``/healthz``, and stops it on exit. Then:
   and the slowdown against the mean of the two neighbours (``--skip-ingest`` runs only this).
   On a small machine the clients, the server and PostgreSQL share the same cores, so most of
   the slowdown is CPU contention, not locking: the cycle's todos are not the spans' todos.
+  ``--ingest-only`` stops after the ingest.
+
+A third of the spans are model calls with usage (priced by the price table: a
+``claude-sonnet-4*`` row); the agent and tool spans carry the same usage attributes, refused
+and counted: the ingest's usage extraction, pricing and rollup are in every batch
+(docs/decisions/0036-cost-and-budgets.md).
 """
 
 from __future__ import annotations
@@ -331,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip-ingest", action="store_true", help="only the lifecycle beside ingest"
     )
+    parser.add_argument(
+        "--ingest-only", action="store_true", help="only the ingest, not the lifecycle beside it"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.rounds = 1.0, 1
@@ -366,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{statistics.median(cpus):>12.3f} ms  {statistics.median(p50s):>8.1f} ms"
             )
 
+        if args.ingest_only:
+            return 0
         seed_loop(endpoint, 200_000 if not args.quick else 5_000)
         # Each poured run is bracketed by two runs alone (alone, poured, alone), and the
         # slowdown is the poured rate against the mean of its two neighbours: drift in the

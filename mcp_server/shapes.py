@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from attempts.types import AttemptView
+from attempts.types import AttemptView, Usage
 from todos import states
 from todos.models import Todo
 from todos.queries import QueueSummary, TodoDetail
@@ -80,18 +80,30 @@ def attempt_out(attempt: AttemptView) -> dict[str, Any]:
         "notes_dropped": attempt.notes_dropped,
         "trace_id": attempt.trace_id,
         "spans_dropped": attempt.spans_dropped,
+        "usage": attempt.usage.as_json(),
     }
 
 
 def detail_out(detail: TodoDetail) -> dict[str, Any]:
     """get_todo and the ``switchboard://todos/{id}`` resource: the todo with its result, and its
     attempts newest first."""
+    todo = todo_out(detail.todo, result=True)
+    todo["usage"] = _usage(detail.todo).as_json()
+    todo["max_cost_usd"] = _cap(detail.todo)
     return {
-        "todo": todo_out(detail.todo, result=True),
+        "todo": todo,
         "attempts": [attempt_out(a) for a in detail.history.attempts],
         "attempts_total": detail.history.total,
         "attempts_pruned": detail.history.pruned,
     }
+
+
+def _usage(todo: TodoView | Todo) -> Usage:
+    return todo.usage if isinstance(todo, TodoView) else Usage.from_row(todo)
+
+
+def _cap(todo: TodoView | Todo) -> float | None:
+    return None if todo.max_cost_usd is None else float(todo.max_cost_usd)
 
 
 def queue_out(summary: QueueSummary, uri: str) -> dict[str, Any]:

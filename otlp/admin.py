@@ -6,16 +6,24 @@ same reason: Django 6 refuses to register a model whose primary key is composite
 (``todos.admin.TodoAdmin.get_urls``, through ``switchboard.lib.admin.serve_under_todo``) by an
 unregistered ``TodoSpanAdmin``, and its rows link to their todo. Nothing here writes: spans are
 written only by ``otlp.store``.
+
+The price table (``Price``) is registered and editable: the model's constraints refuse a
+negative price and a second row of one model and provider from the same date; a save makes this
+process's price book re-read the table (others within ``otlp.prices.BOOK_TTL``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib import admin
 from django.contrib.admin import AdminSite
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import URLPattern
 
-from otlp.models import TodoSpan
+from otlp import prices
+from otlp.models import Price, TodoSpan
 from switchboard.lib.admin import TodoRowsAdmin, changelist_urls, serve_under_todo
 
 
@@ -47,3 +55,33 @@ class TodoSpanAdmin(TodoRowsAdmin):
 def urls(admin_site: AdminSite) -> list[URLPattern]:
     """The span changelist, for a registered ModelAdmin's ``get_urls`` to include."""
     return changelist_urls(TodoSpanAdmin(TodoSpan, admin_site), "spans/")
+
+
+@admin.register(Price)
+class PriceAdmin(admin.ModelAdmin):
+    """USD per million tokens, per model (or ``*`` pattern) and provider, from a date on."""
+
+    list_display = (
+        "model",
+        "provider",
+        "effective_from",
+        "input",
+        "output",
+        "cache_read",
+        "cache_write",
+        "reasoning",
+        "source",
+    )
+    list_filter = ("provider",)
+    search_fields = ("model",)
+    ordering = ("model", "provider", "-effective_from")
+    readonly_fields = ("updated_at",)
+
+    def save_model(self, request: HttpRequest, obj: Price, form: Any, change: bool) -> None:
+        obj.source = obj.source or f"admin:{request.user.get_username()}"
+        super().save_model(request, obj, form, change)
+        prices.invalidate()
+
+    def delete_model(self, request: HttpRequest, obj: Price) -> None:
+        super().delete_model(request, obj)
+        prices.invalidate()

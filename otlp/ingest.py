@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from otlp import bind, decode, store, translate
+from otlp import bind, decode, prices, store, translate
 from switchboard import runtime_settings
+from switchboard.lib import metrics
+from todos.lifecycle import sweeps as lifecycle_sweeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +72,9 @@ def prepare(
     request = decode.decode(body, content_type, content_encoding, cap)
     collected = translate.collect(request)
     resolution = bind.bind(endpoint_id, collected.candidates)
+    book = prices.book()
     rows = [
-        translate.translate(candidate, binding.todo_id, binding.attempt_seq, capture_content)
+        translate.translate(candidate, binding.todo_id, binding.attempt_seq, capture_content, book)
         for candidate, binding in zip(collected.candidates, resolution.bindings, strict=True)
         if binding is not None
     ]
@@ -101,6 +104,16 @@ def ingest(
         attempt_cap=current.spans_max_per_attempt,
         todo_cap=current.spans_max_per_todo,
     )
+    refused: dict[str, int] = {}
+    for row in prepared.rows:
+        if row.usage_refused is not None:
+            refused[row.usage_refused] = refused.get(row.usage_refused, 0) + 1
+    for reason, n in refused.items():
+        metrics.usage_refused(reason, n)
+    if stored.over_cap:
+        # Past their cap: ended now, so the holder's next heartbeat or report hears it (the
+        # sweeper's pass ends any this misses).
+        lifecycle_sweeps.end_over_cap(stored.over_cap)
     outcome = Outcome(
         accepted=stored.accepted,
         unbound=prepared.unbound,

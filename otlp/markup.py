@@ -13,6 +13,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
+from attempts.types import Usage
 from otlp.waterfall import Waterfall
 
 
@@ -54,12 +55,19 @@ _WATERFALL_TABLE = (
 
 
 def waterfall_html(
-    waterfall: Waterfall | None, *, anchor: str, spans_dropped: int, oob: bool
+    waterfall: Waterfall | None,
+    *,
+    anchor: str,
+    spans_dropped: int,
+    oob: bool,
+    usage: Usage | None = None,
 ) -> SafeString:
     """An attempt's waterfall whole, escaped: its head (how many spans, dropped over the cap,
     over how long, the tokens) and its rows, in an element with id ``anchor``; with ``oob``
     for a live update to swap it in place. Empty when the attempt has no spans and dropped
-    none. The one render path for the trail page's first paint and its live updates."""
+    none. The one render path for the trail page's first paint and its live updates. ``usage``
+    is the attempt's (kept on its row by the ingest): its cost and tokens replace the head's
+    token sums when it has any."""
     rows = waterfall.rows if waterfall is not None else []
     body = ""
     if rows or spans_dropped:
@@ -67,7 +75,9 @@ def waterfall_html(
         if waterfall is not None:
             more = f" drawn, {waterfall.more} more" if waterfall.more else ""
             duration = f'<span class="muted">over {escape(waterfall.duration)}</span>'
-            if waterfall.total_tokens:
+            if usage is not None and usage.any:
+                tokens = f'<span class="sb-usage">{escape(usage.label())}</span>'
+            elif waterfall.total_tokens:
                 tokens = (
                     f'<span class="muted">tokens: {int(waterfall.input_tokens)} in,'
                     f" {int(waterfall.output_tokens)} out</span>"

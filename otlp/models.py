@@ -57,6 +57,15 @@ class TodoSpan(models.Model):
     attributes = models.JSONField(db_default={}, default=dict)
     truncated = models.BooleanField(db_default=False, default=False)
     received_at = models.DateTimeField(db_default=Now())
+    # A model call's usage (otlp/usage.py), NULL on every other span; cost_usd NULL on a model
+    # call no price row covers (unpriced, never $0).
+    model = models.TextField(null=True, blank=True)
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.BigIntegerField(null=True, blank=True)
+    reasoning_tokens = models.BigIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=24, decimal_places=12, null=True, blank=True)
 
     class Meta:
         db_table = "todo_spans"
@@ -107,3 +116,71 @@ class SpanRefusals(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint_id}/{self.minute:%Y-%m-%d %H:%M}"
+
+
+PRICE_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+
+
+class Price(models.Model):
+    """USD per million tokens of each type for a model (or a ``*`` pattern of models), from a
+    date on; in effect until the next row of the same model and provider. An empty price is
+    no price for that type: a span using it is unpriced. Written by ``otlp.prices`` (the
+    command and the admin go through it); read by the ingest's price book."""
+
+    model = models.TextField()
+    provider = models.TextField(blank=True, db_default="", default="")
+    effective_from = models.DateField()
+    input = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    output = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    cache_read = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    cache_write = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    reasoning = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    source = models.TextField(blank=True, db_default="", default="")
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "prices"
+        ordering = ["model", "provider", "effective_from"]
+        constraints = [
+            # Two rows of one model and provider from the same day would overlap: refused.
+            models.UniqueConstraint(
+                fields=["model", "provider", "effective_from"], name="prices_model_from_key"
+            ),
+            *(
+                models.CheckConstraint(
+                    condition=models.Q(**{f"{f}__gte": 0}) | models.Q(**{f"{f}__isnull": True}),
+                    name=f"prices_{f}_not_negative",
+                )
+                for f in PRICE_FIELDS
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.provider or 'any'}) from {self.effective_from}"
+
+
+class UsageHour(models.Model):
+    """Tokens and cost per endpoint, queue and UTC hour (by span start), added to by the
+    ingest after each batch commits (``sql/rollup.sql``), rebuilt by ``manage.py reprice``.
+    A day is the sum of its hours: the daily budgets and the Overview read these rows."""
+
+    pk = models.CompositePrimaryKey("endpoint_id", "queue", "hour")
+    endpoint = models.ForeignKey(
+        "switchboard.Endpoint", on_delete=models.CASCADE, related_name="+", db_column="endpoint_id"
+    )
+    queue = models.TextField()
+    hour = models.DateTimeField()
+    input_tokens = models.BigIntegerField(db_default=0, default=0)
+    output_tokens = models.BigIntegerField(db_default=0, default=0)
+    cache_read_tokens = models.BigIntegerField(db_default=0, default=0)
+    cache_write_tokens = models.BigIntegerField(db_default=0, default=0)
+    reasoning_tokens = models.BigIntegerField(db_default=0, default=0)
+    unpriced_tokens = models.BigIntegerField(db_default=0, default=0)
+    cost_usd = models.DecimalField(max_digits=24, decimal_places=12, db_default=0, default=0)
+
+    class Meta:
+        db_table = "usage_hours"
+        ordering = ["endpoint_id", "queue", "hour"]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id}/{self.queue}/{self.hour:%Y-%m-%dT%H}"

@@ -56,6 +56,7 @@ LOCK = load(_SQL, "lock")
 COUNTS = load(_SQL, "counts")
 STORE = load(_SQL, "store")
 TODO_DROPPED = load(_SQL, "todo_dropped")
+ROLLUP = load(_SQL, "rollup")
 SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
 FORGET = load(_SQL, "forget")
 REFUSALS = load(_SQL, "refusals")
@@ -71,6 +72,8 @@ class Stored:
     accepted: int
     dropped_attempt_cap: int
     dropped_todo_cap: int
+    # Todos the batch's usage took to or past their max_cost_usd (rollup.sql).
+    over_cap: tuple[str, ...] = ()
 
     @property
     def dropped(self) -> int:
@@ -139,7 +142,41 @@ def _columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
         "end_us": [r.end_us for r in rows],
         "attributes": [r.attributes for r in rows],
         "truncated": [r.truncated for r in rows],
+        "models": [r.model for r in rows],
+        "input_tokens": [r.input_tokens for r in rows],
+        "output_tokens": [r.output_tokens for r in rows],
+        "cache_read_tokens": [r.cache_read_tokens for r in rows],
+        "cache_write_tokens": [r.cache_write_tokens for r in rows],
+        "reasoning_tokens": [r.reasoning_tokens for r in rows],
+        "cost_usd": [r.cost_usd for r in rows],
     }
+
+
+def roll_up(changes: Sequence[Sequence[Any]]) -> tuple[str, ...]:
+    """Add a committed batch's usage changes (store.sql's ``changes``) to its todos and to
+    usage_hours, in a transaction of its own; the todos now at or past their cost cap.
+
+    A crash between the batch's commit and this one loses these additions (never a span):
+    ``manage.py reprice`` rebuilds every total from the spans."""
+    if not changes:
+        return ()
+    changes = sorted(changes, key=lambda c: (c[0], c[1]))
+    # One statement, its own transaction (autocommit): rollup.sql locks in id order itself.
+    rows = fetch_all(
+        ROLLUP,
+        {
+            "todo_ids": [c[0] for c in changes],
+            "hours": [c[1] for c in changes],
+            "inputs": [c[2] for c in changes],
+            "outputs": [c[3] for c in changes],
+            "cache_reads": [c[4] for c in changes],
+            "cache_writes": [c[5] for c in changes],
+            "reasonings": [c[6] for c in changes],
+            "unpriced": [c[7] for c in changes],
+            "costs": [c[8] for c in changes],
+        },
+    )
+    return tuple(r["todo_id"] for r in rows)
 
 
 def store(
@@ -183,7 +220,7 @@ def store(
         kept = {(r.todo_id, r.trace_id) for r in decision.keep}
         bindings = sorted(b for b in new_bindings if b in kept)
         attempt_drops = [(k, n) for k, n in decision.attempt_drops.items() if k[1] is not None]
-        fetch_all(
+        written = fetch_all(
             STORE,
             {
                 **_columns(decision.keep),
@@ -194,6 +231,7 @@ def store(
                 "drop_counts": [n for _, n in attempt_drops],
             },
         )
+    over_cap = roll_up(written[0]["changes"] or ())
     if decision.todo_drops:
         todos = sorted(decision.todo_drops)
         fetch_all(
@@ -206,6 +244,7 @@ def store(
         accepted=accepted,
         dropped_attempt_cap=len(rows) - accepted - dropped_todo,
         dropped_todo_cap=dropped_todo,
+        over_cap=over_cap,
     )
 
 

@@ -25,16 +25,19 @@ surrogates (OTLP/JSON can spell one as an escape).
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from otlp import usage as usage_rules
 from otlp.models import (
     ATTRIBUTES_MAX_BYTES,
     NAME_MAX_BYTES,
@@ -44,6 +47,7 @@ from otlp.models import (
     TOOL_MAX_BYTES,
     TRACE_ID_BYTES,
 )
+from otlp.prices import PriceBook
 from switchboard.lib.redact import mask
 
 TODO_ATTRIBUTE = "switchboard.todo.id"
@@ -501,6 +505,16 @@ class Row:
     end_us: int
     attributes: str  # JSON text
     truncated: bool
+    # A model call's usage (otlp/usage.py) and its cost (None: unpriced); all None on every
+    # other span. ``usage_refused`` says why usage attributes counted nothing.
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: Decimal | None = None
+    usage_refused: str | None = None
 
 
 def _attributes(
@@ -536,9 +550,14 @@ def _fit(kept: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 def translate(
-    candidate: Candidate, todo_id: str, attempt_seq: int | None, capture_content: bool
+    candidate: Candidate,
+    todo_id: str,
+    attempt_seq: int | None,
+    capture_content: bool,
+    prices: PriceBook | None = None,
 ) -> Row:
-    """Step 2: the row of a bound span."""
+    """Step 2: the row of a bound span; a model call's usage priced by ``prices`` (none given:
+    unpriced)."""
     span = candidate.span
     cuts = _Cuts()
     raw_name = span.name
@@ -555,6 +574,13 @@ def translate(
     if span.status.message:
         status_message, cut = clean(span.status.message, STATUS_MESSAGE_MAX_BYTES)
         cuts.any |= cut
+    span_category = category(raw_name, plain)
+    usage, refused = usage_rules.extract(raw_name, span_category, candidate.attributes)
+    start_us = span.start_time_unix_nano // 1000
+    cost = None
+    if usage is not None and prices is not None:
+        start = dt.datetime.fromtimestamp(start_us // 1_000_000, dt.UTC)
+        cost = prices.price(usage, start)
     return Row(
         todo_id=todo_id,
         trace_id=candidate.trace_id,
@@ -563,13 +589,21 @@ def translate(
         attempt_seq=attempt_seq,
         name=name,
         kind=KINDS.get(span.kind, "unspecified"),
-        category=category(raw_name, plain),
+        category=span_category,
         tool=tool or None,
         status_code=STATUSES.get(span.status.code, "unset"),
         status_message=status_message or None,
         service_name=candidate.resource.service_name,
-        start_us=span.start_time_unix_nano // 1000,
+        start_us=start_us,
         end_us=span.end_time_unix_nano // 1000,
         attributes=json.dumps(fitted, ensure_ascii=False, separators=(",", ":")),
         truncated=cuts.any or dropped,
+        model=None if usage is None else usage.model,
+        input_tokens=None if usage is None else usage.input,
+        output_tokens=None if usage is None else usage.output,
+        cache_read_tokens=None if usage is None else usage.cache_read,
+        cache_write_tokens=None if usage is None else usage.cache_write,
+        reasoning_tokens=None if usage is None else usage.reasoning,
+        cost_usd=cost,
+        usage_refused=refused,
     )

@@ -106,7 +106,11 @@ class EndpointForm(forms.ModelForm):
 
     class Meta:
         model = Endpoint
-        fields = ("owner", "team", "slug", "name", "verbs", "push_url")
+        fields = ("owner", "team", "slug", "name", "verbs", "push_url", "daily_budget_usd")
+        help_texts = {
+            "daily_budget_usd": "What its model calls may cost in a UTC day (USD) before every"
+            " queue of it pauses until the next day; empty: no budget.",
+        }
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -218,7 +222,13 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Endpoint, form: Any, change: bool) -> None:
         if change:
-            credentials.update_endpoint(obj, name=obj.name, verbs=obj.verbs, push_url=obj.push_url)
+            credentials.update_endpoint(
+                obj,
+                name=obj.name,
+                verbs=obj.verbs,
+                push_url=obj.push_url,
+                daily_budget_usd=obj.daily_budget_usd,
+            )
             return
         endpoint, _, plaintext = credentials.create_endpoint(
             obj.owner,

@@ -21,6 +21,7 @@ import hashlib
 import secrets
 import uuid
 from collections.abc import Iterable
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -168,9 +169,15 @@ def check_push_url(url: str | None) -> None:
 
 
 def update_endpoint(
-    endpoint: Endpoint, *, name: str, verbs: Iterable[str], push_url: str | None
+    endpoint: Endpoint,
+    *,
+    name: str,
+    verbs: Iterable[str],
+    push_url: str | None,
+    daily_budget_usd: Decimal | object | None = ...,
 ) -> Endpoint:
-    """Change what may change about ``endpoint``: its name, verbs and push URL.
+    """Change what may change about ``endpoint``: its name, verbs, push URL and daily budget
+    (USD a UTC day, None for none; left as it is when not given).
 
     An endpoint given its first push URL gets a push secret (read it from the returned endpoint
     to show it once); changing or removing the URL keeps the secret.
@@ -185,10 +192,16 @@ def update_endpoint(
     except ValidationError as exc:
         raise ValidationError({"verbs": exc}) from None
     endpoint.name, endpoint.verbs, endpoint.push_url = name, normalized, push_url or None
+    if daily_budget_usd is not ...:
+        if daily_budget_usd is not None and (
+            not isinstance(daily_budget_usd, Decimal) or daily_budget_usd < 0
+        ):
+            raise ValidationError({"daily_budget_usd": "a non-negative amount of US dollars"})
+        endpoint.daily_budget_usd = daily_budget_usd
     if endpoint.push_url and not endpoint.push_secret:
         endpoint.push_secret = new_push_secret()
     endpoint.full_clean()
-    endpoint.save(update_fields=["name", "verbs", "push_url", "push_secret"])
+    endpoint.save(update_fields=["name", "verbs", "push_url", "push_secret", "daily_budget_usd"])
     return endpoint
 
 

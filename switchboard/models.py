@@ -13,10 +13,11 @@ SHA-256 is stored (``switchboard.credentials`` mints and resolves them).
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 from django.contrib.auth.models import AbstractUser
 from django.contrib.postgres.fields import ArrayField
-from django.core.validators import RegexValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -175,6 +176,15 @@ class Endpoint(Owned):
     push_secret = models.TextField(blank=True, db_default="", default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The endpoint's daily budget (UTC day) over all its queues: past it the sweeper pauses
+    # every queue of it until the next day (todos/budgets.py). NULL: none.
+    daily_budget_usd = models.DecimalField(
+        max_digits=14,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0))],
+    )
 
     objects = EndpointQuerySet.as_manager()
 

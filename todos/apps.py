@@ -13,3 +13,4 @@ class TodosConfig(AppConfig):
         from todos import gauges
 
         gauges.register()
+        gauges.register_usage()

@@ -12,6 +12,7 @@ import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,8 +43,12 @@ SORT_KEYS: dict[str, tuple[str, str] | None] = {
     "title": ("t.title", "t.title"),
     "state": ("t.state", "t.state"),
     "queue": ("t.queue", "t.queue"),
+    # What its model calls cost (kept on the row by the OTLP ingest); the cursor carries it as
+    # text, which PostgreSQL reads back as the numeric it compares with.
+    "cost": ("t.cost_usd", "t.cost_usd"),
 }
 TIME_SORTS = frozenset({"updated", "finished"})
+NUMERIC_SORTS = frozenset({"cost"})
 SORTS = tuple(f"{sign}{name}" for name in SORT_KEYS for sign in ("-", ""))
 # Search: a todo id alone finds that todo through todos_pkey; anything else is a
 # case-insensitive substring of todo_search_text (todos/migrations/0013_todo_search.py), kept in
@@ -307,6 +312,8 @@ class Cursor:
     @classmethod
     def after(cls, todo: Todo, sort: str = DEFAULT_SORT) -> Cursor:
         key = getattr(todo, "sort_key", None) if SORT_KEYS[sort.lstrip("-")] else None
+        if isinstance(key, Decimal):
+            key = str(key)
         return cls(todo.created_at, todo.id, sort, key)
 
     def encode(self) -> str:
@@ -339,6 +346,12 @@ class Cursor:
         if name in TIME_SORTS:
             moment = keyset.parse_stamp(key)
             return None if moment is None else cls(created_at, todo_id, sort, moment)
+        if name in NUMERIC_SORTS:
+            try:
+                amount = Decimal(key)
+            except InvalidOperation:
+                return None
+            return cls(created_at, todo_id, sort, key) if amount.is_finite() else None
         if jsonlimits.text_problem(key) is not None:
             return None
         return cls(created_at, todo_id, sort, key)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -79,6 +80,16 @@ class EndpointFleet:
     day: FailureRate
     refused_hour: SpanRefusals
     refused_day: SpanRefusals
+    # What its model calls cost this UTC day, and the day's tokens no price covered.
+    cost_today: Decimal = Decimal(0)
+    unpriced_today: int = 0
+
+    @property
+    def cost_label(self) -> str:
+        """``$1.23``, ``<$0.01``, ``unpriced`` (only unpriced calls), or ``—`` for none."""
+        if not self.cost_today:
+            return "unpriced" if self.unpriced_today else "—"
+        return "<$0.01" if self.cost_today < Decimal("0.01") else f"${self.cost_today:,.2f}"
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> EndpointFleet:
@@ -93,6 +104,8 @@ class EndpointFleet:
                 row["unbound_hour"], row["over_cap_hour"], row["invalid_hour"]
             ),
             refused_day=SpanRefusals(row["unbound_day"], row["over_cap_day"], row["invalid_day"]),
+            cost_today=Decimal(row["cost_today"]),
+            unpriced_today=int(row["unpriced_today"]),
         )
 
 

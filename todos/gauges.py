@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 from switchboard.lib.sql import fetch_all, load
@@ -119,3 +119,92 @@ def register() -> QueueGauges:
         _registered = QueueGauges(lambda: float(settings.SWITCHBOARD_QUEUE_METRICS_SECONDS))
         REGISTRY.register(_registered)
     return _registered
+
+
+# --- usage: switchboard_tokens_total and switchboard_cost_usd_total ------------------------------
+
+USAGE_TOTALS = load(Path(__file__).parent / "sql", "usage_totals")
+TOKENS = "switchboard_tokens"
+COST = "switchboard_cost_usd"
+TOKEN_TYPES = ("input", "output", "cache_read", "cache_write", "reasoning", "unpriced")
+
+
+def read_usage() -> list[dict[str, Any]]:
+    return fetch_all(USAGE_TOTALS, {"limit": SERIES_MAX})
+
+
+class UsageCounters(Collector):
+    """Tokens by type and cost per endpoint and queue, as counters, from the usage rollups
+    (``usage_hours``, kept by the OTLP ingest), read as the queue gauges are: at most once per
+    interval per process, whatever the scrape rate, never waiting on a read in progress.
+
+    The totals are the database's, so every process serves the same numbers. They only grow,
+    except after ``manage.py reprice`` rewrote them (a price changed): Prometheus reads the
+    drop as a counter reset. ``type="unpriced"`` counts the tokens of calls no price covers
+    (they are in input and output too)."""
+
+    def __init__(
+        self,
+        interval: Callable[[], float],
+        read: Callable[[], Iterable[dict[str, Any]]] = read_usage,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._interval = interval
+        self._read = read
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._read_at: float | None = None
+        self._rows: list[dict[str, Any]] = []
+
+    def describe(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(TOKENS, "", labels=["endpoint", "queue", "type"])
+        yield CounterMetricFamily(COST, "", labels=["endpoint", "queue"])
+
+    def refresh(self, *, force: bool = False) -> bool:
+        now = self._clock()
+        if not force and self._read_at is not None and now - self._read_at < self._interval():
+            return False
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            try:
+                self._rows = list(self._read())
+            except Exception:
+                log.exception("usage counters: the read failed; keeping the last values")
+            self._read_at = now
+            return True
+        finally:
+            self._lock.release()
+
+    def collect(self) -> Iterator[Metric]:
+        self.refresh()
+        tokens = CounterMetricFamily(
+            TOKENS,
+            "Tokens of the agents' model calls (from their OTLP spans) per endpoint, queue and"
+            " type: input (cache reads and writes included), output (reasoning included),"
+            " cache_read, cache_write, reasoning, and unpriced (of calls no price covers).",
+            labels=["endpoint", "queue", "type"],
+        )
+        cost = CounterMetricFamily(
+            COST,
+            "What the agents' priced model calls cost, in US dollars, per endpoint and queue.",
+            labels=["endpoint", "queue"],
+        )
+        for r in self._rows:
+            for kind in TOKEN_TYPES:
+                tokens.add_metric([r["endpoint"], r["queue"], kind], float(r[kind]))
+            cost.add_metric([r["endpoint"], r["queue"]], float(r["cost_usd"]))
+        yield tokens
+        yield cost
+
+
+_usage: UsageCounters | None = None
+
+
+def register_usage() -> UsageCounters:
+    """Register the usage counters with the default registry, once per process."""
+    global _usage
+    if _usage is None:
+        _usage = UsageCounters(lambda: float(settings.SWITCHBOARD_QUEUE_METRICS_SECONDS))
+        REGISTRY.register(_usage)
+    return _usage

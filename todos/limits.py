@@ -13,6 +13,7 @@ import datetime as dt
 import re
 import secrets
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from switchboard.lib import jsonlimits
@@ -174,3 +175,28 @@ def parse_instant(field: str, text: Any, now: dt.datetime) -> dt.datetime | None
     if value.tzinfo is None:
         raise InvalidInput(field, "must carry a time zone (Z or +hh:mm)")
     return value
+
+
+# A cost cap or budget in USD: non-negative, at most this, at most 6 decimals (the columns').
+COST_MAX_USD = Decimal(1_000_000)
+
+
+def check_cost(field: str, value: object) -> Decimal | None:
+    """``value`` (a Decimal, a number or its text) as a USD amount for ``field``, None for
+    none; ``InvalidInput`` naming ``field`` when it is negative, not a finite number, above
+    ``COST_MAX_USD`` or finer than a millionth."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (Decimal, int, float, str)):
+        raise InvalidInput(field, "must be a number of US dollars")
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise InvalidInput(field, "must be a number of US dollars") from None
+    if not amount.is_finite() or amount < 0:
+        raise InvalidInput(field, "must be a non-negative number of US dollars")
+    if amount > COST_MAX_USD:
+        raise InvalidInput(field, f"must be at most {COST_MAX_USD}")
+    if amount != amount.quantize(Decimal("0.000001")):
+        raise InvalidInput(field, "must have at most 6 decimals")
+    return amount

@@ -87,6 +87,8 @@ class Rule(models.Model):
     finish_within_seconds = models.IntegerField(null=True, blank=True)
     run_timeout_seconds = models.IntegerField(null=True, blank=True)
     dedupe_key_path = models.TextField(null=True, blank=True)
+    # The cost cap of the todos it creates (None: their queue's default).
+    max_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
 
     class Meta:
         db_table = "rules"
@@ -147,7 +149,9 @@ class Rule(models.Model):
             return errors
         now = timezone.now()
         try:
-            limits.check_time(**self.todo_time(now), now=now - dt.timedelta(seconds=1))
+            time = self.todo_time(now)
+            limits.check_cost("max_cost_usd", time.pop("max_cost_usd"))
+            limits.check_time(**time, now=now - dt.timedelta(seconds=1))
         except InvalidInput as exc:
             field = _RULE_FIELD.get(exc.field, exc.field)
             errors[field] = str(exc).split(": ", 1)[-1]
@@ -173,6 +177,7 @@ class Rule(models.Model):
             "finish_by": after(self.finish_within_seconds),
             "run_timeout_seconds": self.run_timeout_seconds,
             "dedupe_key": key,
+            "max_cost_usd": self.max_cost_usd,
         }
 
 
@@ -269,6 +274,21 @@ class Todo(models.Model):
     lease_ttl_seconds = models.IntegerField(null=True, blank=True, editable=False)
     # The label the current claim's agent sent, if any (migrations/0022).
     claimant = models.TextField(null=True, blank=True, editable=False)
+    # The todo's cost cap: past it, the sweep ends its attempt budget_exceeded and dead-letters
+    # it (todos/sql/over_cap.sql). NULL: no cap.
+    max_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+
+    # Token usage and cost of the todo's model calls, kept by the OTLP ingest (otlp/store.py),
+    # never recomputed on read; cost_usd counts priced spans only, unpriced_tokens the rest.
+    input_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    output_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cache_read_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cache_write_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    reasoning_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    unpriced_tokens = models.BigIntegerField(db_default=0, default=0, editable=False)
+    cost_usd = models.DecimalField(
+        max_digits=24, decimal_places=12, db_default=0, default=0, editable=False
+    )
 
     # The state predicates as filters: Todo.objects.claimable(), .unfinished(), … (todos/states.py)
     objects = TodoQuerySet.as_manager()
@@ -373,6 +393,10 @@ class QueuePause(models.Model):
     resumed_at = models.DateTimeField(null=True, blank=True)
     resumed_by_kind = models.TextField(choices=PauseActor.choices, null=True, blank=True)
     resumed_by = models.TextField(null=True, blank=True)
+    # A budget's pause (reason 'queue_budget' or 'endpoint_budget') carries ``until``, the next
+    # UTC midnight, when the sweeper lifts it (todos/sql/lift_pauses.sql); NULL for a human's.
+    reason = models.TextField(null=True, blank=True)
+    until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "queue_pauses"
@@ -502,6 +526,12 @@ class QueueSettings(models.Model):
     tokens = models.FloatField(db_default=0)
     refilled_at = models.DateTimeField(db_default=Now())
     run_timeout_seconds = models.IntegerField(null=True, blank=True)
+    # The cost cap of the queue's todos that set none; the queue's daily budget (UTC day), past
+    # which the sweeper pauses it until the next day (todos/budgets.py).
+    default_max_cost_usd = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True
+    )
+    daily_budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     updated_at = models.DateTimeField(db_default=Now())
     updated_by = models.TextField()
 

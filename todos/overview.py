@@ -27,15 +27,20 @@ they ended in; the claim wait only of first attempts (a retry's wait would count
 predecessors' runs).
 
 The reads (``overview``) are owner-scoped like those of ``todos.queries``: they start from the
-scope's endpoints, so a foreign queue is never read.
+scope's endpoints, so a foreign queue is never read. Besides the rollups, a page reads the live
+depth (``overview_live.sql``: at most ``LIVE_CAP`` unfinished todos per endpoint, so a new queue
+shows before the sweeper samples it) and the cost per queue (``overview_cost.sql``, of the OTLP
+ingest's ``usage_hours``; docs/decisions/0036-cost-and-budgets.md).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 from switchboard.lib.sql import fetch_all, fetch_one, load
@@ -57,6 +62,8 @@ BACKFILL_MINUTES = 24 * 60
 KEEP_HOURS = 48
 
 _SQL = Path(__file__).parent / "sql"
+# The live read counts at most this many unfinished todos per endpoint (overview_live.sql).
+LIVE_CAP = 5000
 
 
 def bucket_sql(seconds: str) -> str:
@@ -215,6 +222,14 @@ class QueueRow:
     failed_day: int
     # (window, kind) → percentiles; window "hour" | "day", kind "wait" | "run".
     latency: dict[tuple[str, str], Percentiles] = field(default_factory=dict)
+    # What its model calls cost this UTC day and the last 24 hours, and the tokens of the
+    # last day's calls no price covered (usage_hours).
+    cost_today: Decimal = Decimal(0)
+    cost_day: Decimal = Decimal(0)
+    unpriced_day: int = 0
+    # Pending and in flight are the live read's (overview_live.sql), not the last sample's;
+    # ``capped``: its endpoint held more unfinished todos than the read counts.
+    capped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,18 +247,35 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True)
+class CostPoint:
+    """One hour of the last day: what the model calls that started in it cost, and the tokens
+    no price covered."""
+
+    at: dt.datetime
+    cost_usd: Decimal
+    unpriced_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class Overview:
     queues: list[QueueRow]
     hour: list[Point]
     day: list[Point]
     # The newest depth sample among the queues shown (None: none sampled in the last day).
     sampled_at: dt.datetime | None
+    cost: list[CostPoint] = field(default_factory=list)
 
 
 # The page's reads, loaded at import for both sides of the scope (switchboard/scope.py).
 _READS = {
     (name, side): load(_SQL, name, scope_endpoints=side)
-    for name in ("overview_queues", "overview_percentiles", "overview_series")
+    for name in (
+        "overview_queues",
+        "overview_percentiles",
+        "overview_series",
+        "overview_live",
+        "overview_cost",
+    )
     for side in (HUMAN_ENDPOINTS_SQL, ENDPOINT_ENDPOINTS_SQL)
 }
 
@@ -284,14 +316,88 @@ def overview(scope: Scope, endpoint: str = "", queue: str = "") -> Overview:
                 in_flight=r["in_flight"],
             )
         )
-    queues = [
-        QueueRow(**row, latency=latency.get((str(row["endpoint_id"]), row["queue"]), {}))
+    by_key: dict[tuple[str, str], QueueRow] = {
+        (str(row["endpoint_id"]), row["queue"]): QueueRow(
+            **row, latency=latency.get((str(row["endpoint_id"]), row["queue"]), {})
+        )
         for row in rows
-    ]
-    sampled = [q.sampled_at for q in queues if q.sampled_at is not None]
+    }
+    sampled = [q.sampled_at for q in by_key.values() if q.sampled_at is not None]
+    _live(scope, by_key)
+    cost = _cost(scope, by_key, endpoint, queue)
     return Overview(
-        queues=queues,
+        queues=sorted(by_key.values(), key=lambda q: (q.endpoint, q.queue)),
         hour=points["minute"],
         day=points["hour"],
         sampled_at=max(sampled, default=None),
+        cost=cost,
     )
+
+
+def _blank(row: dict[str, Any]) -> QueueRow:
+    """A queue the rollups do not hold yet (new, or the sweeper has not sampled it)."""
+    return QueueRow(
+        endpoint_id=row["endpoint_id"],
+        endpoint=row["endpoint"],
+        revoked=row["revoked"],
+        queue=row["queue"],
+        sampled_at=None,
+        pending=0,
+        in_flight=0,
+        retry_due=0,
+        dead=0,
+        oldest_pending_at=None,
+        completed_hour=0,
+        failed_hour=0,
+        completed_day=0,
+        failed_day=0,
+    )
+
+
+def _live(scope: Scope, by_key: dict[tuple[str, str], QueueRow]) -> None:
+    """Pending and in flight from the bounded live read, over the samples; a queue the
+    rollups do not hold yet joins the table (its first 30 s: the sweeper samples it later)."""
+    rows = fetch_all(_statement("overview_live", scope), {**scope.params, "cap": LIVE_CAP})
+    counted: dict[str, int] = {}
+    for r in rows:
+        counted[str(r["endpoint_id"])] = counted.get(str(r["endpoint_id"]), 0) + (
+            r["pending"] + r["in_flight"]
+        )
+    live = {(str(r["endpoint_id"]), r["queue"]): r for r in rows}
+    for key, r in live.items():
+        row = by_key.get(key) or _blank(r)
+        by_key[key] = replace(
+            row,
+            pending=r["pending"],
+            in_flight=r["in_flight"],
+            oldest_pending_at=r["oldest_pending_at"],
+            capped=counted[key[0]] >= LIVE_CAP,
+        )
+    for key, row in by_key.items():
+        if key not in live and (row.pending or row.in_flight):
+            # The read found none unfinished: the sample is stale.
+            by_key[key] = replace(row, pending=0, in_flight=0, oldest_pending_at=None)
+
+
+def _cost(
+    scope: Scope, by_key: dict[tuple[str, str], QueueRow], endpoint: str, queue: str
+) -> list[CostPoint]:
+    """Each queue's cost today and over the last day (a queue with cost and no rollup row
+    joins the table), and the last day's cost per hour for the plot."""
+    rows = fetch_all(
+        _statement("overview_cost", scope), {**scope.params, "endpoint": endpoint, "queue": queue}
+    )
+    points = []
+    for r in rows:
+        if r["grain"] == "hour":
+            points.append(CostPoint(r["at"], Decimal(r["cost_day"]), int(r["unpriced_day"])))
+            continue
+        key = (str(r["endpoint_id"]), r["queue"])
+        row = by_key.get(key) or _blank(r)
+        by_key[key] = replace(
+            row,
+            cost_today=Decimal(r["cost_today"]),
+            cost_day=Decimal(r["cost_day"]),
+            unpriced_day=int(r["unpriced_day"]),
+        )
+    return points

@@ -1,7 +1,8 @@
 """The Board's Overview page (``/overview/``): per endpoint and queue in the human's scope, what
 waits, what runs, what failed, how fast it moves; and plots of throughput and queue depth.
 
-Parse → one read (``todos.overview.overview``, of the sweeper's rollups, never of ``todos``) →
+Parse → one read (``todos.overview.overview``: the sweeper's rollups, the bounded live depth and
+the cost per queue) →
 render. An htmx request (the page's own poll, every ``REFRESH_SECONDS``) gets the page's body
 partial only: the rollups change when the sweeper samples, so a poll is as live as the data.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 from typing import Any
 from urllib.parse import urlencode
 
@@ -65,6 +67,8 @@ class Row:
     wait_day: Latency
     run_day: Latency
     selected: bool
+    cost_today: str = "—"
+    cost_day: str = "—"
 
 
 def _latency(p: Percentiles | None) -> Latency:
@@ -98,6 +102,38 @@ def _row(q: QueueRow, now: dt.datetime, endpoint: str, queue: str) -> Row:
         wait_day=_latency(q.latency.get(("day", "wait"))),
         run_day=_latency(q.latency.get(("day", "run"))),
         selected=(q.endpoint, q.queue) == (endpoint, queue),
+        cost_today=cost_text(q.cost_today, q.unpriced_day),
+        cost_day=cost_text(q.cost_day, q.unpriced_day),
+    )
+
+
+def cost_text(cost: Decimal, unpriced: int) -> str:
+    """A cost as the table shows it: ``$1.23``, ``<$0.01``, ``—`` for nothing spent, and
+    ``unpriced`` when only unpriced calls were made (never $0.00 for tokens nobody priced)."""
+    if not cost:
+        return "unpriced" if unpriced else "—"
+    if cost < Decimal("0.01"):
+        return "<$0.01"
+    return f"${cost:,.2f}"
+
+
+def _cost_chart(points: list[overview.CostPoint]) -> Chart:
+    """The last day's cost per hour, in cents (a started cent counts one, so a small cost
+    still shows)."""
+    labels = [p.at.astimezone(dt.UTC).strftime("%H:%M") for p in points]
+    cents = [int((p.cost_usd * 100).to_integral_value(rounding=ROUND_CEILING)) for p in points]
+    total = sum((p.cost_usd for p in points), Decimal(0))
+    unpriced = sum(p.unpriced_tokens for p in points)
+    return Chart(
+        key="cost-day",
+        title="Cost, last day",
+        description=(
+            f"What the model calls that started in each hour cost, in cents, last day (UTC):"
+            f" ${total:,.4f} in all"
+            + (f", and {unpriced:,} tokens no price covers." if unpriced else ".")
+        ),
+        plot=svgplot.stacked_bars(labels, [("bar-cost", "cents", cents)], label_every=4),
+        legend=[("bar-cost", "cost, cents per hour")],
     )
 
 
@@ -196,6 +232,12 @@ def context(request: BoardRequest) -> tuple[dict[str, Any], int]:
         "totals": {
             name: sum(getattr(q, name) for q in data.queues)
             for name in ("pending", "in_flight", "retry_due", "dead")
+        }
+        | {
+            "cost_today": cost_text(
+                sum((q.cost_today for q in data.queues), Decimal(0)),
+                sum(q.unpriced_day for q in data.queues),
+            )
         },
         "focus": focus,
         "endpoint": endpoint,
@@ -207,6 +249,7 @@ def context(request: BoardRequest) -> tuple[dict[str, Any], int]:
         "refresh_url": reverse("overview")
         + (f"?{urlencode({'endpoint': endpoint, 'queue': queue})}" if endpoint else ""),
         "hour": _charts("hour", "last hour", data.hour, label_every=10),
+        "cost_chart": _cost_chart(data.cost),
         "day": _charts("day", "last day", data.day, label_every=4),
         "plotted": [
             ("Last hour", markup.plotted_rows(data.hour)),

@@ -28,6 +28,7 @@ OUTCOME_WORDS = {
     Outcome.CANCELED: "canceled",
     Outcome.REVOKED: "revoked with its endpoint",
     Outcome.TIMED_OUT: "timed out: its deadline passed",
+    Outcome.BUDGET_EXCEEDED: "stopped: its cost cap was reached",
 }
 
 

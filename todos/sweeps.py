@@ -15,6 +15,7 @@ connection if the pass dies with it.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 import time
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.utils import timezone
 
-from todos import lifecycle, limits, overview, push, retention, schedules
+from todos import budgets, lifecycle, limits, overview, push, retention, schedules
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ LOCK_RETENTION = 0x5B_0003
 LOCK_RING = 0x5B_0004
 LOCK_OVERVIEW = 0x5B_0005
 LOCK_SCHEDULES = 0x5B_0006
+LOCK_BUDGETS = 0x5B_0007
 
 RETENTION_EVERY_SECONDS = 600.0
 # The unclaimed re-ring reads every stale pending todo, so it runs once a minute, not every pass
@@ -58,6 +61,11 @@ class PassReport:
     pushes: push.PushReport | None = None
     rollup: overview.RollupResult | None = None
     scheduled: list[schedules.Fired] = field(default_factory=list)
+    # Dead-lettered past their max_cost_usd (over_cap.sql); queues paused for a spent daily
+    # budget, and pauses lifted at the next UTC day.
+    over_cap: list[str] = field(default_factory=list)
+    budget_paused: list[str] = field(default_factory=list)
+    pauses_lifted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -77,6 +85,12 @@ class PassReport:
             )
         if self.deadlines:
             out.append(f"deadlines: dead-lettered {len(self.deadlines)}: {_ids(self.deadlines)}")
+        if self.over_cap:
+            out.append(f"over_cap: dead-lettered {len(self.over_cap)}: {_ids(self.over_cap)}")
+        if self.budget_paused:
+            out.append(f"budgets: paused {len(self.budget_paused)}: {_ids(self.budget_paused)}")
+        if self.pauses_lifted:
+            out.append(f"budgets: resumed {len(self.pauses_lifted)}: {_ids(self.pauses_lifted)}")
         if self.retries_requeued:
             out.append(
                 f"requeue_retries: requeued {len(self.retries_requeued)}:"
@@ -222,10 +236,46 @@ def roll_up(report: PassReport, *, force: bool = False) -> None:
     _overview_at = now
 
 
+def budgets_all(report: PassReport, *, now: dt.datetime | None = None) -> None:
+    """End the todos past their cost cap (the ingest ends them as it sees them; this catches
+    what it missed), lift the pauses whose day is over, then pause what a spent daily budget
+    covers: the queue, or every queue of the endpoint (todos/budgets.py)."""
+    now = now or timezone.now()
+    while True:
+        ids = lifecycle.end_over_cap()
+        report.over_cap.extend(ids)
+        if len(ids) < limits.SWEEP_BATCH:
+            break
+    report.pauses_lifted.extend(f"{e}/{q}" for e, q in lifecycle.lift_due_pauses())
+    start = budgets.day_start(now)
+    for status in budgets.budget_statuses(now=now):
+        if not status.spent:
+            continue
+        key = (status.kind, status.endpoint_id, status.queue, status.day)
+        if key in _budget_handled:
+            continue
+        if status.queue is not None:
+            pairs = [(status.endpoint_id, status.queue)]
+        else:
+            queues = budgets.endpoint_queues(status.endpoint_id, now=now)
+            pairs = [(status.endpoint_id, q) for q in queues]
+        opened = lifecycle.pause_for_budget(pairs, reason=f"{status.kind}_budget", day_start=start)
+        report.budget_paused.extend(f"{e}/{q}" for e, q in opened)
+        _budget_handled.add(key)
+    if len(_budget_handled) > 10_000:
+        _budget_handled.clear()
+
+
+# Budgets this process already paused for, per day: not paused again, nor their queues listed.
+_budget_handled: set[tuple[str, object, str | None, dt.date]] = set()
+
+
 def run_pass(*, with_retention: bool = False, with_pushes: bool = True) -> PassReport:
     """One pass of every sweep. ``with_pushes`` False leaves the push rings to another caller of
     ``push.send_due`` (the ``Sweeper`` loop's pusher thread)."""
     report = PassReport()
+    if not _locked(LOCK_BUDGETS, lambda: budgets_all(report)):
+        report.skipped.append("budgets")
     if not _locked(LOCK_REAP, lambda: reap_all(report)):
         report.skipped.append("reap")
     if not _locked(LOCK_REQUEUE, lambda: requeue_all(report)):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from typing import Any, Self
 from uuid import UUID
 
-from attempts.types import AttemptView
+from attempts.types import NO_USAGE, USAGE_COLUMNS, AttemptView, Usage
 from todos import states
 
 # Django's psycopg setup loads jsonb as its JSON text (JSONField decodes it itself), so values
@@ -59,6 +60,11 @@ class TodoView:
     # them (``t.*``), None elsewhere.
     forgotten_at: dt.datetime | None = None
     forgotten_by: str | None = None
+    # The cost cap, and the usage columns the OTLP ingest keeps on the row, as read (None when
+    # the row read has none): ``usage`` builds the value only when something reads it, so a
+    # transition's result pays a tuple, not a Decimal.
+    max_cost_usd: Decimal | None = None
+    usage_columns: tuple[Any, ...] | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
@@ -68,7 +74,16 @@ class TodoView:
             values["forgotten_by"] = row["forgotten_by"]
         for name in _JSON_COLUMNS:
             values[name] = _json(values[name])
+        if "cost_usd" in row:
+            values["max_cost_usd"] = row.get("max_cost_usd")
+            values["usage_columns"] = tuple(row[name] for name in _USAGE_COLUMNS)
         return cls(**values)
+
+    @property
+    def usage(self) -> Usage:
+        if self.usage_columns is None:
+            return NO_USAGE
+        return Usage.from_row(dict(zip(_USAGE_COLUMNS, self.usage_columns, strict=True)))
 
     @property
     def dead_letter(self) -> bool:
@@ -84,8 +99,10 @@ class TodoView:
 _TODO_FIELDS = tuple(
     f.name
     for f in fields(TodoView)
-    if f.name not in ("deduplicated", "forgotten_at", "forgotten_by")
+    if f.name
+    not in ("deduplicated", "forgotten_at", "forgotten_by", "max_cost_usd", "usage_columns")
 )
+_USAGE_COLUMNS = (*USAGE_COLUMNS, "cost_usd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +201,8 @@ class QueueLimits:
     claims_per_minute: int | None
     run_timeout_seconds: int | None
     changed: bool = True
+    default_max_cost_usd: Decimal | None = None
+    daily_budget_usd: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)

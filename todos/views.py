@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlencode
 
@@ -47,6 +48,7 @@ from todos.types import TodoView
 # The list's sortable columns: the column, and the sort a first click asks for.
 SORTABLE_COLUMNS = {"title": "title", "state": "state", "queue": "queue"}
 SORTABLE_COLUMNS |= {"created": "-created", "updated": "-updated", "finished": "-finished"}
+SORTABLE_COLUMNS |= {"cost": "-cost"}
 SORT_CHOICES = [
     ("-created", "newest first"),
     ("created", "oldest first"),
@@ -60,6 +62,8 @@ SORT_CHOICES = [
     ("-state", "state Z to A"),
     ("queue", "queue A to Z"),
     ("-queue", "queue Z to A"),
+    ("-cost", "costliest first"),
+    ("cost", "cheapest first"),
 ]
 
 
@@ -232,14 +236,20 @@ LIMIT_FIELDS = {
     "max_in_flight": "Max in flight",
     "claims_per_minute": "Claims per minute",
     "run_timeout_seconds": "Default run timeout (seconds)",
+    "default_max_cost_usd": "Default cost cap of a todo (USD)",
+    "daily_budget_usd": "Daily budget (USD a UTC day; past it the queue pauses until the next)",
 }
+COST_FIELDS = frozenset({"default_max_cost_usd", "daily_budget_usd"})
 
 
-def _limit_field(request: BoardRequest, field: str) -> int | None:
-    """A limit as the form sent it: blank clears it; anything else must be a whole number."""
+def _limit_field(request: BoardRequest, field: str) -> int | Decimal | None:
+    """A limit as the form sent it: blank clears it; anything else must be a whole number (an
+    amount of US dollars for the cost fields)."""
     value = request.POST.get(field, "").strip()
     if not value:
         return None
+    if field in COST_FIELDS:
+        return limits.check_cost(field, value)
     if not value.lstrip("-").isdigit() or len(value) > 12:
         raise InvalidInput(field, "must be a whole number, or blank for no limit")
     return lifecycle.check_limit(field, int(value))
@@ -289,7 +299,7 @@ def queue_limits(request: BoardRequest) -> HttpResponse:
             for field, label in LIMIT_FIELDS.items()
         ]
         return render(request, QUEUE_LIMITS, context)
-    given: dict[str, int | None] = {}
+    given: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for field in LIMIT_FIELDS:
         try:

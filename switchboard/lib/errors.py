@@ -37,7 +37,8 @@ class LeaseConflict(LifecycleError):
 
 class TodoEnded(LifecycleError):
     """The caller's claim was ended by someone else: canceled (the Board, a bulk cancel, A2A,
-    ``manage.py cancel``) or timed out (a deadline or the run timeout, by the sweeper). Raised
+    ``manage.py cancel``), timed out (a deadline or the run timeout, by the sweeper) or
+    ``budget_exceeded`` (the todo's cost reached its max_cost_usd). Raised
     only to the holder (its endpoint, owner and fence); anyone else gets ``LeaseConflict``.
     ``code`` is the attempt's outcome, ``reason`` why (the cancel's reason, or ``finish_by``,
     ``start_by``, ``run_timeout``), ``by`` who ended it as the activity records it (an actor's
@@ -52,7 +53,9 @@ class TodoEnded(LifecycleError):
         by: str | None,
         by_name: str | None = None,
     ) -> None:
-        word = "canceled" if code == "canceled" else "timed out"
+        word = {"canceled": "canceled", "budget_exceeded": "stopped: budget exceeded"}.get(
+            code, "timed out"
+        )
         who = f" by {by_name}" if by_name else ""
         super().__init__(f"todo {todo_id} was {word}{who}" + (f": {reason}" if reason else ""))
         self.todo_id = todo_id

@@ -157,3 +157,16 @@ def mcp_request(method: str) -> Callable[[int, float], None]:
 
 def hook_request(status: int, seconds: float) -> None:
     HOOK_REQUEST_SECONDS.labels(status=str(status)).observe(seconds)
+
+
+USAGE_REFUSED = Counter(
+    "switchboard_otlp_usage_refused_total",
+    "Spans whose usage attributes were not counted (the span kept), by reason: not_model_call"
+    " (an agent, workflow, tool or other span: its children's model calls count instead),"
+    " bad_count (negative, not an integer, above 10^12, or a sub-count above its whole).",
+    ["reason"],
+)
+
+
+def usage_refused(reason: str, n: int = 1) -> None:
+    USAGE_REFUSED.labels(reason=reason).inc(n)

@@ -14,6 +14,7 @@ one resolver of actors (switchboard/actors.py).
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 from typing import Any
 
 from django import template
@@ -21,6 +22,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from attempts.types import Usage
 from switchboard import actors
 from switchboard.lib.actors import ENDPOINT, HUMAN, Actor
 
@@ -103,6 +105,26 @@ def lease(moment: dt.datetime | None) -> SafeString | str:
         f"{seconds:.1f}",
         left(seconds),
     )
+
+
+@register.simple_tag
+def usage(row: Any) -> str:
+    """A todo's or an attempt's cost and tokens (``attempts.types.Usage.label``): unpriced
+    tokens say so, never $0."""
+    return Usage.from_row(row).label()
+
+
+@register.simple_tag
+def cost(row: Any) -> str:
+    """A todo's cost alone (the todo list's column): ``$0.0123``, ``unpriced``, or ``—``. Reads
+    only the columns the list's statement selects (``todos/sql/todo_page.sql``)."""
+    found = Usage(
+        input_tokens=row.input_tokens or 0,
+        output_tokens=row.output_tokens or 0,
+        unpriced_tokens=row.unpriced_tokens or 0,
+        cost_usd=row.cost_usd or Decimal(0),
+    )
+    return found.cost_label() if found.any else "—"
 
 
 @register.simple_tag

@@ -64,7 +64,8 @@ def test_an_attempts_spans_are_drawn_as_bars_in_a_tree(
     assert [c for c, _ in bars] == ["sb-cat-agent", "sb-cat-llm"]
     assert bars[0][1] == "--sb-at:0.00%;--sb-len:100.00%"
     assert bars[1][1] == "--sb-at:20.00%;--sb-len:40.00%"
-    assert "tokens: 1200 in, 300 out" in html
+    # No price covers the model: its tokens are shown, and "unpriced", never $0.
+    assert "unpriced · 1,200 in / 300 out tokens" in html
 
 
 def test_span_text_never_names_a_class_or_reaches_a_style(

@@ -1,6 +1,7 @@
 """The Board's Overview page (todos/overview_views.py): the numbers of the rollups in a table,
-the plots as inline SVG, the poll's partial, bad filters refused, a fixed number of queries, and
-reads that never touch todos or attempts (their plans)."""
+the plots as inline SVG, the poll's partial, bad filters refused, a fixed number of queries,
+reads of the rollups that never touch todos or attempts (their plans), the live depth's bounded
+read, and the cost per queue with its plot."""
 
 from __future__ import annotations
 
@@ -141,25 +142,66 @@ def test_the_page_takes_a_fixed_number_of_queries(
     alice_client: Client, busy: Personas, django_assert_num_queries: Callable[..., Any]
 ) -> None:
     alice_client.get("/overview/")
-    # Session, user, the rail's unread count, and the three reads of the rollups.
-    with django_assert_num_queries(6):
+    # Session, user, the rail's unread count, the three reads of the rollups, the live depth
+    # and the cost.
+    with django_assert_num_queries(8):
         alice_client.get("/overview/")
     for n in range(10):
         new_todo(busy.endpoint_a.id, f"queue-{n}")
     overview.roll_up()
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(8):
         alice_client.get("/overview/")
 
 
-def test_the_reads_never_touch_todos_or_attempts(busy: Personas) -> None:
+def test_the_reads_never_touch_todos_or_attempts_but_the_bounded_live_one(
+    busy: Personas,
+) -> None:
     scope = Scope.of_human(busy.alice.id)
     with CaptureQueriesContext(connection) as captured:
         overview.overview(scope)
-    assert len(captured.captured_queries) == 3
-    for query in captured.captured_queries:
-        with connection.cursor() as cur:
-            cur.execute(f"EXPLAIN (FORMAT JSON) {query['sql']}")
-            (plan,) = cur.fetchone()
-        relations = {n.get("Relation Name") for n in plan_nodes(plan[0]["Plan"])}
+    assert len(captured.captured_queries) == 5
+    rollups, live, cost = captured.captured_queries[:3], *captured.captured_queries[3:]
+    for query in rollups:
+        relations = _relations(query["sql"])
         assert relations & {"todos", "todo_attempts"} == set(), query["sql"][:80]
         assert relations & {"overview_minutes", "overview_hours"}
+    assert _relations(cost["sql"]) & {"todos", "todo_attempts"} == set()
+    # The live depth reads todos per endpoint through an index, stopped at the cap.
+    with connection.cursor() as cur:
+        cur.execute(f"EXPLAIN (FORMAT JSON) {live['sql']}")
+        (plan,) = cur.fetchone()
+    nodes = plan_nodes(plan[0]["Plan"])
+    assert any(n.get("Node Type") == "Limit" for n in nodes)
+    assert "todo_attempts" not in {n.get("Relation Name") for n in nodes}
+
+
+def _relations(sql: str) -> set[str | None]:
+    with connection.cursor() as cur:
+        cur.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+        (plan,) = cur.fetchone()
+    return {n.get("Relation Name") for n in plan_nodes(plan[0]["Plan"])}
+
+
+def test_a_new_queue_shows_its_live_depth_before_any_sweep(
+    alice_client: Client, busy: Personas
+) -> None:
+    new_todo(busy.endpoint_a.id, "brand-new")
+    new_todo(busy.endpoint_a.id, "brand-new")
+    claimed(busy.endpoint_a.id, "brand-new")
+    body = alice_client.get("/overview/").content.decode()
+    assert cell(body, "agent-a/brand-new", "pending") == "2"
+    assert cell(body, "agent-a/brand-new", "in_flight") == "1"
+
+
+def test_the_cost_per_queue_and_its_plot(alice_client: Client, busy: Personas) -> None:
+    fetch_all(
+        "INSERT INTO usage_hours (endpoint_id, queue, hour, input_tokens, output_tokens,"
+        " cost_usd, unpriced_tokens) VALUES (%(e)s, 'build', date_trunc('hour', now()), 1000,"
+        " 200, 1.2345, 0), (%(e)s, 'cheap', date_trunc('hour', now()), 10, 5, 0, 15)",
+        {"e": busy.endpoint_a.id},
+    )
+    body = alice_client.get("/overview/").content.decode()
+    assert cell(body, "agent-a/build", "cost_today") == "$1.23"
+    assert cell(body, "agent-a/cheap", "cost_today") == "unpriced"
+    assert "Cost, last day" in body and "$1.2345 in all" in body
+    assert "124 cents" in body  # 1.2345 USD, a started cent counted

@@ -4,6 +4,8 @@ checked when the rule is written, naming the rule's field."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -40,6 +42,12 @@ def test_a_rules_time_reaches_the_todos_it_creates_counted_from_arrival(hook: Ho
     assert (todo.finish_by - todo.not_before).total_seconds() == 3540
 
 
+def test_a_rules_cost_cap_reaches_the_todos_it_creates(hook: Hook) -> None:
+    timed(hook.rule, max_cost_usd=Decimal("0.25"))
+    assert hook.post().status_code == 202
+    assert Todo.objects.get().max_cost_usd == Decimal("0.25")
+
+
 def test_a_second_delivery_with_the_same_key_creates_nothing_new(hook: Hook) -> None:
     timed(hook.rule, dedupe_key_path="check_run.html_url")
     hook.post()
@@ -65,6 +73,7 @@ def test_a_missing_dedupe_path_creates_without_a_key(hook: Hook) -> None:
         ({"delay_seconds": 700, "start_within_seconds": 600}, "delay_seconds"),
         ({"start_within_seconds": 900, "finish_within_seconds": 600}, "start_within_seconds"),
         ({"dedupe_key_path": "a..b"}, "dedupe_key_path"),
+        ({"max_cost_usd": Decimal("-1")}, "max_cost_usd"),
     ],
 )
 def test_bad_rule_time_is_refused_naming_the_field(

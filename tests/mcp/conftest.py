@@ -34,8 +34,8 @@ def error_of(result: CallToolResult) -> dict[str, Any]:
     [block] = result.content
     assert isinstance(block, TextContent), block
     body = json.loads(block.text)
-    # A claim someone else ended also says why and who (canceled, timed_out).
-    ended = body.get("error", {}).get("code") in ("canceled", "timed_out")
+    # A claim someone else ended also says why and who (canceled, timed_out, budget_exceeded).
+    ended = body.get("error", {}).get("code") in ("canceled", "timed_out", "budget_exceeded")
     keys = {"code", "message", "reason", "by", "by_name"} if ended else {"code", "message"}
     assert set(body) == {"error"} and set(body["error"]) == keys, body
     return dict(body["error"])

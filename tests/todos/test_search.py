@@ -304,7 +304,7 @@ def test_an_unknown_sort_says_so_and_lists_newest_first(personas: Personas, alic
 
     assert not filters.matches_nothing and filters.order == "-created"
     assert filters.errors == (
-        "Unknown sort: sort by created, updated, finished, title, state, queue"
+        "Unknown sort: sort by created, updated, finished, title, state, queue, cost"
         " (newest first shown).",
     )
     assert ids(alice, filters) == [new, old]

@@ -169,6 +169,7 @@ RULE_TIME_FIELDS = (
     "finish_within_seconds",
     "run_timeout_seconds",
     "dedupe_key_path",
+    "max_cost_usd",
 )
 
 
@@ -191,7 +192,7 @@ def create_rule(
     Raise ``ValidationError`` (by field) for what intake could not route (``Rule.clean``).
     ``time`` sets the time on the todos it creates: ``priority``, ``delay_seconds``,
     ``start_within_seconds``, ``finish_within_seconds``, ``run_timeout_seconds``,
-    ``dedupe_key_path`` (the ``Rule`` fields of those names).
+    ``dedupe_key_path``, ``max_cost_usd`` (the ``Rule`` fields of those names).
     """
     unknown = set(time) - set(RULE_TIME_FIELDS)
     if unknown:

@@ -52,7 +52,15 @@ from todos.lifecycle.operator import (
     retry,
     revoke_endpoint,
 )
-from todos.lifecycle.queues import KEEP, check_limit, pause_queue, resume_queue, set_queue_limits
+from todos.lifecycle.queues import (
+    KEEP,
+    check_limit,
+    lift_due_pauses,
+    pause_for_budget,
+    pause_queue,
+    resume_queue,
+    set_queue_limits,
+)
 from todos.lifecycle.requester import (
     INTERRUPT_STATES,
     answer,
@@ -103,7 +111,14 @@ from todos.lifecycle.statements import (
     RING_SCANS,
     bulk_statement,
 )
-from todos.lifecycle.sweeps import dead_letter_late, reap, requeue_due_retries, ring, ring_due
+from todos.lifecycle.sweeps import (
+    dead_letter_late,
+    end_over_cap,
+    reap,
+    requeue_due_retries,
+    ring,
+    ring_due,
+)
 from todos.limits import (
     ACTIVITY_TEXT_MAX_BYTES,
     ACTOR_REF_MAX_BYTES,
@@ -198,10 +213,12 @@ __all__ = [
     "complete",
     "create",
     "dead_letter_late",
+    "end_over_cap",
     "fail",
     "forget",
     "heartbeat",
     "interrupt",
+    "lift_due_pauses",
     "new_todo_id",
     "operator_cancel",
     "operator_claim",
@@ -210,6 +227,7 @@ __all__ = [
     "operator_fail",
     "operator_release",
     "operator_retry",
+    "pause_for_budget",
     "pause_queue",
     "reap",
     "reject",

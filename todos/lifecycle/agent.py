@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
+from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
@@ -80,6 +81,7 @@ def create(
     finish_by: dt.datetime | None = None,
     run_timeout_seconds: int | None = None,
     dedupe_key: str | None = None,
+    max_cost_usd: Decimal | str | float | None = None,
 ) -> TodoView:
     """Create a pending todo on a live endpoint's queue and ring the doorbell (once due, for a
     ``not_before`` ahead: the sweeper rings it then).
@@ -87,7 +89,8 @@ def create(
     The time arguments are checked by ``limits.check_time`` (bad input raises ``InvalidInput``
     naming the field, and nothing is created). With a ``dedupe_key`` an unfinished todo of the
     endpoint already holds, nothing is created: that todo is returned with ``deduplicated``
-    set. Two racing creates with one key give one todo (create.sql).
+    set. Two racing creates with one key give one todo (create.sql). ``max_cost_usd`` caps
+    what its model calls may cost (``limits.check_cost``); None takes the queue's default.
     """
     check_name("queue", queue)
     time = limits.check_time(
@@ -116,6 +119,7 @@ def create(
         "routing_trace": jsonb("routing_trace", routing_trace),
         "assignee": None if assignee is None else check_name("assignee", assignee, OWNER_MAX_BYTES),
         "max_attempts": max_attempts,
+        "max_cost_usd": limits.check_cost("max_cost_usd", max_cost_usd),
         **{f.name: getattr(time, f.name) for f in fields(time)},
     }
     # Twice at most: a dedupe hit whose holder finished before it could be read is a key

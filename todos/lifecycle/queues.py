@@ -7,15 +7,19 @@ A2A interrupt, which holds one todo's lease while it waits on a human (``request
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
 from enum import Enum
 from typing import Any
 from uuid import UUID
 
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
-from switchboard.lib.sql import fetch_one
+from switchboard.lib.sql import fetch_all, fetch_one
 from todos.lifecycle.core import actor_params
 from todos.lifecycle.statements import (
+    LIFT_PAUSES,
+    PAUSE_BUDGET,
     PAUSE_QUEUE_BY_HUMAN,
     PAUSE_QUEUE_BY_SYSTEM,
     RESUME_QUEUE_BY_HUMAN,
@@ -23,7 +27,7 @@ from todos.lifecycle.statements import (
     SET_QUEUE_LIMITS_BY_HUMAN,
     SET_QUEUE_LIMITS_BY_SYSTEM,
 )
-from todos.limits import RUN_TIMEOUT_MAX_SECONDS, RUN_TIMEOUT_MIN_SECONDS, check_name
+from todos.limits import RUN_TIMEOUT_MAX_SECONDS, RUN_TIMEOUT_MIN_SECONDS, check_cost, check_name
 from todos.types import QueueChange, QueueLimits
 
 
@@ -70,6 +74,34 @@ def resume_queue(
     return QueueChange(endpoint_id, queue, paused=False, changed=bool(row["resumed"]))
 
 
+def pause_for_budget(
+    pairs: list[tuple[UUID, str]], *, reason: str, day_start: dt.datetime
+) -> list[tuple[UUID, str]]:
+    """Pause each (endpoint, queue) of ``pairs`` for a spent daily budget (``reason``:
+    ``queue_budget`` or ``endpoint_budget``), by the sweeper, until the next UTC midnight. A
+    queue already paused is left as it is, and one a budget paused since ``day_start`` is not
+    paused again (an operator's resume holds for the day). Returns the pauses opened."""
+    if not pairs:
+        return []
+    rows = fetch_all(
+        PAUSE_BUDGET,
+        {
+            "endpoint_ids": [e for e, _ in pairs],
+            "queues": [q for _, q in pairs],
+            "reason": reason,
+            "day_start": day_start,
+            "until": day_start + dt.timedelta(days=1),
+        },
+    )
+    return [(r["endpoint_id"], r["queue"]) for r in rows]
+
+
+def lift_due_pauses() -> list[tuple[UUID, str]]:
+    """Close the pauses whose ``until`` passed (budgets', at the next UTC midnight), waking
+    their queues' claimers. Returns the queues resumed."""
+    return [(r["endpoint_id"], r["queue"]) for r in fetch_all(LIFT_PAUSES, {})]
+
+
 class Keep(Enum):
     """A limit ``set_queue_limits`` leaves as it stands (its default)."""
 
@@ -108,14 +140,18 @@ def set_queue_limits(
     max_in_flight: int | Keep | None = KEEP,
     claims_per_minute: int | Keep | None = KEEP,
     run_timeout_seconds: int | Keep | None = KEEP,
+    default_max_cost_usd: Decimal | str | Keep | None = KEEP,
+    daily_budget_usd: Decimal | str | Keep | None = KEEP,
 ) -> QueueLimits:
     """Set an endpoint's queue's limits: each given one (None clears it), the others kept.
 
     ``max_in_flight``: no agent's claim takes a todo of the queue while that many are held
     (a live lease, or paused for a human); ``claims_per_minute``: the agents' claims of it, a
     token bucket refilled continuously (a changed rate starts full); ``run_timeout_seconds``:
-    the default run timeout of its todos that set none. The owning human's claims from the
-    Board honour none of them. Waiting claimers are rung at commit.
+    the default run timeout of its todos that set none; ``default_max_cost_usd``: the cost cap
+    of its todos created without one; ``daily_budget_usd``: what its model calls may cost in a
+    UTC day before the sweeper pauses it until the next (todos/budgets.py). The owning human's
+    claims from the Board honour none of them. Waiting claimers are rung at commit.
 
     ``human_id`` and ``actor_id`` as ``pause_queue``'s. Raises ``InvalidInput`` naming the
     field for a value out of bounds, and for an endpoint unknown in that scope.
@@ -130,6 +166,13 @@ def set_queue_limits(
         keep = value is KEEP
         params[f"set_{field}"] = not keep
         params[field] = None if keep else check_limit(field, value)
+    for field, amount in (
+        ("default_max_cost_usd", default_max_cost_usd),
+        ("daily_budget_usd", daily_budget_usd),
+    ):
+        keep = amount is KEEP
+        params[f"set_{field}"] = not keep
+        params[field] = None if isinstance(amount, Keep) else check_cost(field, amount)
     sql = SET_QUEUE_LIMITS_BY_SYSTEM if human_id is None else SET_QUEUE_LIMITS_BY_HUMAN
     row = fetch_one(sql, params)
     assert row is not None  # the statement always returns one row
@@ -141,5 +184,7 @@ def set_queue_limits(
         max_in_flight=row["max_in_flight"],
         claims_per_minute=row["claims_per_minute"],
         run_timeout_seconds=row["run_timeout_seconds"],
+        default_max_cost_usd=row["default_max_cost_usd"],
+        daily_budget_usd=row["daily_budget_usd"],
         changed=bool(row["changed"]),
     )

@@ -152,6 +152,8 @@ OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = statement("reap")
 # The deadline sweep: finish_by and start_by passed (deadlines.sql).
 DEADLINES = statement("deadlines")
+# The cost-cap sweep: todos whose cost reached their max_cost_usd (over_cap.sql).
+OVER_CAP = statement("over_cap")
 # A create that found its dedupe key held reads the todo holding it.
 DEDUPE_HIT = statement("dedupe_hit")
 RING = statement("ring", **_ITS_QUEUE)
@@ -182,6 +184,9 @@ PAUSE_QUEUE_BY_HUMAN = statement("pause_queue", owner=_OWN_ENDPOINT)
 PAUSE_QUEUE_BY_SYSTEM = statement("pause_queue", owner="TRUE")
 RESUME_QUEUE_BY_HUMAN = statement("resume_queue", owner=_OWN_ENDPOINT)
 RESUME_QUEUE_BY_SYSTEM = statement("resume_queue", owner="TRUE")
+# A spent daily budget's pause, and the sweeper's lift of pauses whose time is up.
+PAUSE_BUDGET = statement("pause_budget")
+LIFT_PAUSES = statement("lift_pauses")
 # A queue's limits (docs/decisions/0028-queue-limits.md), by the same two.
 SET_QUEUE_LIMITS_BY_HUMAN = statement("set_queue_limits", owner=_OWN_ENDPOINT)
 SET_QUEUE_LIMITS_BY_SYSTEM = statement("set_queue_limits", owner="TRUE")

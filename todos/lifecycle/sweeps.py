@@ -5,6 +5,7 @@ passed, reap lapsed leases, requeue due retries, and ring, gated per todo across
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from uuid import uuid4
 
 from django.db import transaction
@@ -14,7 +15,14 @@ from switchboard.lib import metrics
 from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_all, fetch_one
 from todos.lifecycle.core import activity_params, counted, run
-from todos.lifecycle.statements import DEADLINES, REAP, REQUEUE_DUE_RETRIES, RING, RING_DUE
+from todos.lifecycle.statements import (
+    DEADLINES,
+    OVER_CAP,
+    REAP,
+    REQUEUE_DUE_RETRIES,
+    RING,
+    RING_DUE,
+)
 from todos.limits import SWEEP_BATCH
 from todos.states import IN_FLIGHT_STATES
 from todos.types import RingResult, SweepResult
@@ -75,6 +83,27 @@ def dead_letter_late(limit: int = SWEEP_BATCH) -> tuple[str, ...]:
     if ids:
         transaction.on_commit(count)
     return ids
+
+
+def end_over_cap(ids: Sequence[str] | None = None, limit: int = SWEEP_BATCH) -> tuple[str, ...]:
+    """Dead-letter, without retry, up to ``limit`` unfinished todos whose cost reached their
+    ``max_cost_usd`` (over_cap.sql): ``ids`` (the OTLP ingest's, for the todos its batch took
+    past their cap), or every capped todo (None: the sweeper's pass). An open attempt closes
+    ``budget_exceeded``, so its holder's next heartbeat or report raises ``TodoEnded`` with that
+    code; a ``budget`` activity row of the sweeper records it."""
+    rows = run(OVER_CAP, {"ids": None if ids is None else list(ids), "limit": limit}, None)
+    found = tuple(r["id"] for r in rows)
+    held = sum(1 for r in rows if r["from_state"] in IN_FLIGHT_STATES)
+
+    def count() -> None:
+        metrics.transition("over_cap", "dead_lettered", len(found))
+        if held:
+            metrics.attempt_closed("budget_exceeded", "dead_lettered", held)
+        metrics.activity("budget", len(found))
+
+    if found:
+        transaction.on_commit(count)
+    return found
 
 
 def requeue_due_retries(limit: int = SWEEP_BATCH) -> tuple[str, ...]:

@@ -8,18 +8,22 @@
 --   finds the conflict): the caller reads that todo with dedupe_hit.sql.
 -- params: id, endpoint_id, queue, title, event_id, payload (jsonb), work_order, routing_trace
 --   (jsonb), assignee, max_attempts, priority, not_before, start_by, finish_by,
---   run_timeout_seconds, dedupe_key
+--   run_timeout_seconds, dedupe_key, max_cost_usd (NULL: the queue's default_max_cost_usd,
+--   one probe of queue_settings' key, else no cap)
 -- returns: the todo; no row when the endpoint is unknown or revoked, or the dedupe key is held
 --   (and no search row).
--- Uses index: endpoints_pkey; todos_dedupe_idx; todo_search_pkey and todo_search_text_idx take
+-- Uses index: endpoints_pkey; queue_settings_queue_key; todos_dedupe_idx; todo_search_pkey and todo_search_text_idx take
 --   the new row.
 WITH upd AS (
     INSERT INTO todos (id, endpoint_id, queue, title, event_id, payload, work_order,
                        routing_trace, assignee, max_attempts, priority, not_before, start_by,
-                       finish_by, run_timeout_seconds, dedupe_key)
+                       finish_by, run_timeout_seconds, dedupe_key, max_cost_usd)
     SELECT %(id)s, e.id, %(queue)s, %(title)s, %(event_id)s, %(payload)s, %(work_order)s,
            %(routing_trace)s, %(assignee)s, %(max_attempts)s, %(priority)s, %(not_before)s,
-           %(start_by)s, %(finish_by)s, %(run_timeout_seconds)s, %(dedupe_key)s
+           %(start_by)s, %(finish_by)s, %(run_timeout_seconds)s, %(dedupe_key)s,
+           COALESCE(%(max_cost_usd)s::numeric,
+                    (SELECT qs.default_max_cost_usd FROM queue_settings qs
+                      WHERE qs.endpoint_id = e.id AND qs.queue = %(queue)s))
       FROM endpoints e
      WHERE e.id = %(endpoint_id)s AND e.revoked_at IS NULL
         ON CONFLICT (endpoint_id, dedupe_key) WHERE dedupe_key IS NOT NULL AND finished_at IS NULL

@@ -1,7 +1,8 @@
 -- ended: classify the holder's miss (heartbeat, complete, fail, release) when its claim was
 --   ended by someone else: the todo's latest attempt (seq = attempts_total, so nothing claimed
 --   it since) was this caller's (endpoint, owner and fence, as _holder.sql checks them) and
---   closed canceled or timed_out. Only then does the holder learn why, and who: the attempt's
+--   closed canceled, timed_out or budget_exceeded. Only then does the holder learn why, and
+--   who: the attempt's
 --   summary (the cancel's reason, or which deadline passed) and the newest activity row that
 --   names the attempt (the human, the requester or the sweeper; none for a run timeout, which
 --   the reaper closes). Any other caller, and the holder with a wrong fence, match no row and
@@ -20,6 +21,6 @@ SELECT a.outcome, a.summary AS reason, act.actor_kind, act.actor_ref
          ORDER BY v.seq DESC
          LIMIT 1) act ON true
  WHERE t.id = %(id)s AND @{scope}
-   AND a.ended_at IS NOT NULL AND a.outcome IN ('canceled', 'timed_out')
+   AND a.ended_at IS NOT NULL AND a.outcome IN ('canceled', 'timed_out', 'budget_exceeded')
    AND a.claimer_kind = 'endpoint' AND a.claimer_endpoint_id = %(endpoint_id)s
    AND a.owner = %(owner)s AND a.lease_token_hash IS NOT DISTINCT FROM %(token_hash)s::bytea

@@ -13,6 +13,7 @@ SELECT t.id, t.endpoint_id, t.queue, t.title, t.state, t.owner, t.assignee, t.at
        t.max_attempts, t.lease_expires_at, t.claimed_at, t.next_retry_at, t.created_at,
        t.updated_at, t.finished_at, t.attempts_total, t.attempts_pruned, t.priority,
        t.not_before, t.start_by, t.finish_by, t.run_timeout_seconds, t.dedupe_key, t.claimant,
+       t.input_tokens, t.output_tokens, t.unpriced_tokens, t.cost_usd,
        @{sort_key} AS sort_key,
        e.slug AS ep_slug, e.name AS ep_name, e.owner_id AS ep_owner_id, e.team_id AS ep_team_id,
        e.revoked_at AS ep_revoked_at

@@ -15,7 +15,8 @@ SELECT a.todo_id, a.seq, a.attempt, a.claimer_kind, a.claimer_endpoint_id, a.cla
             ELSE a.lease_expires_at END AS lease_expires_at,
        a.ended_at,
        a.outcome, a.disposition, a.summary, a.summary_truncated, a.artifact, a.notes_dropped,
-       a.spans_dropped
+       a.spans_dropped, a.input_tokens, a.output_tokens, a.cache_read_tokens,
+       a.cache_write_tokens, a.reasoning_tokens, a.unpriced_tokens, a.cost_usd
   FROM todos t
   JOIN todo_attempts a ON a.todo_id = t.id
  WHERE t.id = %(id)s AND a.todo_id = %(id)s AND @{scope}

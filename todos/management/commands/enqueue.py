@@ -5,7 +5,9 @@
 Time on the todo: ``--priority``, ``--not-before``, ``--start-by``, ``--finish-by`` (each an
 ISO 8601 instant with a time zone, or ``+90s``/``+10m``/``+2h``/``+1d`` from now),
 ``--run-timeout SECONDS``, ``--dedupe-key`` (an unfinished todo of the endpoint with that key is
-printed instead, and stderr says so). Bad input: exit 1 with one line naming the field.
+printed instead, and stderr says so), ``--max-cost-usd 0.50`` (the cap its model calls may
+cost: past it the todo is dead-lettered ``budget_exceeded``; default: the queue's). Bad input:
+exit 1 with one line naming the field.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dedupe-key", help="At most one unfinished todo per endpoint with this key."
         )
+        parser.add_argument(
+            "--max-cost-usd",
+            help="The most its model calls may cost, in USD (default: the queue's default).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         payload = None
@@ -76,6 +82,7 @@ class Command(BaseCommand):
                 finish_by=parse_instant("finish_by", options["finish_by"], now),
                 run_timeout_seconds=options["run_timeout"],
                 dedupe_key=options["dedupe_key"],
+                max_cost_usd=options["max_cost_usd"],
             )
         except InvalidInput as exc:
             raise CommandError(f"refused: {exc}") from None

@@ -2,7 +2,8 @@
 
 ``manage.py queue pause --endpoint agent-a --queue triage`` (``resume`` the same);
 ``manage.py queue set --endpoint agent-a --queue triage [--max-in-flight N]
-[--claims-per-minute N] [--run-timeout SECONDS]`` sets the limits given (``none`` clears one, the
+[--claims-per-minute N] [--run-timeout SECONDS] [--max-cost-usd USD] [--daily-budget-usd USD]``
+sets the limits given (``none`` clears one, the
 others are kept); ``manage.py queue show [--endpoint agent-a]`` lists the limits set. With
 ``--as USERNAME`` the change is recorded as that operator's (who must own the endpoint, as on the
 Board) and ``show`` lists only their endpoints; without it, as the system's (``manage.py``):
@@ -28,6 +29,11 @@ LIMIT_OPTIONS = {
     "max_in_flight": "--max-in-flight",
     "claims_per_minute": "--claims-per-minute",
     "run_timeout_seconds": "--run-timeout",
+}
+# The amounts `set` takes (USD, decimals allowed).
+COST_OPTIONS = {
+    "default_max_cost_usd": "--max-cost-usd",
+    "daily_budget_usd": "--daily-budget-usd",
 }
 
 
@@ -57,6 +63,18 @@ class Command(BaseCommand):
             metavar="SECONDS|none",
             dest="run_timeout_seconds",
             help="The default run timeout of the queue's todos that set none.",
+        )
+        parser.add_argument(
+            "--max-cost-usd",
+            metavar="USD|none",
+            dest="default_max_cost_usd",
+            help="The cost cap of the queue's todos created without one.",
+        )
+        parser.add_argument(
+            "--daily-budget-usd",
+            metavar="USD|none",
+            dest="daily_budget_usd",
+            help="What the queue's model calls may cost a UTC day before it pauses itself.",
         )
         parser.add_argument(
             "--as",
@@ -110,17 +128,28 @@ class Command(BaseCommand):
         options: dict[str, Any],
         where: str,
     ) -> None:
-        given = {
+        given: dict[str, Any] = {
             field: _limit_value(option, options[field])
             for field, option in LIMIT_OPTIONS.items()
             if options[field] is not None
         }
+        given |= {
+            field: None if options[field].strip().lower() == "none" else options[field]
+            for field in COST_OPTIONS
+            if options[field] is not None
+        }
         if not given:
             raise CommandError(
-                "queue set needs at least one of " + ", ".join(LIMIT_OPTIONS.values())
+                "queue set needs at least one of "
+                + ", ".join([*LIMIT_OPTIONS.values(), *COST_OPTIONS.values()])
             )
         done = lifecycle.set_queue_limits(endpoint.id, queue, human_id=human_id, **given)
         now = _describe(done.max_in_flight, done.claims_per_minute, done.run_timeout_seconds)
+        if done.default_max_cost_usd is not None or done.daily_budget_usd is not None:
+            now += (
+                f", max_cost_usd {done.default_max_cost_usd or 'none'},"
+                f" daily_budget_usd {done.daily_budget_usd or 'none'}"
+            )
         if done.changed:
             self.stdout.write(f"Set {where}: {now}.")
         else:
@@ -144,7 +173,7 @@ class Command(BaseCommand):
 def _as_option(exc: InvalidInput) -> str:
     """The refusal naming the option the field came from (``--max-in-flight: …``)."""
     text = str(exc)
-    option = LIMIT_OPTIONS.get(exc.field)
+    option = LIMIT_OPTIONS.get(exc.field) or COST_OPTIONS.get(exc.field)
     return text.replace(f"{exc.field}:", f"{option}:", 1) if option else text
 
 
