@@ -24,6 +24,9 @@ HUMAN_SCOPE_SQL = (
 # Each side on endpoints (aliased ``e``), for reads that start from the endpoints.
 HUMAN_ENDPOINTS_SQL = "e.owner_id = %(scope_human_id)s"
 ENDPOINT_ENDPOINTS_SQL = "e.id = %(scope_endpoint_id)s"
+# A human's endpoints where the human is a column of another row, not a parameter: the
+# endpoints an alert channel's (``c``) owner may hear about (alerts/sql/_rule_endpoints.sql).
+OWNER_ENDPOINTS_SQL = "e.owner_id = c.owner_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,13 @@ class Scope:
         if self.endpoint_id is not None:
             return Q(id=self.endpoint_id)
         return Q(owner_id=self.human_id)
+
+    def owned(self, field: str = "owner") -> Q:
+        """The predicate on rows a human owns (alert channels): the human's own. An endpoint
+        owns none."""
+        if self.human_id is None:
+            return Q(pk__in=[])
+        return Q(**{f"{field}_id": self.human_id})
 
     @property
     def sql(self) -> str:
