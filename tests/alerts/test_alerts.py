@@ -5,10 +5,12 @@ SSRF guard at save, budgets from constructed statuses, email, the command and th
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 from io import StringIO
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -29,6 +31,17 @@ from tests.alerts.conftest import Receiver, standard_webhooks_valid
 from tests.base import Personas
 from tests.reach import claimed, new_todo
 from todos import lifecycle, sweeps
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "alerts.md"
+
+
+def documented_verify() -> Any:
+    """The receiver's check the guide tells readers to copy, run as written."""
+    block = re.search(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+    assert block is not None, "docs/guides/alerts.md lost its verifier"
+    namespace: dict[str, Any] = {}
+    exec(block.group(1), namespace)  # noqa: S102 (our own documentation)
+    return namespace["verify"]
 
 
 def webhook(personas: Personas, receiver: Receiver, **kw: Any) -> AlertChannel:
@@ -68,6 +81,10 @@ def test_a_dead_letter_sends_one_signed_alert_and_its_resolution_none(
     assert receiver.verified == [True]
     ((headers, body),) = receiver.received
     assert not standard_webhooks_valid(receiver.secret, headers, body + b" ")
+    verify = documented_verify()
+    assert verify(receiver.secret, headers, body)
+    assert not verify(receiver.secret, headers, body + b" ")
+    assert not verify(channels.routing.new_standard_secret(), headers, body)
     (sent,) = receiver.bodies()
     assert todo_id in sent["text"] and "agent-a/triage" in sent["text"]
     alert = sent["alert"]
