@@ -22,7 +22,37 @@ from switchboard.lib.errors import InvalidInput
 _SECRET_ON_ADD = "_switchboard_alert_secret"  # noqa: S105 (a request attribute name)
 
 
+class RuleForm(forms.ModelForm):
+    """A rule on its channel's page, saved through ``alerts.channels``."""
+
+    class Meta:
+        model = AlertRule
+        fields: tuple[str, ...] = (
+            "kind",
+            "endpoint",
+            "queue",
+            "threshold",
+            "for_seconds",
+            "enabled",
+        )
+
+    def clean_queue(self) -> str | None:
+        return self.cleaned_data.get("queue") or None  # empty: every queue
+
+    def save(self, commit: bool = True) -> AlertRule:
+        rule: AlertRule = super().save(commit=False)
+        if commit:
+            channels.save_rule(rule)
+        return rule
+
+
 class RuleFormSet(BaseInlineFormSet):
+    """The channel's rules, each checked for the channel's owner; deletions through the writer."""
+
+    def delete_existing(self, obj: AlertRule, commit: bool = True) -> None:
+        if commit:
+            channels.remove_rule(obj)
+
     def clean(self) -> None:
         super().clean()
         owner = getattr(self.instance, "owner_id", None)
@@ -37,6 +67,7 @@ class RuleFormSet(BaseInlineFormSet):
 
 class RuleInline(admin.TabularInline):
     model = AlertRule
+    form = RuleForm
     formset = RuleFormSet
     extra = 0
     fields = ("kind", "endpoint", "queue", "threshold", "for_seconds", "enabled")
@@ -94,14 +125,6 @@ class AlertChannelAdmin(admin.ModelAdmin):
         adopt(obj, saved)
         setattr(request, _SECRET_ON_ADD, secret)
 
-    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
-        rules = formset.save(commit=False)
-        for rule in formset.deleted_objects:
-            channels.remove_rule(rule)
-        for rule in rules:
-            rule.channel = form.instance
-            channels.save_rule(rule)
-
     def delete_model(self, request: HttpRequest, obj: AlertChannel) -> None:
         channels.remove_channel(obj)
 
@@ -140,6 +163,37 @@ class AlertChannelAdmin(admin.ModelAdmin):
         messages.success(request, f"Test alerts queued for {queryset.count()} channel(s).")
 
     actions = ["send_test"]
+
+
+class RuleAdminForm(RuleForm):
+    class Meta(RuleForm.Meta):
+        fields = ("channel", *RuleForm.Meta.fields)
+
+    def _post_clean(self) -> None:
+        super()._post_clean()  # type: ignore[misc]  # the instance now holds the form's values
+        channel = self.cleaned_data.get("channel")
+        if channel is not None and not self.errors:
+            try:
+                channels.check_rule(self.instance, channel.owner_id)
+            except InvalidInput as exc:
+                self.add_error(exc.field if exc.field in self.fields else None, str(exc))
+
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(admin.ModelAdmin):
+    form = RuleAdminForm
+    list_display = ("__str__", "channel", "kind", "threshold", "for_seconds", "enabled")
+    list_filter = ("kind", "enabled")
+
+    def save_model(self, request: HttpRequest, obj: AlertRule, form: Any, change: bool) -> None:
+        adopt(obj, form.save())  # RuleForm.save: channels.save_rule
+
+    def delete_model(self, request: HttpRequest, obj: AlertRule) -> None:
+        channels.remove_rule(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AlertRule]) -> None:
+        for rule in queryset:
+            channels.remove_rule(rule)
 
 
 class ReadOnly(admin.ModelAdmin):

@@ -128,6 +128,7 @@ class AlertRule(models.Model):
             models.CheckConstraint(
                 condition=~models.Q(kind="depth") | models.Q(threshold__gte=0),
                 name="alert_rules_depth_threshold",
+                violation_error_message="depth needs a threshold N of 0 or more",
             ),
             models.CheckConstraint(
                 condition=models.Q(kind__in=RuleKind.values), name="alert_rules_kind"

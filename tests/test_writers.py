@@ -27,6 +27,8 @@ from django.contrib.admin import ModelAdmin
 from django.forms import BaseInlineFormSet, BaseModelFormSet, ModelForm
 from django.test import RequestFactory
 
+from alerts import channels
+from alerts.models import AlertChannel, AlertRule
 from switchboard import credentials
 from switchboard.models import Endpoint, EndpointKey, Human
 from todos import lifecycle, schedules
@@ -34,7 +36,17 @@ from todos.intake import sources
 from todos.models import PushAttempt, Rule, Schedule, ScheduleRun, Source
 
 ROOT = Path(__file__).resolve().parents[1]
-AGGREGATE_MODELS = (Endpoint, EndpointKey, Source, Rule, PushAttempt, Schedule, ScheduleRun)
+AGGREGATE_MODELS = (
+    Endpoint,
+    EndpointKey,
+    Source,
+    Rule,
+    PushAttempt,
+    Schedule,
+    ScheduleRun,
+    AlertChannel,
+    AlertRule,
+)
 MODELS = {model.__name__: model.__module__ for model in AGGREGATE_MODELS}
 # Related managers that reach these models from another row: endpoint.keys, endpoint.rules,
 # source.rules, human.endpoints, human.sources.
@@ -70,6 +82,7 @@ WRITERS: dict[str, set[str]] = {
     _source_file(credentials): {"Endpoint", "EndpointKey"},
     _source_file(sources): {"Source", "Rule"},
     _source_file(schedules): {"Schedule", "ScheduleRun"},
+    _source_file(channels): {"AlertChannel", "AlertRule"},
     # The fire step's conditional advance (todos/schedules.py runs it).
     _relative(Path(_source_file(schedules)).parent / "sql" / "schedule_advance.sql"): {"Schedule"},
     # Revoking an endpoint is a lifecycle transition: one statement sets revoked_at and

@@ -94,3 +94,27 @@ def test_a_private_target_and_a_foreign_endpoint_are_refused(
     assert response.status_code == 200
     assert "no endpoint of the channel" in response.content.decode()
     assert channel.rules.count() == n
+
+
+@pytest.mark.django_db
+def test_a_rule_on_its_own_page_is_checked_for_its_channels_owner(
+    personas: Personas, admin_client: Client
+) -> None:
+    admin_client.post(
+        reverse("admin:alerts_alertchannel_add"),
+        form(personas, kind="email", email="ops@example.com"),
+    )
+    channel = AlertChannel.objects.get()
+    url = reverse("admin:alerts_alertrule_add")
+    base = {"channel": channel.pk, "kind": "depth", "for_seconds": "60", "enabled": "on"}
+
+    refused = admin_client.post(url, base | {"endpoint": personas.endpoint_b.pk, "threshold": 5})
+    assert "no endpoint of the channel" in refused.content.decode()
+    refused = admin_client.post(url, base)
+    assert "depth needs a threshold" in refused.content.decode()
+    assert channel.rules.count() == 4
+
+    added = admin_client.post(url, base | {"endpoint": personas.endpoint_a.pk, "threshold": 5})
+    assert added.status_code == 302
+    rule = channel.rules.get(kind="depth")
+    assert (rule.endpoint_id, rule.threshold) == (personas.endpoint_a.id, 5)
