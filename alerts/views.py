@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from alerts import channels
@@ -45,6 +46,26 @@ def alerts_page(request: BoardRequest) -> HttpResponse:
             ),
             "channels": [(c, list(c.rules.select_related("endpoint")), last[c.pk]) for c in owned],
         },
+    )
+
+
+@login_required
+@require_GET
+def bell(request: BoardRequest) -> HttpResponse:
+    """The rail's bell badge: the number of open alerts on the human's channels, or nothing.
+    Fetched by the rail after the page loads (htmx), so no page pays a query for it."""
+    count = Alert.objects.filter(
+        Scope.of_human(request.user.pk).owned("channel__owner"), state=AlertState.OPEN
+    ).count()
+    if not count:
+        return HttpResponse("")
+    shown = str(count) if count < 100 else "99+"
+    return HttpResponse(
+        format_html(
+            ' <span class="badge unread" title="open alerts">{}'
+            '<span class="visually-hidden"> open</span></span>',
+            shown,
+        )
     )
 
 

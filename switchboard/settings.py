@@ -92,7 +92,6 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "activity.context_processors.rail",
-                "alerts.context_processors.bell",
             ],
         },
     },

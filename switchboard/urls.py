@@ -26,6 +26,7 @@ urlpatterns = [
     path("overview/", overview_views.overview_page, name="overview"),
     path("activity/", activity_views.activity_feed, name="activity"),
     path("alerts/", alert_views.alerts_page, name="alerts"),
+    path("alerts/bell", alert_views.bell, name="alerts_bell"),
     path(
         "alerts/channels/<str:channel_id>/test",
         alert_views.channel_test,

@@ -366,7 +366,11 @@ def test_the_bell_shows_the_open_alerts_and_tests_only_ones_own_channel(
 
     page = client.get(reverse("alerts")).content.decode()
 
-    assert 'title="open alerts">1<' in page
+    assert reverse("alerts_bell") in page
+    assert 'title="open alerts">1<' in client.get(reverse("alerts_bell")).content.decode()
+    client.force_login(personas.bob)
+    assert client.get(reverse("alerts_bell")).content == b""
+    client.force_login(personas.alice)
     assert "Queue agent-a/triage: 1 todos pending, more than 0" in page
     assert "Send test alert" in page and str(bobs.pk) not in page
     response = client.post(reverse("alert_channel_test", args=[channel.pk]))
