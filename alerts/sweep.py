@@ -43,6 +43,7 @@ _SQL = Path(__file__).resolve().parent / "sql"
 OPEN_ALERTS = load(_SQL, "open_alerts")
 RESOLVE_ALERTS = load(_SQL, "resolve_alerts")
 TRIM_ALERTS = load(_SQL, "trim_alerts")
+LIVE_KINDS = load(_SQL, "live_kinds")
 BUDGET_KINDS = (RuleKind.BUDGET_WARNING, RuleKind.BUDGET_EXCEEDED)
 
 
@@ -119,7 +120,10 @@ def firings(kind: str, now: dt.datetime) -> list[Firing]:
 def evaluate_all(report: AlertReport, *, now: dt.datetime | None = None) -> None:
     """Every kind in turn; one kind's failure never stops the others."""
     now = now or timezone.now()
+    live = {row["kind"] for row in fetch_all(LIVE_KINDS, {})}
     for kind in RuleKind:
+        if kind not in live:
+            continue
         try:
             opened, resolved = apply(kind, firings(kind, now))
         except Exception:
