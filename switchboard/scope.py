@@ -32,6 +32,13 @@ HUMAN_ENDPOINTS_SQL = (
     f"(e.owner_id = %(scope_human_id)s OR e.team_id = ANY (ARRAY({HUMAN_TEAMS_SQL})))"
 )
 ENDPOINT_ENDPOINTS_SQL = "e.id = %(scope_endpoint_id)s"
+# A human's endpoints where the human is a column of another row, not a parameter: the
+# endpoints an alert channel's (``c``) owner may hear about (alerts/sql/_rule_endpoints.sql):
+# their own and their teams', as HUMAN_ENDPOINTS_SQL says for a parameter.
+OWNER_ENDPOINTS_SQL = (
+    "(e.owner_id = c.owner_id OR e.team_id = ANY (ARRAY("
+    "SELECT m.team_id FROM team_members m WHERE m.human_id = c.owner_id)))"
+)
 # The endpoints a human manages (edits, vends and revokes keys for, revokes, moves): their own
 # and their teams' where they are an admin.
 HUMAN_MANAGES_SQL = (
@@ -145,6 +152,13 @@ class Scope:
         if self.human_id is None:
             return Q(pk__in=[])
         return owned_by(self.human_id)
+
+    def own(self, field: str = "owner") -> Q:
+        """The predicate on rows only a human owns (alert channels: a human's, never a team's):
+        the human's own. An endpoint owns none."""
+        if self.human_id is None:
+            return Q(pk__in=[])
+        return Q(**{f"{field}_id": self.human_id})
 
     @property
     def sql(self) -> str:

@@ -18,6 +18,7 @@ import dj_database_url
 from django.utils.csp import CSP
 
 from switchboard import embedded, secret_key
+from switchboard.lib import emailurl
 from switchboard.lib.env import env_bool, env_int, env_list, env_str
 from switchboard.lib.proxies import parse_networks
 
@@ -56,6 +57,7 @@ INSTALLED_APPS = [
     "otlp",
     "mcp_server",
     "a2a_server",
+    "alerts",
 ]
 
 MIDDLEWARE = [
@@ -305,6 +307,21 @@ SWITCHBOARD_QUEUE_METRICS_SECONDS = env_int("SWITCHBOARD_QUEUE_METRICS_SECONDS",
 # Push rings may go to private, loopback and link-local addresses (todos/push.py); off, a push
 # URL must resolve to public addresses only (SSRF). The test run turns it on (loopback).
 SWITCHBOARD_PUSH_ALLOW_PRIVATE = env_bool("SWITCHBOARD_PUSH_ALLOW_PRIVATE", False)
+# Email, for the alerts' email channels (alerts/deliver.py): Django's mail settings from one URL
+# (switchboard/lib/emailurl.py); by default the console backend, which writes each message to
+# the process's standard output. The sender: EMAIL_URL's ?from=, else this.
+_EMAIL = emailurl.parse(env_str("EMAIL_URL", "console://"))
+EMAIL_BACKEND = _EMAIL["EMAIL_BACKEND"]
+EMAIL_FILE_PATH = _EMAIL.get("EMAIL_FILE_PATH")
+EMAIL_HOST = _EMAIL.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = _EMAIL.get("EMAIL_PORT", 25)
+EMAIL_HOST_USER = _EMAIL.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = _EMAIL.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _EMAIL.get("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = _EMAIL.get("EMAIL_USE_SSL", False)
+DEFAULT_FROM_EMAIL = _EMAIL.get("DEFAULT_FROM_EMAIL", "switchboard@localhost")
+# Alerts (docs/guides/alerts.md): resolved and event alerts are kept this many days.
+SWITCHBOARD_ALERTS_KEEP_DAYS = env_int("SWITCHBOARD_ALERTS_KEEP_DAYS", 30, minimum=1)
 # Largest request body accepted from agents (MCP, and the Board's forms), in bytes (413 beyond it).
 SWITCHBOARD_MAX_BODY_BYTES = env_int("SWITCHBOARD_MAX_BODY_BYTES", 1_048_576, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SWITCHBOARD_MAX_BODY_BYTES

@@ -7,6 +7,7 @@ from django.urls import path, re_path
 from django.views.generic import RedirectView
 
 from activity import views as activity_views
+from alerts import views as alert_views
 from switchboard import endpoint_views, team_views, views
 from todos import overview_views, schedule_views
 from todos import views as todo_views
@@ -28,6 +29,13 @@ urlpatterns = [
     path("todos/<str:todo_id>/<str:action>", activity_views.todo_action, name="todo_action"),
     path("overview/", overview_views.overview_page, name="overview"),
     path("activity/", activity_views.activity_feed, name="activity"),
+    path("alerts/", alert_views.alerts_page, name="alerts"),
+    path("alerts/bell", alert_views.bell, name="alerts_bell"),
+    path(
+        "alerts/channels/<str:channel_id>/test",
+        alert_views.channel_test,
+        name="alert_channel_test",
+    ),
     path("endpoints/", endpoint_views.endpoint_list, name="endpoint_list"),
     path("endpoints/new", endpoint_views.endpoint_new, name="endpoint_new"),
     path("endpoints/<slug:slug>", endpoint_views.endpoint_detail, name="endpoint_detail"),

@@ -28,6 +28,8 @@ from django.contrib.admin import ModelAdmin
 from django.forms import BaseInlineFormSet, BaseModelFormSet, ModelForm
 from django.test import RequestFactory
 
+from alerts import channels
+from alerts.models import AlertChannel, AlertRule
 from switchboard import credentials, teams
 from switchboard.models import Endpoint, EndpointKey, Human, Team, TeamMember
 from todos import lifecycle, schedules
@@ -45,6 +47,8 @@ AGGREGATE_MODELS = (
     PushAttempt,
     Schedule,
     ScheduleRun,
+    AlertChannel,
+    AlertRule,
 )
 MODELS = {model.__name__: model.__module__ for model in AGGREGATE_MODELS}
 # Related managers that reach these models from another row: endpoint.keys, endpoint.rules,
@@ -88,6 +92,7 @@ WRITERS: dict[str, set[str]] = {
     _source_file(teams): {"Team", "TeamMember"},
     _source_file(sources): {"Source", "Rule"},
     _source_file(schedules): {"Schedule", "ScheduleRun"},
+    _source_file(channels): {"AlertChannel", "AlertRule"},
     # The fire step's conditional advance (todos/schedules.py runs it).
     _relative(Path(_source_file(schedules)).parent / "sql" / "schedule_advance.sql"): {"Schedule"},
     # Revoking an endpoint is a lifecycle transition: one statement sets revoked_at and

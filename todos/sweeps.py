@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -67,6 +68,9 @@ class PassReport:
     budget_paused: list[str] = field(default_factory=list)
     pauses_lifted: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # What the registered steps (``register_step``) said, a line each, and their own reports.
+    notes: list[str] = field(default_factory=list)
+    steps: dict[str, Any] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """Human-readable lines for what changed; empty when nothing did."""
@@ -115,6 +119,7 @@ class PassReport:
                 f"retention: deleted {self.retention.todos} todos"
                 f" ({self.retention.activity} activity rows), {self.retention.events} events"
             )
+        out.extend(self.notes)
         return out
 
 
@@ -236,6 +241,25 @@ def roll_up(report: PassReport, *, force: bool = False) -> None:
     _overview_at = now
 
 
+# Steps of apps above this one (the alerts app's), run at the end of every pass, in order of
+# registration: an app registers its step in its AppConfig.ready(), so this module never imports
+# it. A step's failure is logged and never ends the pass for the steps after it.
+_STEPS: dict[str, Callable[[PassReport], None]] = {}
+
+
+def register_step(name: str, step: Callable[[PassReport], None]) -> None:
+    """Run ``step(report)`` at the end of every pass (once per name; a second call replaces)."""
+    _STEPS[name] = step
+
+
+def run_steps(report: PassReport) -> None:
+    for name, step in list(_STEPS.items()):
+        try:
+            step(report)
+        except Exception:
+            log.exception("sweep step %s failed; retrying at the next pass", name)
+
+
 def budgets_all(report: PassReport, *, now: dt.datetime | None = None) -> None:
     """End the todos past their cost cap (the ingest ends them as it sees them; this catches
     what it missed), lift the pauses whose day is over, then pause what a spent daily budget
@@ -291,6 +315,7 @@ def run_pass(*, with_retention: bool = False, with_pushes: bool = True) -> PassR
 
         if not _locked(LOCK_RETENTION, retain):
             report.skipped.append("retention")
+    run_steps(report)
     return report
 
 

@@ -1,0 +1,225 @@
+"""The only writer of alert channels and their rules (docs/guides/alerts.md).
+
+The admin, the Board and ``manage.py alert`` call these, so a channel meets the same checks
+wherever it is made: a webhook's URL must pass the push rings' SSRF guard
+(``switchboard/lib/webhook_out.py``; a private, loopback or link-local target is refused unless
+``SWITCHBOARD_PUSH_ALLOW_PRIVATE`` allows it), an email address must be one, and a rule's
+endpoint must be one its channel's owner may see (``switchboard/scope.py``). A new channel
+carries the default rules (``DEFAULT_KINDS``) on all of its owner's endpoints until narrowed.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+
+from alerts.models import (
+    DEFAULT_KINDS,
+    AlertChannel,
+    AlertDelivery,
+    AlertRule,
+    ChannelKind,
+    Message,
+    RuleKind,
+)
+from switchboard.lib import webhook_out
+from switchboard.lib.errors import InvalidInput
+from switchboard.models import Endpoint, Human
+from switchboard.scope import Scope
+from todos import limits
+from todos.intake import routing
+
+URL_MAX_CHARS = 2048
+NAME_MAX_CHARS = 200
+FOR_SECONDS_MAX = 30 * 24 * 3600
+# The kinds whose T is their whole condition: without one they would fire at once.
+_NEEDS_FOR = frozenset({RuleKind.OLDEST_PENDING, RuleKind.SILENT_CLAIM})
+
+
+def check_url(url: str, *, allow_private: bool | None = None) -> str:
+    """The webhook URL as stored; ``InvalidInput`` for one the sender would refuse."""
+    url = url.strip()
+    if not url or len(url) > URL_MAX_CHARS:
+        raise InvalidInput("url", f"a webhook URL of 1 to {URL_MAX_CHARS} characters")
+    if allow_private is None:
+        allow_private = settings.SWITCHBOARD_PUSH_ALLOW_PRIVATE
+    try:
+        webhook_out.resolve(url, allow_private=allow_private)
+    except webhook_out.TargetRefused as exc:
+        raise InvalidInput("url", str(exc).replace("push URL", "webhook URL")) from None
+    return url
+
+
+def check_email(address: str) -> str:
+    address = address.strip()
+    try:
+        validate_email(address)
+    except ValidationError:
+        raise InvalidInput("email", f"not an email address: {address[:100]!r}") from None
+    return address
+
+
+def visible(human: Human) -> list[AlertChannel]:
+    """The channels ``human`` may see and test: their own (``Scope.owned``)."""
+    return list(AlertChannel.objects.filter(Scope.of_human(human.pk).own()).order_by("created_at"))
+
+
+def get_visible(human: Human, channel_id: UUID | str) -> AlertChannel | None:
+    try:
+        key = UUID(str(channel_id))
+    except ValueError:
+        return None
+    return AlertChannel.objects.filter(Scope.of_human(human.pk).own(), id=key).first()
+
+
+def add_channel(
+    owner: Human,
+    *,
+    webhook: str | None = None,
+    email: str | None = None,
+    name: str = "",
+    allow_private: bool | None = None,
+) -> tuple[AlertChannel, str | None]:
+    """Add a webhook or email channel with the default rules; (channel, its signing secret for
+    a webhook, to be shown once)."""
+    if (webhook is None) == (email is None):
+        raise InvalidInput("channel", "give a webhook URL or an email address, one of them")
+    name = name.strip()
+    if len(name) > NAME_MAX_CHARS:
+        raise InvalidInput("name", f"at most {NAME_MAX_CHARS} characters")
+    secret = None
+    if webhook is not None:
+        url = check_url(webhook, allow_private=allow_private)
+        secret = routing.new_standard_secret()
+        channel = AlertChannel(owner=owner, kind=ChannelKind.WEBHOOK, url=url, secret=secret)
+    else:
+        channel = AlertChannel(owner=owner, kind=ChannelKind.EMAIL, email=check_email(email or ""))
+    channel.name = name
+    with transaction.atomic():
+        channel.save()
+        AlertRule.objects.bulk_create(
+            AlertRule(channel=channel, kind=kind) for kind in DEFAULT_KINDS
+        )
+    return channel, secret
+
+
+def update_channel(
+    channel: AlertChannel,
+    *,
+    name: str | None = None,
+    url: str | None = None,
+    email: str | None = None,
+    enabled: bool | None = None,
+    allow_private: bool | None = None,
+) -> AlertChannel:
+    """Change a channel's name, target or switch; the target is checked as at creation."""
+    if name is not None:
+        if len(name.strip()) > NAME_MAX_CHARS:
+            raise InvalidInput("name", f"at most {NAME_MAX_CHARS} characters")
+        channel.name = name.strip()
+    if url is not None:
+        if channel.kind != ChannelKind.WEBHOOK:
+            raise InvalidInput("url", "an email channel has no URL")
+        channel.url = check_url(url, allow_private=allow_private)
+    if email is not None:
+        if channel.kind != ChannelKind.EMAIL:
+            raise InvalidInput("email", "a webhook channel has no email address")
+        channel.email = check_email(email)
+    if enabled is not None:
+        channel.enabled = enabled
+    channel.save()
+    return channel
+
+
+def rotate_secret(channel: AlertChannel) -> str:
+    """A new signing secret for a webhook channel, returned to be shown once."""
+    if channel.kind != ChannelKind.WEBHOOK:
+        raise InvalidInput("channel", "an email channel has no signing secret")
+    channel.secret = routing.new_standard_secret()
+    channel.save(update_fields=["secret"])
+    return channel.secret
+
+
+def remove_channel(channel: AlertChannel) -> None:
+    channel.delete()
+
+
+def check_rule(rule: AlertRule, owner_id: int) -> None:
+    """``InvalidInput`` for a rule the evaluators could not honour."""
+    if rule.kind not in RuleKind.values:
+        raise InvalidInput("kind", f"one of {', '.join(RuleKind.values)}")
+    if rule.endpoint_id is not None:
+        owned = Endpoint.objects.filter(Scope.of_human(owner_id).endpoints(), id=rule.endpoint_id)
+        if not owned.exists():
+            raise InvalidInput("endpoint", "no endpoint of the channel's owner has that id")
+    if rule.queue is not None:
+        queue = limits.check_name("queue", rule.queue)
+        if queue != queue.strip():
+            raise InvalidInput("queue", "no spaces around a queue's name")
+        if rule.kind == RuleKind.PUSH_BREAKER:
+            raise InvalidInput("queue", "a push breaker is an endpoint's, not a queue's")
+    if not 0 <= rule.for_seconds <= FOR_SECONDS_MAX:
+        raise InvalidInput("for_seconds", f"0 to {FOR_SECONDS_MAX} seconds")
+    if rule.kind in _NEEDS_FOR and rule.for_seconds < 1:
+        raise InvalidInput("for_seconds", f"{rule.kind} needs a time T of 1 second or more")
+    if rule.kind == RuleKind.DEPTH:
+        if rule.threshold is None or rule.threshold < 0:
+            raise InvalidInput("threshold", "depth needs a threshold N of 0 or more")
+    elif rule.threshold is not None:
+        raise InvalidInput("threshold", "only a depth rule has a threshold")
+
+
+def add_rule(
+    channel: AlertChannel,
+    kind: str,
+    *,
+    endpoint: Endpoint | None = None,
+    queue: str | None = None,
+    threshold: int | None = None,
+    for_seconds: int = 0,
+) -> AlertRule:
+    """Add a rule to ``channel`` (checked by ``check_rule``)."""
+    rule = AlertRule(
+        channel=channel,
+        kind=kind,
+        endpoint=endpoint,
+        queue=queue,
+        threshold=threshold,
+        for_seconds=for_seconds,
+    )
+    check_rule(rule, channel.owner_id)
+    rule.save()
+    return rule
+
+
+def save_rule(rule: AlertRule) -> AlertRule:
+    """Save a rule changed in place (the admin's form), checked first."""
+    check_rule(rule, rule.channel.owner_id)
+    rule.save()
+    return rule
+
+
+def narrow(
+    channel: AlertChannel, kind: str, *, endpoint: Endpoint, queue: str | None = None
+) -> None:
+    """Narrow the channel's rules of ``kind`` to one endpoint (and queue)."""
+    rules = list(channel.rules.filter(kind=kind))
+    if not rules:
+        add_rule(channel, kind, endpoint=endpoint, queue=queue)
+        return
+    for rule in rules:
+        rule.endpoint, rule.queue = endpoint, queue
+        save_rule(rule)
+
+
+def remove_rule(rule: AlertRule) -> None:
+    rule.delete()
+
+
+def queue_test(channel: AlertChannel) -> AlertDelivery:
+    """Queue a test message to the channel (the sweeper sends it, even past an open breaker)."""
+    return AlertDelivery.objects.create(channel=channel, message=Message.TEST)

@@ -1,0 +1,145 @@
+"""What an alert says: its one-line summary, the webhook's JSON body and the email (pure).
+
+The webhook body is Slack-compatible: Slack (and Mattermost, Discord's /slack endpoint, most
+chat tools' "incoming webhooks") shows ``text``; a receiver of its own reads ``alert``, which
+names the todo, the queue and the endpoint concerned.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from alerts.models import Message, RuleKind
+
+SUMMARY_MAX_CHARS = 500
+_PREFIX = {Message.OPENED: "[alert]", Message.RESOLVED: "[resolved]", Message.TEST: "[test]"}
+
+
+def duration(seconds: int | None) -> str:
+    """``90`` → ``1m30s``, as people read a rule's T."""
+    seconds = int(seconds or 0)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+
+
+def _where(endpoint: str, queue: str | None) -> str:
+    return f"{endpoint}/{queue}" if queue else endpoint
+
+
+def summary(
+    kind: str, *, endpoint: str, queue: str | None, todo_id: str | None, detail: Mapping[str, Any]
+) -> str:
+    """The alert's one line, naming what it is about."""
+    where = _where(endpoint, queue)
+    title = f": {detail['title']}" if detail.get("title") else ""
+    if kind == RuleKind.DEAD_LETTER:
+        attempts = detail.get("attempts", 0)
+        text = f"Todo {todo_id} dead-lettered on {where} after {attempts} attempt(s){title}"
+    elif kind == RuleKind.DEADLINE_MISSED:
+        text = f"Todo {todo_id} missed its {detail.get('reason', 'deadline')} on {where}{title}"
+    elif kind in (RuleKind.BUDGET_WARNING, RuleKind.BUDGET_EXCEEDED):
+        scope = f"Queue {where}" if queue else f"Endpoint {endpoint}"
+        level = "80 %" if kind == RuleKind.BUDGET_WARNING else "100 %"
+        text = (
+            f"{scope}: {level} of its daily budget spent on {detail.get('day')}"
+            f" (${detail.get('spent_usd')} of ${detail.get('budget_usd')})"
+        )
+    elif kind == RuleKind.DEPTH:
+        text = (
+            f"Queue {where}: {detail.get('depth')} todos pending, more than"
+            f" {detail.get('threshold')} for {duration(detail.get('for_seconds'))}"
+        )
+    elif kind == RuleKind.OLDEST_PENDING:
+        text = (
+            f"Queue {where}: todo {todo_id} has waited more than"
+            f" {duration(detail.get('for_seconds'))} to be claimed"
+        )
+    elif kind == RuleKind.SILENT_CLAIM:
+        text = (
+            f"Todo {todo_id} on {where}: claimed, no heartbeat for"
+            f" {duration(detail.get('for_seconds'))}{title}"
+        )
+    elif kind == RuleKind.PUSH_BREAKER:
+        text = (
+            f"Endpoint {endpoint}: push circuit breaker open after"
+            f" {detail.get('failures')} failed tries"
+        )
+    else:
+        text = f"{kind} on {where}"
+    return text[:SUMMARY_MAX_CHARS]
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if isinstance(value, dt.datetime) else value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
+
+
+def text(job: Mapping[str, Any]) -> str:
+    """The message's line: its prefix and the alert's summary (or the test's)."""
+    if job["message"] == Message.TEST:
+        return f"{_PREFIX[Message.TEST]} Test alert from Switchboard channel {job['channel_name']}"
+    return f"{_PREFIX[job['message']]} {job['summary']}"
+
+
+def body(job: Mapping[str, Any]) -> bytes:
+    """The webhook's JSON body (compact, fixed key order) for one claimed message."""
+    alert: dict[str, Any] = {
+        "message_id": str(job["message_id"]),
+        "message": job["message"],
+        "channel_id": str(job["channel_id"]),
+    }
+    if job["message"] != Message.TEST:
+        alert |= {
+            "id": job["alert_id"],
+            "kind": job["kind"],
+            "state": job["state"],
+            "summary": job["summary"],
+            "subject": job["subject"],
+            "todo_id": job["todo_id"],
+            "queue": job["queue"],
+            "endpoint": job["endpoint"],
+            "endpoint_id": str(job["endpoint_id"]) if job["endpoint_id"] else None,
+            "since": _iso(job["since"]),
+            "opened_at": _iso(job["opened_at"]),
+            "resolved_at": _iso(job["resolved_at"]),
+            "detail": {k: _plain(v) for k, v in (job["detail"] or {}).items()},
+        }
+    return json.dumps({"text": text(job), "alert": alert}, separators=(",", ":")).encode()
+
+
+def email(job: Mapping[str, Any]) -> tuple[str, str]:
+    """The email's subject and plain-text body for one claimed message."""
+    line = text(job)
+    subject = "Switchboard " + line
+    if len(subject) > 200:
+        subject = subject[:199] + "…"
+    lines = [line, ""]
+    if job["message"] != Message.TEST:
+        for label, key in (
+            ("Kind", "kind"),
+            ("Endpoint", "endpoint"),
+            ("Queue", "queue"),
+            ("Todo", "todo_id"),
+            ("Opened", "opened_at"),
+            ("Resolved", "resolved_at"),
+        ):
+            if job.get(key):
+                lines.append(f"{label}: {_iso(job[key])}")
+    lines += ["", f"Message id: {job['message_id']}"]
+    return subject, "\n".join(lines) + "\n"

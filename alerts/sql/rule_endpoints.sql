@@ -1,0 +1,6 @@
+-- rule_endpoints: the endpoints each enabled rule of `kind` covers (_rule_endpoints.sql), for
+--   the evaluators that match in Python (the budgets, alerts/evaluate.py).
+-- params: kind
+-- returns: rule_id, rule_queue, threshold, for_seconds, rule_created_at, endpoint_id.
+-- Uses index: alert_rules_kind_idx; alert_channels_pkey; endpoints_pkey or the owner's.
+@{rule_endpoints}

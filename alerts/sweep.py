@@ -1,0 +1,178 @@
+"""The sweeper's alert step: evaluate every rule, open and resolve alerts, then send.
+
+Run at the end of every sweeper pass (registered with ``todos/sweeps.py`` by ``alerts/apps.py``):
+
+1. **evaluate**, under its own advisory lock (one sweeper evaluates a pass, the others skip):
+   per kind, what fires now (``alerts/evaluate.py``) goes to ``open_alerts.sql`` (new alerts,
+   one live per rule and subject; pending ones that held long enough open) and, for the
+   condition kinds, to ``resolve_alerts.sql`` (what no longer fires is resolved). A kind's two
+   statements commit together, with the messages they queue;
+2. **send** what is due (``alerts/deliver.py``), after that commit, outside any transaction.
+
+A kind whose read fails (a budget source that raises, say) is logged and skipped for the pass:
+its open alerts are left as they are rather than resolved by a read that saw nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from alerts import deliver, evaluate, sources
+from alerts.evaluate import Firing
+from alerts.models import EVENT_KINDS, RuleKind
+from switchboard.lib.sql import fetch_all, fetch_one, load
+
+log = logging.getLogger(__name__)
+
+LOCK_ALERTS = 0x5B_0101  # pg_try_advisory_lock key (todos/sweeps.py keeps 0x5B_00xx)
+TRIM_EVERY_SECONDS = 600.0
+_trimmed_at: float | None = None
+
+_SQL = Path(__file__).resolve().parent / "sql"
+OPEN_ALERTS = load(_SQL, "open_alerts")
+RESOLVE_ALERTS = load(_SQL, "resolve_alerts")
+TRIM_ALERTS = load(_SQL, "trim_alerts")
+LIVE_KINDS = load(_SQL, "live_kinds")
+BUDGET_KINDS = (RuleKind.BUDGET_WARNING, RuleKind.BUDGET_EXCEEDED)
+
+
+@dataclass
+class AlertReport:
+    opened: int = 0  # messages queued for alerts that opened or events that fired
+    resolved: int = 0
+    skipped: bool = False  # another sweeper held the lock
+    failed_kinds: list[str] = field(default_factory=list)
+    sent: deliver.SendReport | None = None
+
+    def lines(self) -> list[str]:
+        out = []
+        if self.opened or self.resolved:
+            out.append(f"alerts: opened {self.opened}, resolved {self.resolved}")
+        if self.failed_kinds:
+            out.append(f"alerts: could not evaluate {', '.join(self.failed_kinds)}")
+        if self.sent and (self.sent.delivered or self.sent.failed):
+            out.append(
+                f"alerts: delivered {self.sent.delivered}, failed {self.sent.failed}"
+                + (
+                    f", breaker opened for {', '.join(self.sent.opened)}"
+                    if self.sent.opened
+                    else ""
+                )
+            )
+        return out
+
+
+def apply(kind: str, firings: Sequence[Firing]) -> tuple[int, int]:
+    """Open what fires and resolve what no longer does for ``kind``, in one transaction;
+    (messages queued for openings, alerts resolved)."""
+    event = kind in EVENT_KINDS
+    with transaction.atomic():
+        row = fetch_one(
+            OPEN_ALERTS,
+            {
+                "event": event,
+                "rule_ids": [f.rule_id for f in firings],
+                "subjects": [f.subject for f in firings],
+                "endpoint_ids": [f.endpoint_id for f in firings],
+                "queues": [f.queue for f in firings],
+                "todo_ids": [f.todo_id for f in firings],
+                "summaries": [f.summary for f in firings],
+                "details": [json.dumps(f.detail) for f in firings],
+            },
+        )
+        opened = int(row["opened"]) if row else 0
+        resolved = 0
+        if not event:
+            row = fetch_one(
+                RESOLVE_ALERTS,
+                {
+                    "kind": kind,
+                    "rule_ids": [f.rule_id for f in firings],
+                    "subjects": [f.subject for f in firings],
+                },
+            )
+            resolved = int(row["resolved"]) if row else 0
+    return opened, resolved
+
+
+def firings(kind: str, now: dt.datetime) -> list[Firing]:
+    """What ``kind`` finds firing now."""
+    if kind in BUDGET_KINDS:
+        rules = evaluate.rule_endpoints(kind)
+        if not rules:
+            return []
+        statuses = sources.budget_statuses(now=now)
+        return evaluate.summarised(kind, evaluate.budget_firings(kind, rules, statuses))
+    return evaluate.read(kind)
+
+
+def evaluate_all(report: AlertReport, *, now: dt.datetime | None = None) -> None:
+    """Every kind in turn; one kind's failure never stops the others."""
+    now = now or timezone.now()
+    live = {row["kind"] for row in fetch_all(LIVE_KINDS, {})}
+    for kind in RuleKind:
+        if kind not in live:
+            continue
+        try:
+            opened, resolved = apply(kind, firings(kind, now))
+        except Exception:
+            log.exception("alerts: evaluating %s failed; retrying at the next pass", kind)
+            report.failed_kinds.append(str(kind))
+            continue
+        report.opened += opened
+        report.resolved += resolved
+
+
+def _locked_evaluate(report: AlertReport) -> None:
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_ALERTS])
+        row = cur.fetchone()
+    if not row or not row[0]:
+        report.skipped = True
+        return
+    try:
+        evaluate_all(report)
+    finally:
+        try:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s)", [LOCK_ALERTS])
+        except DatabaseError:
+            log.warning("could not release the alerts lock; closing the connection")
+            connection.close()
+
+
+def trim(*, force: bool = False) -> int:
+    """Forget old resolved and event alerts, at most once per ``TRIM_EVERY_SECONDS``."""
+    global _trimmed_at
+    now = time.monotonic()
+    if not force and _trimmed_at is not None and now - _trimmed_at < TRIM_EVERY_SECONDS:
+        return 0
+    _trimmed_at = now
+    return len(fetch_all(TRIM_ALERTS, {"keep_days": settings.SWITCHBOARD_ALERTS_KEEP_DAYS}))
+
+
+def run() -> AlertReport:
+    """One alert step: evaluate (if this sweeper holds the lock), trim, then send."""
+    report = AlertReport()
+    _locked_evaluate(report)
+    trim()
+    report.sent = deliver.send_due()
+    return report
+
+
+def step(pass_report: Any) -> None:
+    """The step ``todos/sweeps.py`` runs at the end of a pass: its lines join the pass's."""
+    report = run()
+    pass_report.notes.extend(report.lines())
+    pass_report.steps["alerts"] = report

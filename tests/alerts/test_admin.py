@@ -1,0 +1,120 @@
+"""The alerts admin writes channels through alerts.channels: a webhook's secret shown once, a
+private target refused at save unless the push setting allows it, rules checked for the owner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client, override_settings
+from django.urls import reverse
+
+from alerts.models import AlertChannel, AlertRule
+from tests.base import Personas
+
+
+def form(personas: Personas, **fields: Any) -> dict[str, Any]:
+    return {
+        "owner": personas.alice.pk,
+        "kind": "webhook",
+        "name": "ops",
+        "url": "",
+        "email": "",
+        "enabled": "on",
+        "rules-TOTAL_FORMS": "0",
+        "rules-INITIAL_FORMS": "0",
+        "rules-MIN_NUM_FORMS": "0",
+        "rules-MAX_NUM_FORMS": "1000",
+        **fields,
+    }
+
+
+@pytest.mark.django_db
+def test_adding_a_webhook_channel_shows_its_secret_once_with_the_default_rules(
+    personas: Personas, admin_client: Client
+) -> None:
+    response = admin_client.post(
+        reverse("admin:alerts_alertchannel_add"), form(personas, url="http://127.0.0.1:9/hook")
+    )
+    assert response.status_code == 200
+    channel = AlertChannel.objects.get()
+    assert channel.secret.startswith("whsec_") and channel.secret in response.content.decode()
+    assert "no-store" in response["Cache-Control"]
+    assert response["Referrer-Policy"] == "no-referrer"
+    assert AlertRule.objects.filter(channel=channel).count() == 4
+    page = admin_client.get(reverse("admin:alerts_alertchannel_change", args=[channel.pk]))
+    assert channel.secret not in page.content.decode()
+
+
+@pytest.mark.django_db
+@override_settings(SWITCHBOARD_PUSH_ALLOW_PRIVATE=False)
+def test_a_private_target_and_a_foreign_endpoint_are_refused(
+    personas: Personas, admin_client: Client
+) -> None:
+    response = admin_client.post(
+        reverse("admin:alerts_alertchannel_add"), form(personas, url="http://10.1.2.3/hook")
+    )
+    assert response.status_code == 200 and AlertChannel.objects.count() == 0
+    assert "private, loopback or link-local" in response.content.decode()
+
+    admin_client.post(
+        reverse("admin:alerts_alertchannel_add"),
+        form(personas, kind="email", email="ops@example.com"),
+    )
+    channel = AlertChannel.objects.get()
+    rules = list(channel.rules.order_by("id"))
+    data = form(
+        personas,
+        kind="email",
+        email="ops@example.com",
+        **{
+            "rules-TOTAL_FORMS": str(len(rules) + 1),
+            "rules-INITIAL_FORMS": str(len(rules)),
+        },
+    )
+    for i, rule in enumerate(rules):
+        data |= {
+            f"rules-{i}-id": rule.pk,
+            f"rules-{i}-channel": channel.pk,
+            f"rules-{i}-kind": rule.kind,
+            f"rules-{i}-for_seconds": "0",
+            f"rules-{i}-enabled": "on",
+        }
+    n = len(rules)
+    data |= {
+        f"rules-{n}-channel": channel.pk,
+        f"rules-{n}-kind": "dead_letter",
+        f"rules-{n}-endpoint": personas.endpoint_b.pk,
+        f"rules-{n}-for_seconds": "0",
+        f"rules-{n}-enabled": "on",
+    }
+    response = admin_client.post(
+        reverse("admin:alerts_alertchannel_change", args=[channel.pk]), data
+    )
+    assert response.status_code == 200
+    assert "no endpoint of the channel" in response.content.decode()
+    assert channel.rules.count() == n
+
+
+@pytest.mark.django_db
+def test_a_rule_on_its_own_page_is_checked_for_its_channels_owner(
+    personas: Personas, admin_client: Client
+) -> None:
+    admin_client.post(
+        reverse("admin:alerts_alertchannel_add"),
+        form(personas, kind="email", email="ops@example.com"),
+    )
+    channel = AlertChannel.objects.get()
+    url = reverse("admin:alerts_alertrule_add")
+    base = {"channel": channel.pk, "kind": "depth", "for_seconds": "60", "enabled": "on"}
+
+    refused = admin_client.post(url, base | {"endpoint": personas.endpoint_b.pk, "threshold": 5})
+    assert "no endpoint of the channel" in refused.content.decode()
+    refused = admin_client.post(url, base)
+    assert "depth needs a threshold" in refused.content.decode()
+    assert channel.rules.count() == 4
+
+    added = admin_client.post(url, base | {"endpoint": personas.endpoint_a.pk, "threshold": 5})
+    assert added.status_code == 302
+    rule = channel.rules.get(kind="depth")
+    assert (rule.endpoint_id, rule.threshold) == (personas.endpoint_a.id, 5)
