@@ -308,7 +308,7 @@ class TokenView(dot_views.TokenView):
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().post(request, *args, **kwargs)
+            response = super().post(request, *args, **kwargs)
         except OAuthToolkitError as error:
             oauthlib_error = error.oauthlib_error
             return oauth_error(
@@ -316,6 +316,15 @@ class TokenView(dot_views.TokenView):
             )
         except InvalidRequestError as error:
             return oauth_error(error.error, error.description or "", error.status_code)
+        # oauthlib writes every body as JSON but leaves some errors (a custom one such as
+        # invalid_target) without a Content-Type, which Django would call text/html.
+        try:
+            json.loads(response.content)
+        except ValueError:
+            return oauth_error("invalid_request", "the token request could not be answered")
+        response["Content-Type"] = "application/json"
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 class RegisterView(dot_views.DynamicClientRegistrationView):
