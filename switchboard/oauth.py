@@ -270,6 +270,7 @@ def connections(endpoint: Endpoint) -> list[Connection]:
         if isinstance(token, RefreshToken):
             used = token.access_token
         last_used = used.updated if used is not None and _used(used) else None
+        scopes = oauth_scopes.parse(used.scope if used is not None else "")
         previous = found.get(key)
         if previous is not None:
             newest = max(
@@ -280,7 +281,7 @@ def connections(endpoint: Endpoint) -> list[Connection]:
                 previous.client,
                 previous.redirect_host,
                 kind,
-                tuple(sorted({*previous.scopes, *oauth_scopes.parse(token.scope)})),
+                oauth_scopes.parse(" ".join((*previous.scopes, *scopes))),
                 previous.granted_by,
                 previous.granted_at,
                 newest,
@@ -292,7 +293,7 @@ def connections(endpoint: Endpoint) -> list[Connection]:
             client_name(token.application),
             redirect_host(token.application),
             kind,
-            oauth_scopes.parse(token.scope),
+            scopes,
             user.username,
             token.created,
             last_used,

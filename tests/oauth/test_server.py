@@ -314,3 +314,52 @@ def test_refresh_tokens_rotate_and_a_reused_one_revokes_the_family(
     assert_oauth_error(refresh(first["refresh_token"]), 400, "invalid_grant")
     # The reuse revoked the whole family, the rotated token included.
     assert_oauth_error(refresh(rotated["refresh_token"]), 400, "invalid_grant")
+
+
+def test_the_endpoint_page_lists_connections_and_revokes_them(
+    client: Client, operator: Any
+) -> None:
+    EndpointFactory(owner=operator, slug="mine")
+    data = flow.sign_in(client, "mine", (oauth_scopes.READ,))
+    page = client.get("/endpoints/mine").content.decode()
+    assert "Test Chat" in page and "todos:read" in page and "127.0.0.1:33418" in page
+    application = granted().get().application
+    response = client.post(f"/endpoints/mine/connections/{application.pk}/revoke")
+    assert response.status_code == 302
+    assert not granted().exists()
+    assert RefreshToken.objects.get().revoked is not None
+    assert "No connections." in client.get("/endpoints/mine").content.decode()
+    assert data["access_token"]
+
+
+def test_another_operator_cannot_revoke_a_connection(client: Client, operator: Any) -> None:
+    EndpointFactory(owner=operator, slug="mine")
+    flow.sign_in(client, "mine")
+    application = granted().get().application
+    client.force_login(HumanFactory(username="stranger"))
+    response = client.post(f"/endpoints/mine/connections/{application.pk}/revoke")
+    assert response.status_code == 404
+    assert granted().exists()
+
+
+def test_manage_oauth_lists_and_revokes(client: Client, operator: Any) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    EndpointFactory(owner=operator, slug="mine")
+    data = flow.sign_in(client, "mine")
+    out = StringIO()
+    call_command("oauth", "list", "--endpoint", "mine", stdout=out)
+    assert data["client_id"] in out.getvalue() and "todos:read todos:work" in out.getvalue()
+    out = StringIO()
+    call_command("oauth", "revoke", "--endpoint", "mine", "--client", data["client_id"], stdout=out)
+    assert out.getvalue().startswith("revoked 2 tokens")
+    assert not granted().exists()
+
+
+def test_the_admin_shows_oauth_rows_read_only(admin_client: Client) -> None:
+    for model in ("application", "accesstoken", "refreshtoken", "grant"):
+        listing = admin_client.get(f"/admin/oauth2_provider/{model}/")
+        assert listing.status_code == 200
+        assert admin_client.get(f"/admin/oauth2_provider/{model}/add/").status_code == 403
