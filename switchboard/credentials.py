@@ -58,6 +58,7 @@ RESERVED_SLUGS = frozenset(
         "disable",
         "push-test",
         "push-secret",
+        "connections",
     }
 )
 
