@@ -41,7 +41,6 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from oauth2_provider.cimd import CIMDError
 from oauth2_provider.models import AccessToken, Application, RefreshToken
@@ -443,8 +442,3 @@ class GuardedMetadataFetcher:
             if isinstance(uri, str) and (problem := redirect_uri_problem(uri)) is not None:
                 raise CIMDError(problem)
         return document, _max_age(answer.headers.get("cache-control"))
-
-
-def applications_of(human_id: int) -> Q:
-    """Applications a human has granted anything (the admin's and the command's listing)."""
-    return Q(accesstoken__user_id=human_id) | Q(refreshtoken__user_id=human_id)

@@ -3,11 +3,13 @@ refusal in RFC 6749's JSON shape (docs/guides/agents.md, "Connect with OAuth")."
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
-from oauth2_provider.models import AccessToken, RefreshToken
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
 from switchboard.lib import oauth_scopes
 from tests.factories import EndpointFactory, HumanFactory
@@ -277,6 +279,9 @@ def test_a_code_is_used_once_with_its_verifier_for_its_resource(
         400,
         "invalid_target",
     )
+    auth, code = fresh_code()
+    Grant.objects.filter(code=code).update(expires=timezone.now() - timedelta(seconds=1))
+    assert_oauth_error(flow.token(client, auth, code), 400, "invalid_grant")
     auth, code = fresh_code()
     assert flow.token(client, auth, code).status_code == 200
     assert_oauth_error(flow.token(client, auth, code), 400, "invalid_grant")
