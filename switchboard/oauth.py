@@ -258,18 +258,33 @@ def _live_tokens(endpoint: Endpoint) -> tuple[list[RefreshToken], list[AccessTok
 
 
 def connections(endpoint: Endpoint) -> list[Connection]:
-    """The endpoint's connections, one per client and surface, oldest grant first."""
-    refresh, access = _live_tokens(endpoint)
+    """The endpoint's connections, one per client and surface, oldest grant first: its owner's
+    live refresh tokens (every sign-in has one; its current access token carries the scopes,
+    the resource and the last use) whose resource is one of the endpoint's. One query."""
+    refresh = (
+        RefreshToken.objects.filter(
+            user_id=endpoint.owner_id, revoked__isnull=True, access_token__isnull=False
+        )
+        .select_related("application", "user", "access_token")
+        .order_by("created")
+    )
     found: dict[tuple[int, str], Connection] = {}
-    for token in [*refresh, *access]:
-        parsed = parse_resource(str((token.resource or [""])[0]))
-        kind = parsed[1] if parsed else MCP
+    for token in refresh:
+        access: AccessToken = token.access_token
+        parsed = next(
+            (
+                p
+                for p in (parse_resource(str(r)) for r in access.resource or [])
+                if p is not None and p[2] == endpoint.slug
+            ),
+            None,
+        )
+        if parsed is None:
+            continue
+        kind = parsed[1]
+        last_used = access.updated if _used(access) else None
+        scopes = oauth_scopes.parse(access.scope)
         key = (token.application_id, kind)
-        used: AccessToken | None = token if isinstance(token, AccessToken) else None
-        if isinstance(token, RefreshToken):
-            used = token.access_token
-        last_used = used.updated if used is not None and _used(used) else None
-        scopes = oauth_scopes.parse(used.scope if used is not None else "")
         previous = found.get(key)
         if previous is not None:
             newest = max(

@@ -146,12 +146,13 @@ def test_the_endpoint_page_makes_a_fixed_number_of_queries(
 ) -> None:
     a = personas.endpoint_a.id
     url = reverse("endpoint_detail", args=["agent-a"])
-    # session, user, the endpoint, its keys, its fleet, its claims, its pushes, the rail's count
-    with django_assert_num_queries(8):
+    # session, user, the endpoint, its keys, its fleet, its claims, its pushes, its OAuth
+    # connections, the rail's count
+    with django_assert_num_queries(9):
         alice_client.get(url)
     for n in range(5):
         claimed(a, title=f"task {n}")
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(9):
         body = alice_client.get(url).content.decode()
     assert body.count("data-lease-left=") == 5
 
