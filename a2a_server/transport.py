@@ -45,9 +45,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from a2a_server import card, handler
-from switchboard import runtime_settings
-from switchboard.auth import BearerRejected, aresolve_endpoint_bearer
-from switchboard.lib import asgi, dbthread, frontdoor
+from switchboard import oauth, runtime_settings
+from switchboard.auth import BearerRejected, aresolve_endpoint_bearer, bearer_token
+from switchboard.lib import asgi, dbthread, frontdoor, oauth_scopes
 from switchboard.lib.asgi import Receive, Scope, Send
 from switchboard.models import Endpoint, Verb
 
@@ -185,12 +185,48 @@ def _base_url(scope: Scope, slug: str) -> str:
     return f"{scope.get('scheme', 'http')}://{host}{PREFIX}/{slug}"
 
 
-async def _a2a_caller(scope: Scope, slug: str) -> Endpoint:
-    """The door's credentials step: the endpoint the bearer names, which must speak A2A."""
+async def _token_caller(scope: Scope, slug: str) -> Endpoint:
+    """An OAuth token issued for exactly ``{origin}/a2a/{slug}``: the endpoint cut to its
+    scopes; 401 with the OAuth challenge otherwise, 403 ``insufficient_scope`` when the endpoint
+    speaks A2A but the token lacks ``todos:submit``."""
+    origin = oauth.origin_of(scope)
     try:
-        endpoint = await aresolve_endpoint_bearer(scope, slug)
-    except BearerRejected as rejected:
-        raise rejected.refusal() from None
+        grant = await oauth.aresolve_token(scope, oauth.resource_url(origin, oauth.A2A, slug))
+    except oauth.TokenRejected:
+        challenge = oauth.challenge(
+            origin, oauth.A2A, slug, (oauth_scopes.SUBMIT,), "invalid_token"
+        )
+        raise frontdoor.Refused(
+            401,
+            frontdoor.UNAUTHORIZED,
+            "missing or invalid access token for this resource",
+            headers={"WWW-Authenticate": challenge},
+        ) from None
+    if (needed := grant.missing_scope(Verb.A2A)) is not None:
+        header = (
+            f'Bearer error="insufficient_scope", scope="{needed}", '
+            f'resource_metadata="{oauth.metadata_url(origin, oauth.A2A, slug)}"'
+        )
+        raise frontdoor.Refused(
+            403,
+            frontdoor.FORBIDDEN,
+            f"insufficient_scope: A2A needs the {needed} scope",
+            headers={"WWW-Authenticate": header},
+        )
+    return grant.endpoint
+
+
+async def _a2a_caller(scope: Scope, slug: str) -> Endpoint:
+    """The door's credentials step: the endpoint the bearer names, which must speak A2A. A key
+    (``sbk_…``) resolves as everywhere; any other bearer is an OAuth token for this resource."""
+    token = bearer_token(scope)
+    if token is not None and not token.startswith("sbk_"):
+        endpoint = await _token_caller(scope, slug)
+    else:
+        try:
+            endpoint = await aresolve_endpoint_bearer(scope, slug)
+        except BearerRejected as rejected:
+            raise rejected.refusal() from None
     if not endpoint.allows(Verb.A2A):
         raise frontdoor.Refused(
             403, frontdoor.FORBIDDEN, "this endpoint's verbs do not include a2a"
@@ -229,7 +265,9 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         await _send_body(send, 200, refusal)
         return
     if rest == AGENT_CARD_WELL_KNOWN_PATH:
-        served = await dbthread.run(card.endpoint_card, endpoint, _base_url(scope, slug))
+        served = await dbthread.run(
+            card.endpoint_card, endpoint, _base_url(scope, slug), oauth.origin_of(scope)
+        )
         _CARD.set(served)
     inner = {
         **scope,

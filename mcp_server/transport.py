@@ -42,10 +42,10 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from mcp_server import doorbell, fastpath, sessions, taskwire, verbs
 from mcp_server import server as mcp
-from switchboard import runtime_settings
+from switchboard import oauth, runtime_settings
 from switchboard.auth import BearerRejected, aresolve_endpoint_bearer, bearer_token
 from switchboard.credentials import hash_key
-from switchboard.lib import asgi, dbthread, frontdoor, todowatch
+from switchboard.lib import asgi, dbthread, frontdoor, oauth_scopes, todowatch
 from switchboard.lib.asgi import Message, Receive, Scope, Send
 from switchboard.models import Endpoint
 
@@ -53,7 +53,8 @@ logger = logging.getLogger(__name__)
 
 
 PREFIX = "/mcp"
-_PATH = re.compile(r"^/mcp/([^/]+)/?$")
+# /mcp/{slug} takes keys and advertises no OAuth; /mcp/{slug}/oauth takes OAuth tokens only.
+_PATH = re.compile(r"^/mcp/([^/]+?)(/oauth)?/?$")
 SESSION_HEADER = b"mcp-session-id"
 PROTOCOL_VERSION_HEADER = b"mcp-protocol-version"
 
@@ -300,6 +301,66 @@ async def _endpoint(scope: Scope, slug: str) -> Endpoint:
         ) from None
 
 
+def _oauth_refusal(scope: Scope, slug: str, presented: bool) -> frontdoor.Refused:
+    """401 at the OAuth URL: the challenge names the resource's metadata by absolute URL and
+    the scopes (RFC 9728 §5.1), with ``invalid_token`` when a token was presented."""
+    header = oauth.challenge(
+        oauth.origin_of(scope),
+        oauth.MCP,
+        slug,
+        oauth_scopes.ALL,
+        "invalid_token" if presented else None,
+    )
+    return frontdoor.Refused(
+        401,
+        frontdoor.UNAUTHORIZED,
+        "missing or invalid access token for this resource",
+        headers={"WWW-Authenticate": header},
+    )
+
+
+async def _token_caller(scope: Scope, slug: str) -> oauth.TokenGrant:
+    try:
+        return await oauth.aresolve_token(
+            scope, oauth.resource_url(oauth.origin_of(scope), oauth.MCP, slug)
+        )
+    except oauth.TokenRejected as rejected:
+        raise _oauth_refusal(scope, slug, rejected.presented) from None
+    except DatabaseError:
+        logger.exception("MCP: could not check the access token, database unavailable")
+        raise Refused(
+            503, "Service unavailable: try again", types.INTERNAL_ERROR, {"Retry-After": "1"}
+        ) from None
+
+
+def needed_scope(message: dict[str, Any], grant: oauth.TokenGrant) -> str | None:
+    """The scope a token lacks for this message, when its endpoint would allow it: a tool's
+    verb, or reading resources (``todos:read``). None when the token may, or when the endpoint
+    itself may not (then the usual answer, ``forbidden``, says so)."""
+    method = message.get("method")
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    if method == "tools/call":
+        name = params.get("name") if isinstance(params, dict) else None
+        return grant.missing_scope(name) if isinstance(name, str) else None
+    if method in ("resources/read", "resources/subscribe"):
+        return grant.missing_scope("get_todo")
+    return None
+
+
+def insufficient_scope(scope: Scope, slug: str, needed: str) -> Refused:
+    """403 for step-up (RFC 6750 §3.1): one challenge naming the scope the call needs."""
+    header = (
+        f'Bearer error="insufficient_scope", scope="{needed}", '
+        f'resource_metadata="{oauth.metadata_url(oauth.origin_of(scope), oauth.MCP, slug)}", '
+        f'error_description="this call needs the {needed} scope"'
+    )
+    return Refused(
+        403,
+        f"Forbidden: insufficient_scope: this call needs the {needed} scope",
+        headers={"WWW-Authenticate": header},
+    )
+
+
 def _endpoint_key(endpoint: Endpoint) -> str:
     return str(endpoint.id)
 
@@ -316,22 +377,35 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
     match = _PATH.match(scope.get("path", ""))
     if match is None:
         raise Refused(404, "Not Found: MCP endpoints live at /mcp/{endpoint-slug}")
-    slug = match.group(1)
+    slug, with_oauth = match.group(1), match.group(2) is not None
     host = asgi.header(scope, b"host")
     if not host_allowed(host):
         raise Refused(421, "Misdirected Request: Host is not in ALLOWED_HOSTS")
     if not origin_allowed(asgi.header(scope, b"origin"), host):
         raise Refused(403, "Forbidden: Origin is not allowed")
     rates = await runtime_settings.acurrent_or_defaults()
-    admitted = await frontdoor.admit(
-        DOOR,
-        scope,
-        rates,
-        lambda scope: _endpoint(scope, slug),
-        endpoint_key=_endpoint_key,
-        defer_endpoint_rate=True,  # a tools/call over it gets the tool error (below)
-    )
-    endpoint, endpoint_wait = admitted.caller, admitted.endpoint_wait
+    grant: oauth.TokenGrant | None = None
+    if with_oauth:
+        admitted_grant = await frontdoor.admit(
+            DOOR,
+            scope,
+            rates,
+            lambda scope: _token_caller(scope, slug),
+            endpoint_key=lambda grant: str(grant.endpoint.id),
+            defer_endpoint_rate=True,
+        )
+        grant = admitted_grant.caller
+        endpoint, endpoint_wait = grant.endpoint, admitted_grant.endpoint_wait
+    else:
+        admitted = await frontdoor.admit(
+            DOOR,
+            scope,
+            rates,
+            lambda scope: _endpoint(scope, slug),
+            endpoint_key=_endpoint_key,
+            defer_endpoint_rate=True,  # a tools/call over it gets the tool error (below)
+        )
+        endpoint, endpoint_wait = admitted.caller, admitted.endpoint_wait
 
     if (
         scope.get("method") == "GET"
@@ -356,6 +430,9 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
         raise Refused(415, "Unsupported Media Type: send Content-Type: application/json")
     message = check_message(body)
     guard.request_id = message.get("id")
+    if grant is not None and (needed := needed_scope(message, grant)) is not None:
+        # Before the fast path and the SDK: a token never reaches a verb its scopes lack.
+        raise insufficient_scope(scope, slug, needed)
     if endpoint_wait is not None and message.get("method") != "tools/call":
         raise _too_many(endpoint_wait)
 

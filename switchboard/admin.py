@@ -613,3 +613,41 @@ class SettingAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Setting]) -> None:
         super().delete_queryset(request, queryset)
         transaction.on_commit(runtime_settings.clear_cache)
+
+
+# --- OAuth (switchboard/oauth.py): read-only ----------------------------------------------------
+# Clients register themselves (metadata documents, DCR) and operators grant them on the Board's
+# consent page; a grant is revoked on the endpoint's page or with `manage.py oauth revoke`. The
+# admin only shows applications, grants and tokens (their checksums and never a token).
+
+
+class _ReadOnly:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _read_only_oauth_admin() -> None:
+    from oauth2_provider import admin as dot_admin
+    from oauth2_provider import models as dot_models
+
+    pairs = [
+        (dot_models.Application, dot_admin.ApplicationAdmin),
+        (dot_models.Grant, dot_admin.GrantAdmin),
+        (dot_models.AccessToken, dot_admin.AccessTokenAdmin),
+        (dot_models.RefreshToken, dot_admin.RefreshTokenAdmin),
+        (dot_models.IDToken, dot_admin.IDTokenAdmin),
+    ]
+    for model, base in pairs:
+        if admin.site.is_registered(model):
+            admin.site.unregister(model)
+        read_only = type(f"ReadOnly{base.__name__}", (_ReadOnly, base), {"actions": None})
+        admin.site.register(model, read_only)
+
+
+_read_only_oauth_admin()

@@ -48,6 +48,8 @@ from activity import live  # noqa: E402
 from mcp_server import server as mcp_server  # noqa: E402
 from mcp_server import transport as mcp_transport  # noqa: E402
 from otlp import receiver as otlp_receiver  # noqa: E402
+from switchboard import oauth_views, runtime_settings  # noqa: E402
+from switchboard.lib import asgi as asgi_lib  # noqa: E402
 from switchboard.lib import changefeed, frontdoor, metrics, proxies, server  # noqa: E402
 from switchboard.lib.proxies import ForwardedMiddleware  # noqa: E402
 from todos.intake import views as hooks  # noqa: E402
@@ -71,6 +73,21 @@ async def _mcp(scope: Any, receive: Any, send: Any) -> None:
         )
 
 
+async def _oauth(scope: Any, receive: Any, send: Any) -> None:
+    """The OAuth token and registration endpoints: the address's rate and the body's cap
+    before Django (switchboard/oauth_views.py), refused in RFC 6749's JSON shape."""
+    door = oauth_views.DOOR
+    try:
+        await frontdoor.admit_address(door, scope, await runtime_settings.acurrent_or_defaults())
+        body = await frontdoor.read_body(door, scope, receive)
+    except frontdoor.Refused as refused:
+        await frontdoor.send_refusal(send, door, refused)
+        return
+    except asgi_lib.ClientDisconnected:
+        return
+    await django_application(scope, asgi_lib.replay(body, receive), send)
+
+
 # Django: the Board's and the admin's forms (DATA_UPLOAD_MAX_MEMORY_SIZE is this cap).
 _DJANGO = frontdoor.Door(
     name="django",
@@ -86,6 +103,10 @@ ROUTES = frontdoor.RouteTable(
         frontdoor.Route(a2a_transport.PREFIX, a2a_transport.DOOR, a2a_transport.application),
         frontdoor.Route(otlp_receiver.PREFIX, otlp_receiver.DOOR, otlp_receiver.application),
         frontdoor.Route(hooks.PREFIX, hooks.DOOR, _hook),
+        *(
+            frontdoor.Route(prefix, oauth_views.DOOR, _oauth)
+            for prefix in oauth_views.RATED_PREFIXES
+        ),
     ),
     default=frontdoor.Route("", _DJANGO, django_application),
     body_seconds=settings.SWITCHBOARD_BODY_SECONDS,

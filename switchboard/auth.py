@@ -19,8 +19,9 @@ that time, measured from the start of the lookup that filled the entry. Only suc
 kept, so a key minted a moment ago works at once. The sync form always asks the database
 (docs/decisions/0014-bearer-cache.md).
 
-OAuth access tokens are not issued yet; when they are, they
-resolve here too, and nothing that calls this module changes.
+OAuth access tokens resolve elsewhere (``switchboard/oauth.py``): they are accepted only at
+their own resource URLs (``/mcp/{slug}/oauth``, ``/a2a/{slug}``), never at the key URL, and are
+not cached, so a revocation holds from the next request (docs/decisions/0038-oauth.md).
 """
 
 from __future__ import annotations

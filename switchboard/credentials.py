@@ -63,6 +63,7 @@ RESERVED_SLUGS = frozenset(
         "push-test",
         "push-secret",
         "move",
+        "connections",
     }
 )
 

@@ -30,7 +30,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from switchboard import credentials
+from switchboard import credentials, oauth
 from switchboard.lib.guards import (
     BoardRequest,
     confirmed,
@@ -297,6 +297,8 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "move_teams": [t for t in _admin_teams(request) if t.pk != endpoint.team_id]
         if manages and not endpoint.is_revoked
         else [],
+        "mcp_oauth_url": request.build_absolute_uri(oauth.resource_path(oauth.MCP, endpoint.slug)),
+        "connections": oauth.connections(endpoint),
     }
     return render(request, "endpoints/endpoint_detail.html", context)
 
@@ -334,6 +336,22 @@ def endpoint_push_url(request: BoardRequest, slug: str) -> HttpResponse:
         request,
         f"Push URL of {endpoint.slug}: {url}." if url else f"{endpoint.slug} no longer pushes.",
     )
+    return redirect("endpoint_detail", slug=endpoint.slug)
+
+
+@login_required
+@require_POST
+def endpoint_revoke_connection(
+    request: BoardRequest, slug: str, application_id: int
+) -> HttpResponse:
+    """Revoke one OAuth client's access to the endpoint: its access tokens are deleted and its
+    refresh tokens revoked, so its next request is refused (tokens are never cached:
+    switchboard/oauth.py)."""
+    endpoint = _own_endpoint(request, slug)
+    if oauth.revoke_connection(endpoint, application_id):
+        messages.success(request, "Revoked the connection: its next request is refused.")
+    else:
+        messages.info(request, "That connection was already gone.")
     return redirect("endpoint_detail", slug=endpoint.slug)
 
 

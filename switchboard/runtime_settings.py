@@ -77,6 +77,12 @@ class RuntimeSettings:
     a2a_rate_per_endpoint: int = _setting(
         3_000, 0, 10_000_000, "A2A requests per minute to one endpoint (0: no limit)."
     )
+    oauth_rate_per_address: int = _setting(
+        300,
+        0,
+        10_000_000,
+        "OAuth token and registration requests per minute from one client address (0: no limit).",
+    )
     hooks_rate_per_address: int = _setting(
         6_000, 0, 10_000_000, "Webhook deliveries per minute from one address (0: no limit)."
     )

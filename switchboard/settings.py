@@ -18,7 +18,7 @@ import dj_database_url
 from django.utils.csp import CSP
 
 from switchboard import embedded, secret_key
-from switchboard.lib import emailurl
+from switchboard.lib import emailurl, oauth_scopes
 from switchboard.lib.env import env_bool, env_int, env_list, env_str
 from switchboard.lib.proxies import parse_networks
 
@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "django_prometheus",
     "axes",
+    "oauth2_provider",
     "channels",
     "switchboard",
     "todos",
@@ -354,3 +355,57 @@ SWITCHBOARD_A2A_STREAMS_PER_ENDPOINT = env_int(
 SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS = env_int(
     "SWITCHBOARD_HOOK_TIMESTAMP_TOLERANCE_SECONDS", 300, minimum=1
 )
+
+# --- OAuth 2.1 (docs/guides/agents.md "Connect with OAuth", docs/decisions/0038-oauth.md) -------
+# Switchboard is its own authorization server (django-oauth-toolkit) for /mcp/{slug}/oauth and
+# /a2a/{slug}: authorization code with PKCE S256 only, refresh tokens that rotate (a reused one
+# revokes its family), tokens stored as SHA-256 checksums only, RFC 9207 `iss` in every
+# authorization response, clients registered by Client ID Metadata Documents (fetched through
+# the push rings' SSRF guard, switchboard/oauth.py) or Dynamic Client Registration.
+SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS = env_int(
+    "SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60
+)
+SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS = env_int(
+    "SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS", 30 * 86_400, minimum=3600
+)
+# A client metadata document may be fetched from private, loopback and link-local addresses
+# (the SSRF guard's switch, as SWITCHBOARD_PUSH_ALLOW_PRIVATE is the push rings'); the tests
+# serve theirs on loopback.
+SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE = env_bool("SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE", False)
+OAUTH2_PROVIDER = {
+    "SCOPES": dict(oauth_scopes.DESCRIPTIONS),
+    "DEFAULT_SCOPES": list(oauth_scopes.ALL),
+    "ACCESS_TOKEN_EXPIRE_SECONDS": SWITCHBOARD_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "PKCE_REQUIRED": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https", "cursor"],
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ],
+    "DCR_ENABLED": True,
+    # Open registration, as chat apps need; switchboard/oauth_views.py refuses private-address
+    # redirect URIs and grants other than the authorization code first.
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "switchboard.oauth.GuardedMetadataFetcher",
+    "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
+}

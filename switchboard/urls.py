@@ -3,18 +3,58 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
+from oauth2_provider.views import DynamicClientRegistrationManagementView
 
 from activity import views as activity_views
 from alerts import views as alert_views
-from switchboard import endpoint_views, team_views, views
+from switchboard import endpoint_views, oauth_views, team_views, views
 from todos import overview_views, schedule_views
 from todos import views as todo_views
 from todos.intake import source_views
 from todos.intake import views as hooks
 
+# The authorization server (switchboard/oauth_views.py), in django-oauth-toolkit's namespace: its
+# views and metadata reverse these names. Issuer: this origin; its metadata at the root.
+_SLUG = r"(?P<slug>[a-z0-9][a-z0-9_-]*)"
+oauth_patterns = (
+    [
+        path(
+            ".well-known/oauth-authorization-server",
+            oauth_views.server_metadata,
+            name="oauth-server-metadata",
+        ),
+        path("oauth/authorize/", oauth_views.authorize, name="authorize"),
+        path("oauth/token/", oauth_views.token, name="token"),
+        path("oauth/revoke/", oauth_views.revoke_token, name="revoke-token"),
+        path("oauth/register/", oauth_views.register, name="dcr-register"),
+        path(
+            "oauth/register/<str:client_id>/",
+            DynamicClientRegistrationManagementView.as_view(),
+            name="dcr-register-management",
+        ),
+    ],
+    "oauth2_provider",
+)
+
 urlpatterns = [
+    path("", include(oauth_patterns)),
+    re_path(
+        rf"^\.well-known/oauth-protected-resource/(?P<kind>mcp)/{_SLUG}/oauth\Z",
+        oauth_views.protected_resource,
+        name="oauth_resource_mcp",
+    ),
+    re_path(
+        rf"^\.well-known/oauth-protected-resource/(?P<kind>a2a)/{_SLUG}\Z",
+        oauth_views.protected_resource,
+        name="oauth_resource_a2a",
+    ),
+    # Any other OAuth document (the key URL's included: it advertises no OAuth) is a JSON 404.
+    re_path(
+        r"^(?:\.well-known/(?:oauth-[a-z-]+|openid-configuration)|oauth)(?P<rest>/[\s\S]*)?\Z",
+        oauth_views.not_found,
+    ),
     # Browsers ask for /favicon.ico whatever the page links; the Board links the SVG.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     # The Board (operators' web UI).
@@ -51,6 +91,11 @@ urlpatterns = [
         "endpoints/<slug:slug>/push-url",
         endpoint_views.endpoint_push_url,
         name="endpoint_push_url",
+    ),
+    path(
+        "endpoints/<slug:slug>/connections/<int:application_id>/revoke",
+        endpoint_views.endpoint_revoke_connection,
+        name="endpoint_revoke_connection",
     ),
     path(
         "endpoints/<slug:slug>/push-test",

@@ -23,6 +23,9 @@ network with a NAT64 gateway.
 Time: ``timeout`` bounds the whole exchange (connect, send, and reading the answer), not each
 read, so a receiver that trickles its answer a byte at a time cannot hold the sender longer than
 ``timeout``: a watchdog shuts the socket at the deadline.
+
+``get`` is the same guard for a GET whose answer is read (OAuth client metadata documents,
+``switchboard/oauth.py``): https only when asked, the body read up to a cap and refused past it.
 """
 
 from __future__ import annotations
@@ -61,6 +64,19 @@ class TargetRefused(Exception):
 class Answer:
     status: int
     duration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A GET's answer: its status, its headers (names lowercased) and its body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+class TooLarge(Exception):
+    """The answer's body is over the cap the caller set."""
 
 
 def signature(secret: str, body: bytes, timestamp: int) -> str:
@@ -158,6 +174,63 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self.sock = self._tls.wrap_socket(self.sock, server_hostname=self._server_name)
 
 
+def _connect(
+    url: str, *, timeout: float, allow_private: bool, context: ssl.SSLContext | None
+) -> tuple[http.client.HTTPConnection, str, str]:
+    """A connection to the checked address of ``url``, its Host header and its path."""
+    scheme, host, port, address, path = resolve(url, allow_private=allow_private)
+    default_port = 443 if scheme == "https" else 80
+    host_header = host if port == default_port else f"{host}:{port}"
+    if ":" in host and not host.startswith("["):
+        host_header = f"[{host}]" if port == default_port else f"[{host}]:{port}"
+    conn: http.client.HTTPConnection
+    if scheme == "https":
+        conn = _PinnedHTTPS(address, port, host, timeout, context or ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(address, port, timeout=timeout)
+    return conn, host_header, path
+
+
+def get(
+    url: str,
+    headers: dict[str, str],
+    *,
+    timeout: float,
+    allow_private: bool,
+    max_bytes: int,
+    https_only: bool = False,
+    context: ssl.SSLContext | None = None,
+) -> Fetched:
+    """GET ``url`` through the same guard as ``post`` and read at most ``max_bytes`` of the
+    answer (``TooLarge`` past it, from ``Content-Length`` or the bytes themselves).
+
+    Raise ``TargetRefused`` before connecting to a refused target (and for http:// when
+    ``https_only``); ``OSError`` or ``http.client.HTTPException`` when the exchange fails.
+    """
+    if https_only and urlsplit(url).scheme != "https":
+        raise TargetRefused("the URL must be https://")
+    conn, host_header, path = _connect(
+        url, timeout=timeout, allow_private=allow_private, context=context
+    )
+    try:
+        conn.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", host_header)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        response = conn.getresponse()
+        declared = response.getheader("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+            raise TooLarge(f"the answer declares {declared} bytes, over {max_bytes}")
+        body = response.read(max_bytes + 1)
+        if len(body) > max_bytes:
+            raise TooLarge(f"the answer is over {max_bytes} bytes")
+        names = {name.lower(): value for name, value in response.getheaders()}
+        return Fetched(response.status, names, body)
+    finally:
+        conn.close()
+
+
 def post(
     url: str,
     body: bytes,
@@ -172,16 +245,9 @@ def post(
     Raise ``TargetRefused`` before connecting to a refused target; ``OSError`` (timeouts
     included) or ``http.client.HTTPException`` when the exchange fails.
     """
-    scheme, host, port, address, path = resolve(url, allow_private=allow_private)
-    default_port = 443 if scheme == "https" else 80
-    host_header = host if port == default_port else f"{host}:{port}"
-    if ":" in host and not host.startswith("["):
-        host_header = f"[{host}]" if port == default_port else f"[{host}]:{port}"
-    conn: http.client.HTTPConnection
-    if scheme == "https":
-        conn = _PinnedHTTPS(address, port, host, timeout, context or ssl.create_default_context())
-    else:
-        conn = http.client.HTTPConnection(address, port, timeout=timeout)
+    conn, host_header, path = _connect(
+        url, timeout=timeout, allow_private=allow_private, context=context
+    )
     started = time.monotonic()
     expired = threading.Event()
 

@@ -146,8 +146,8 @@ def test_the_endpoint_page_makes_a_fixed_number_of_queries(
 ) -> None:
     a = personas.endpoint_a.id
     url = reverse("endpoint_detail", args=["agent-a"])
-    # session, user, the endpoint, its keys, its fleet, its claims, its pushes, the rail's
-    # count, the teams it could move into
+    # session, user, the endpoint, its keys, its fleet, its claims, its pushes, its OAuth
+    # connections, the rail's count, the teams it could move into
     with django_assert_num_queries(9):
         alice_client.get(url)
     for n in range(5):

@@ -1,0 +1,459 @@
+"""OAuth 2.1 for agents: the resource URLs, the token → endpoint resolver, the connections an
+endpoint's page lists and revokes, and the client metadata documents' fetch.
+
+django-oauth-toolkit is the authorization server (its models, the authorization code with PKCE
+S256, the token, revocation and registration views, settings ``OAUTH2_PROVIDER``); the pages in
+front of it are ``switchboard/oauth_views.py``. This module is what the agents' surfaces ask:
+
+- **The resources.** Each endpoint has two OAuth resources, each an absolute URL on this origin:
+  ``{origin}/mcp/{slug}/oauth`` (MCP) and ``{origin}/a2a/{slug}`` (A2A). A token is issued for
+  exactly one of them (RFC 8707; the consent page sets it, ``oauth_views``) and is accepted only
+  there: a token issued without a resource, or for another endpoint or surface, is refused
+  (django-oauth-toolkit's own check lets a resource-less token through: this one does not).
+  The key URL ``/mcp/{slug}`` takes no tokens and advertises no OAuth.
+- **The resolver** (``resolve_token``): the presented token's SHA-256 (tokens are stored only as
+  checksums, ``COMPLIANT_BCP_RFC9700_TOKEN_STORAGE``) → a live access token for exactly this
+  resource → its human's live endpoint of that slug, read through the human's scope
+  (``switchboard.scope``) → that endpoint with its verbs cut to the token's scopes
+  (``switchboard.lib.oauth_scopes``), so every check downstream (tools/list, ``allows``, the MCP
+  fast path) sees only what the token may do. Tokens are not kept in the keys' one-second cache
+  (docs/decisions/0014-bearer-cache.md): a revocation on the Board refuses the very next
+  request, at one indexed lookup per request (docs/decisions/0038-oauth.md).
+- **Connections**: an endpoint's live grants, one per client and human, for the endpoint's page
+  and ``manage.py oauth``; revoking one revokes its refresh tokens and deletes its access tokens.
+- **Client metadata documents** (``GuardedMetadataFetcher``, the ``CIMD_METADATA_FETCHER``):
+  fetched through the push rings' SSRF guard (``switchboard/lib/webhook_out.py``), https only,
+  at most ``CIMD_MAX_DOCUMENT_SIZE`` bytes, JSON only, kept as long as their ``Cache-Control``
+  says within django-oauth-toolkit's bounds.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import hashlib
+import ipaddress
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from oauth2_provider.cimd import CIMDError
+from oauth2_provider.models import AccessToken, Application, RefreshToken
+from oauth2_provider.settings import oauth2_settings
+
+from switchboard.auth import bearer_token
+from switchboard.lib import asgi, dbthread, oauth_scopes, webhook_out
+from switchboard.models import Endpoint, Human
+from switchboard.scope import Scope
+
+MCP = "mcp"
+A2A = "a2a"
+# The path of each surface's OAuth resource, and the well-known prefix its metadata sits under
+# (RFC 9728 §3.1: inserted before the resource's path).
+_RESOURCE_PATH = re.compile(
+    r"^/(?:(?P<mcp>mcp)/(?P<mslug>[a-z0-9][a-z0-9_-]*)/oauth|a2a/(?P<aslug>[a-z0-9][a-z0-9_-]*))$"
+)
+PRM_PREFIX = "/.well-known/oauth-protected-resource"
+# A token's last use is written at most this often (as a key's is: switchboard/auth.py).
+TOUCH_INTERVAL = dt.timedelta(minutes=1)
+
+
+def resource_path(kind: str, slug: str) -> str:
+    return f"/mcp/{slug}/oauth" if kind == MCP else f"/a2a/{slug}"
+
+
+def resource_url(origin: str, kind: str, slug: str) -> str:
+    """The RFC 8707 resource of ``slug``'s ``kind`` surface on ``origin`` (scheme://host)."""
+    return origin + resource_path(kind, slug)
+
+
+def metadata_url(origin: str, kind: str, slug: str) -> str:
+    """Where that resource's protected-resource metadata is (RFC 9728, path-inserted)."""
+    return origin + PRM_PREFIX + resource_path(kind, slug)
+
+
+def parse_resource(url: str) -> tuple[str, str, str] | None:
+    """(origin, kind, slug) of one of this server's resource URLs, or None for anything else
+    (a query, a fragment, userinfo or a path that names no resource)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        return None
+    if "@" in parts.netloc:
+        return None
+    match = _RESOURCE_PATH.match(parts.path)
+    if match is None:
+        return None
+    kind = MCP if match.group("mcp") else A2A
+    slug = match.group("mslug") or match.group("aslug")
+    return f"{parts.scheme}://{parts.netloc}", kind, slug
+
+
+def origin_of(scope: asgi.Scope) -> str:
+    """scheme://host of an ASGI request (Host already checked against ALLOWED_HOSTS by the
+    surface; the scheme is the trusted proxies' word, switchboard/lib/proxies.py)."""
+    host = asgi.header(scope, b"host") or "localhost"
+    return f"{scope.get('scheme', 'http')}://{host}"
+
+
+def challenge(origin: str, kind: str, slug: str, scopes: tuple[str, ...], error: str | None) -> str:
+    """The ``WWW-Authenticate`` value of a refusal at a resource (RFC 6750 §3, RFC 9728 §5.1):
+    the absolute metadata URL, the scopes wanted, and the error when a token was presented."""
+    parts = []
+    if error is not None:
+        parts.append(f'error="{error}"')
+    parts.append(f'resource_metadata="{metadata_url(origin, kind, slug)}"')
+    if scopes:
+        parts.append(f'scope="{" ".join(scopes)}"')
+    return "Bearer " + ", ".join(parts)
+
+
+# --- the resolver --------------------------------------------------------------------------------
+
+
+class TokenRejected(Exception):
+    """No live token for this resource: always 401, always alike (as ``BearerRejected``)."""
+
+    def __init__(self, presented: bool) -> None:
+        super().__init__("missing or invalid access token for this resource")
+        self.presented = presented
+
+
+@dataclass(frozen=True, slots=True)
+class TokenGrant:
+    """What a token may do: ``endpoint`` with its verbs cut to the token's scopes, the verbs the
+    endpoint itself has (``full_verbs``), and the scopes."""
+
+    endpoint: Endpoint
+    full_verbs: frozenset[str]
+    scopes: tuple[str, ...]
+
+    def missing_scope(self, verb: str) -> str | None:
+        """The scope to ask for when the endpoint has ``verb`` but the token does not: the
+        step-up answer (403 ``insufficient_scope``). None when the token has it, or when the
+        endpoint itself has it not (a token never exceeds its endpoint's verbs)."""
+        full = Endpoint(verbs=list(self.full_verbs))
+        if not full.allows(verb) or self.endpoint.allows(verb):
+            return None
+        return oauth_scopes.scope_of(verb)
+
+
+def _used(token: AccessToken) -> bool:
+    """Whether the token was ever presented: ``updated`` is its last use (``resolve_token``
+    moves it), equal to its creation until then."""
+    return token.updated - token.created > _NEVER_USED_SLACK
+
+
+_NEVER_USED_SLACK = dt.timedelta(seconds=1)
+
+
+def _checksum(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def resolve_token(token: str, resource: str) -> TokenGrant:
+    """The grant of ``token`` at ``resource`` (one of ``resource_url``'s), or ``TokenRejected``.
+
+    Sync (queries): the surfaces call ``aresolve_token``.
+    """
+    parsed = parse_resource(resource)
+    if parsed is None:
+        raise TokenRejected(True)
+    _origin, _kind, slug = parsed
+    row = (
+        AccessToken.objects.filter(token_checksum=_checksum(token), expires__gt=timezone.now())
+        .only("id", "user_id", "scope", "resource", "created", "updated")
+        .first()
+    )
+    # Exactly this resource: a token without one, or for any other, is refused here.
+    if row is None or row.user_id is None or list(row.resource or []) != [resource]:
+        raise TokenRejected(True)
+    endpoint = (
+        Endpoint.objects.active().filter(Scope.of_human(row.user_id).endpoints(), slug=slug).first()
+    )
+    if endpoint is None:
+        raise TokenRejected(True)
+    now = timezone.now()
+    if row.updated < now - TOUCH_INTERVAL or not _used(row):
+        AccessToken.objects.filter(pk=row.pk, updated=row.updated).update(updated=now)
+    scopes = oauth_scopes.parse(row.scope)
+    allowed = oauth_scopes.verbs_of(scopes)
+    clipped = copy.copy(endpoint)
+    clipped.verbs = [verb for verb in endpoint.verbs if verb in allowed]
+    return TokenGrant(clipped, frozenset(endpoint.verbs), scopes)
+
+
+async def aresolve_token(scope: asgi.Scope, resource: str) -> TokenGrant:
+    """``resolve_token`` for an ASGI request's bearer, in one worker-thread hop; no cache, so a
+    revocation holds from the next request on."""
+    token = bearer_token(scope)
+    if token is None:
+        raise TokenRejected(False)
+    if token.startswith("sbk_"):  # a key is for the key URL, never an OAuth resource
+        raise TokenRejected(True)
+    return await dbthread.run(resolve_token, token, resource)
+
+
+# --- connections -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """One client's live access to one endpoint resource, granted by one human."""
+
+    application_id: int
+    client: str
+    redirect_host: str
+    kind: str
+    scopes: tuple[str, ...]
+    granted_by: str
+    granted_at: dt.datetime
+    last_used: dt.datetime | None
+
+
+def client_name(application: Application) -> str:
+    return application.name or application.client_id
+
+
+def redirect_host(application: Application) -> str:
+    first = (application.redirect_uris or "").split()
+    if not first:
+        return ""
+    try:
+        return urlsplit(first[0]).netloc or first[0]
+    except ValueError:
+        return first[0]
+
+
+def _live_tokens(endpoint: Endpoint) -> tuple[list[RefreshToken], list[AccessToken]]:
+    """The endpoint's owner's live refresh and access tokens whose resource is one of this
+    endpoint's (on any origin)."""
+    now = timezone.now()
+    refresh = list(
+        RefreshToken.objects.filter(user_id=endpoint.owner_id, revoked__isnull=True)
+        .select_related("application", "user", "access_token")
+        .order_by("created")
+    )
+    access = list(
+        AccessToken.objects.filter(user_id=endpoint.owner_id, expires__gt=now)
+        .select_related("application", "user")
+        .order_by("created")
+    )
+
+    def mine(resources: Any) -> bool:
+        for resource in resources or []:
+            parsed = parse_resource(str(resource))
+            if parsed is not None and parsed[2] == endpoint.slug:
+                return True
+        return False
+
+    return [r for r in refresh if mine(r.resource)], [a for a in access if mine(a.resource)]
+
+
+def connections(endpoint: Endpoint) -> list[Connection]:
+    """The endpoint's connections, one per client and surface, oldest grant first: its owner's
+    live refresh tokens (every sign-in has one; its current access token carries the scopes,
+    the resource and the last use) whose resource is one of the endpoint's. One query."""
+    refresh = (
+        RefreshToken.objects.filter(
+            user_id=endpoint.owner_id, revoked__isnull=True, access_token__isnull=False
+        )
+        .select_related("application", "user", "access_token")
+        .order_by("created")
+    )
+    found: dict[tuple[int, str], Connection] = {}
+    for token in refresh:
+        access: AccessToken = token.access_token
+        parsed = next(
+            (
+                p
+                for p in (parse_resource(str(r)) for r in access.resource or [])
+                if p is not None and p[2] == endpoint.slug
+            ),
+            None,
+        )
+        if parsed is None:
+            continue
+        kind = parsed[1]
+        last_used = access.updated if _used(access) else None
+        scopes = oauth_scopes.parse(access.scope)
+        key = (token.application_id, kind)
+        previous = found.get(key)
+        if previous is not None:
+            newest = max(
+                (t for t in (previous.last_used, last_used) if t is not None), default=None
+            )
+            found[key] = Connection(
+                previous.application_id,
+                previous.client,
+                previous.redirect_host,
+                kind,
+                oauth_scopes.parse(" ".join((*previous.scopes, *scopes))),
+                previous.granted_by,
+                previous.granted_at,
+                newest,
+            )
+            continue
+        user: Human = token.user
+        found[key] = Connection(
+            token.application_id,
+            client_name(token.application),
+            redirect_host(token.application),
+            kind,
+            scopes,
+            user.username,
+            token.created,
+            last_used,
+        )
+    return list(found.values())
+
+
+def revoke_connection(endpoint: Endpoint, application_id: int) -> int:
+    """Revoke every live token of ``application_id`` for ``endpoint``: refresh tokens revoked,
+    access tokens deleted (so the next request with one is refused). Returns how many."""
+    refresh, access = _live_tokens(endpoint)
+    count = 0
+    with transaction.atomic():
+        for token in refresh:
+            if token.application_id == application_id:
+                token.revoke()
+                count += 1
+        for token in access:
+            if token.application_id == application_id:
+                AccessToken.objects.filter(pk=token.pk).delete()
+                count += 1
+    return count
+
+
+def revoke_all(endpoint: Endpoint) -> int:
+    """Revoke every connection of ``endpoint`` (``manage.py oauth revoke --all``)."""
+    return sum(
+        revoke_connection(endpoint, application_id)
+        for application_id in {c.application_id for c in connections(endpoint)}
+    )
+
+
+def endpoints_for_consent(human_id: int) -> list[Endpoint]:
+    """The live endpoints a human may grant a client (their scope, ``switchboard.scope``)."""
+    return list(Endpoint.objects.active().filter(Scope.of_human(human_id).endpoints()))
+
+
+# --- registration: redirect URIs -----------------------------------------------------------------
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """Why a registered redirect URI is refused, or None: it must be absolute without a
+    fragment; http only on loopback (native clients, RFC 8252 §7.3); never a private,
+    link-local or otherwise non-global address, nor a single-label intranet name."""
+    try:
+        parts = urlsplit(uri)
+        host = parts.hostname
+    except ValueError:
+        return f"{uri!r} is not a URL"
+    if parts.fragment:
+        return f"{uri!r} has a fragment"
+    if parts.scheme not in oauth2_settings.ALLOWED_REDIRECT_URI_SCHEMES:
+        return f"{uri!r}: the scheme {parts.scheme!r} is not allowed"
+    if parts.scheme not in ("http", "https"):
+        return None  # a native app's private-use scheme: handed to the app by the OS
+    if not host:
+        return f"{uri!r} has no host"
+    loopback = host == "localhost"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    if ip is not None:
+        if ip.is_loopback:
+            loopback = True
+        elif not ip.is_global or ip.is_multicast:
+            return f"{uri!r} names a private, link-local or reserved address"
+    elif not loopback and ("." not in host or host.endswith((".local", ".internal", ".localhost"))):
+        return f"{uri!r} names an intranet host"
+    if parts.scheme == "http" and not loopback:
+        return f"{uri!r}: http is for loopback redirect URIs only; use https"
+    return None
+
+
+# --- client metadata documents ------------------------------------------------------------------
+
+_MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)", re.IGNORECASE)
+
+
+def _check_client_id_url(client_id: str) -> None:
+    """The draft's rules for a client_id URL: https, a host, a path, no userinfo, fragment or
+    dot segments."""
+    parts = urlsplit(client_id)
+    if parts.scheme != "https" or not parts.hostname:
+        raise CIMDError("the client_id URL must be https:// with a host")
+    if parts.username or parts.password or parts.fragment:
+        raise CIMDError("the client_id URL must have no userinfo or fragment")
+    if not parts.path or parts.path == "/":
+        raise CIMDError("the client_id URL must have a path")
+    if any(segment in (".", "..") for segment in parts.path.split("/")):
+        raise CIMDError("the client_id URL must have no dot segments")
+
+
+def _max_age(cache_control: str | None) -> int:
+    floor = int(oauth2_settings.CIMD_METADATA_MIN_AGE_SECONDS)
+    ceiling = int(oauth2_settings.CIMD_METADATA_MAX_AGE_SECONDS)
+    age = ceiling
+    if cache_control:
+        lowered = cache_control.lower()
+        if "no-store" in lowered or "no-cache" in lowered:
+            age = floor
+        elif (match := _MAX_AGE.search(cache_control)) is not None:
+            age = int(match.group(1))
+    return max(floor, min(age, ceiling))
+
+
+class GuardedMetadataFetcher:
+    """django-oauth-toolkit's ``CIMD_METADATA_FETCHER``: a client's metadata document through
+    the push rings' SSRF guard (``webhook_out.get``: resolved once, every address global unless
+    ``SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE``, connected to the address checked, no redirects),
+    https only, JSON only, at most ``CIMD_MAX_DOCUMENT_SIZE`` bytes. The toolkit then checks
+    that the document's ``client_id`` is its URL and keeps it for the returned seconds."""
+
+    def fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
+        _check_client_id_url(client_id)
+        try:
+            answer = webhook_out.get(
+                client_id,
+                {"Accept": "application/json"},
+                timeout=float(oauth2_settings.CIMD_FETCH_TIMEOUT_SECONDS),
+                allow_private=bool(settings.SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE),
+                max_bytes=int(oauth2_settings.CIMD_MAX_DOCUMENT_SIZE),
+                https_only=True,
+            )
+        except (webhook_out.TargetRefused, webhook_out.TooLarge) as exc:
+            raise CIMDError(str(exc)) from None
+        except (OSError, ValueError) as exc:
+            raise CIMDError(f"could not fetch the document: {exc}") from None
+        except Exception as exc:  # http.client's protocol errors
+            raise CIMDError(f"could not fetch the document: {exc}") from None
+        if answer.status != 200:
+            raise CIMDError(f"the document answered HTTP {answer.status}")
+        media = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json" and not (
+            media.startswith("application/") and media.endswith("+json")
+        ):
+            raise CIMDError(f"the document is not JSON (Content-Type {media!r})")
+        try:
+            document = json.loads(answer.body)
+        except ValueError:
+            raise CIMDError("the document is not valid JSON") from None
+        if not isinstance(document, dict):
+            raise CIMDError("the document is not a JSON object")
+        if document.get("client_id") != client_id:
+            raise CIMDError("the document's client_id is not its URL")
+        for uri in document.get("redirect_uris") or []:
+            if isinstance(uri, str) and (problem := redirect_uri_problem(uri)) is not None:
+                raise CIMDError(problem)
+        return document, _max_age(answer.headers.get("cache-control"))
