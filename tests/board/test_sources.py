@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import secrets
 import re
+import secrets
 import shutil
 import subprocess
 from collections.abc import Callable

@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from tests.base import Personas
-from tests.intake.conftest import Hook
+from tests.intake.conftest import CHECK_RUN_FAILED, Hook
 from todos.intake import sources
 from todos.models import Event, Rule, Todo
 
@@ -48,10 +48,16 @@ def test_a_rules_cost_cap_reaches_the_todos_it_creates(hook: Hook) -> None:
     assert Todo.objects.get().max_cost_usd == Decimal("0.25")
 
 
+def second(run_id: int) -> dict[str, object]:
+    """The fixture's delivery as another check run (a new body: a signed body is accepted once
+    per source), with the same html_url."""
+    return {**CHECK_RUN_FAILED, "check_run": {**CHECK_RUN_FAILED["check_run"], "id": run_id}}
+
+
 def test_a_second_delivery_with_the_same_key_creates_nothing_new(hook: Hook) -> None:
     timed(hook.rule, dedupe_key_path="check_run.html_url")
-    hook.post()
-    hook.post()
+    hook.post(second(1))
+    hook.post(second(2))
     assert Todo.objects.count() == 1
     latest = Event.objects.order_by("-id").first()
     assert latest is not None and latest.routing_trace[0].get("deduplicated") is True
@@ -59,8 +65,8 @@ def test_a_second_delivery_with_the_same_key_creates_nothing_new(hook: Hook) -> 
 
 def test_a_missing_dedupe_path_creates_without_a_key(hook: Hook) -> None:
     timed(hook.rule, dedupe_key_path="check_run.nothing_here")
-    hook.post()
-    hook.post()
+    hook.post(second(1))
+    hook.post(second(2))
     assert list(Todo.objects.values_list("dedupe_key", flat=True)) == [None, None]
 
 

@@ -74,6 +74,7 @@ TYPES = {
     "ringer": "text",
     "subscribers": "int",
     "seen_at": "timestamptz",
+    "ids": "text[]",
 }
 # RESUME and RETRY (states other than claimed, the human's scope), the claim by id, CANCEL and
 # IN_SCOPE have no index competing with the primary key today, so they pass written plainly;
@@ -191,6 +192,7 @@ def _values(personas: Personas) -> dict[str, Any]:
         "to_state": "input-required",
         "limit": 500,
         "seen_at": "2026-01-01T00:00:00Z",
+        "ids": ["td_aaaaaaaaaaaaaaaaaaaa"],
     }
 
 

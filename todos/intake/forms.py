@@ -118,6 +118,8 @@ class RuleForm(forms.ModelForm):
             " queue's default, if any.",
             "dedupe_key_path": "A dotted payload path, e.g. check_run.html_url: a second delivery"
             " with the same value while the first todo is unfinished creates nothing new.",
+            "max_cost_usd": "Each todo's cost cap in USD: past it, its holder is stopped"
+            " (budget_exceeded) and it is dead-lettered; empty: the queue's default, if any.",
         }
 
     def __init__(self, *args: Any, source: Source | None = None, **kwargs: Any) -> None:

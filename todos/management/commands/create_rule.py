@@ -7,6 +7,7 @@ one the admin and the Board edit; a bad match is refused with the reason, and no
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -65,6 +66,12 @@ class Command(BaseCommand):
             "--dedupe-key-path",
             dest="dedupe_key_path",
             help="A dotted payload path whose value is the todo's dedupe key.",
+        )
+        parser.add_argument(
+            "--max-cost-usd",
+            type=Decimal,
+            dest="max_cost_usd",
+            help="Each todo's cost cap in USD: past it, it stops budget_exceeded.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
