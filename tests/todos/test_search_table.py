@@ -147,4 +147,5 @@ def test_only_the_create_statement_writes_todo_search() -> None:
             text = _strip_sql_comments(text)
         if _WRITE_SEARCH.search(text):
             writers.append(path.relative_to(ROOT).as_posix())
-    assert writers == ["todos/sql/create.sql"]
+    # create.sql writes it; forgetting a todo (activity/forget.py) deletes it with the rest.
+    assert sorted(writers) == ["todos/sql/_forget_arms.sql", "todos/sql/create.sql"]
