@@ -31,7 +31,7 @@ def test_bobs_browser_gets_404_for_alices_todo(
     expect(bob.page.get_by_role("alert")).to_contain_text("was not found")
     expect(bob.page.get_by_text("Alice's secret work")).to_have_count(0)
     bob.goto("/")
-    expect(bob.page.locator("tbody")).to_contain_text("No todos match.")
+    expect(bob.page.locator("#todo-rows")).to_contain_text("No todos match.")
     response = bob.goto(f"/endpoints/{personas.endpoint_a.slug}")
     assert response.status == 404
 
@@ -53,11 +53,11 @@ def test_a_team_members_browser_sees_the_teams_todo_and_an_outsiders_does_not(
     carol.login("carol")
     bob.login("bob")
 
-    expect(carol.page.locator("tbody")).to_contain_text("The team's work")
+    expect(carol.page.locator("#todo-rows")).to_contain_text("The team's work")
     assert carol.goto(f"/todos/{todo.id}").status == 200
     assert carol.goto("/teams/ops").status == 200
     expect(carol.page.locator("#members")).to_contain_text("alice")
 
-    expect(bob.page.locator("tbody")).to_contain_text("No todos match.")
+    expect(bob.page.locator("#todo-rows")).to_contain_text("No todos match.")
     assert bob.goto(f"/todos/{todo.id}").status == 404
     assert bob.goto("/teams/ops").status == 404

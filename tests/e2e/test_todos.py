@@ -193,7 +193,9 @@ def test_an_operators_lease_shows_their_name(board: Board, demo: Demo) -> None:
     row.locator("td.title a").click()
     page.locator("#drawer").get_by_role("button", name="Claim").click()
     expect(page.locator("#drawer")).to_contain_text("Held by")
-    expect(page.locator("#drawer dl")).to_contain_text("operator demo")
+    # The claimant label the claim chose; the holder's name is its hover title.
+    expect(page.locator("#drawer dl")).to_contain_text("demo on the Board")
+    expect(page.locator("#drawer dl .claimant")).to_have_attribute("title", "operator demo")
     expect(page.locator("#drawer dl")).not_to_contain_text("human:")
 
 
