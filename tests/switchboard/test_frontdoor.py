@@ -277,6 +277,7 @@ def test_an_exception_that_ends_a_request_is_logged_with_its_path(
     finally:
         asgi.logger.removeHandler(caplog.handler)
 
-    (record,) = [r for r in caplog.records if r.name == "switchboard.asgi"]
-    assert record.getMessage() == "websocket /ws/live/ ended by an exception"
-    assert record.exc_info is not None
+    # The handler sits on the logger and may hear it once more through the root's: one message.
+    records = [r for r in caplog.records if r.name == "switchboard.asgi"]
+    assert {r.getMessage() for r in records} == {"websocket /ws/live/ ended by an exception"}
+    assert all(r.exc_info is not None for r in records)
