@@ -30,7 +30,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
@@ -93,23 +92,11 @@ def headers(secret: str, message_id: str, body: bytes, timestamp: int) -> dict[s
 def _post(job: dict[str, Any], out: Outcome, timeout: float, allow_private: bool) -> None:
     payload = messages.body(job)
     sent = headers(job["secret"], str(job["message_id"]), payload, int(time.time()))
-    started = time.monotonic()
-    try:
-        answer = webhook_out.post(
-            job["url"], payload, sent, timeout=timeout, allow_private=allow_private
-        )
-    except webhook_out.TargetRefused as exc:
-        out.error = f"refused: {exc}"
-    except (OSError, HTTPException) as exc:
-        out.retry = True
-        out.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        out.duration_ms = int((time.monotonic() - started) * 1000)
-    else:
-        out.status_code, out.duration_ms = answer.status, answer.duration_ms
-        out.delivered = 200 <= answer.status < 300
-        out.retry = answer.status == 429 or answer.status >= 500
-        if not out.delivered:
-            out.error = f"HTTP {answer.status}"
+    tried = webhook_out.try_post(
+        job["url"], payload, sent, timeout=timeout, allow_private=allow_private
+    )
+    out.delivered, out.retry, out.error = tried.delivered, tried.retry, tried.error
+    out.status_code, out.duration_ms = tried.status_code, tried.duration_ms
 
 
 def _mail(job: dict[str, Any], out: Outcome, timeout: float) -> None:

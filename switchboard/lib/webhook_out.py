@@ -279,3 +279,38 @@ def post(
     if expired.is_set():
         raise TimeoutError(f"no whole answer within {timeout:g} s")
     return Answer(response.status, int((time.monotonic() - started) * 1000))
+
+
+@dataclass(slots=True)
+class Tried:
+    """One POST as the senders record it (push rings, alert messages): delivered on a 2xx;
+    tried again on a timeout, a connection error, a 429 or a 5xx; a refused target fails."""
+
+    delivered: bool = False
+    retry: bool = False
+    status_code: int | None = None
+    duration_ms: int | None = None
+    error: str = ""
+
+
+def try_post(
+    url: str, body: bytes, headers: dict[str, str], *, timeout: float, allow_private: bool
+) -> Tried:
+    """``post``, with its outcome classified (``Tried``); never raises for the receiver."""
+    tried = Tried()
+    started = time.monotonic()
+    try:
+        answer = post(url, body, headers, timeout=timeout, allow_private=allow_private)
+    except TargetRefused as exc:
+        tried.error = f"refused: {exc}"
+    except (OSError, http.client.HTTPException) as exc:
+        tried.retry = True
+        tried.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        tried.duration_ms = int((time.monotonic() - started) * 1000)
+    else:
+        tried.status_code, tried.duration_ms = answer.status, answer.duration_ms
+        tried.delivered = 200 <= answer.status < 300
+        tried.retry = answer.status == 429 or answer.status >= 500
+        if not tried.delivered:
+            tried.error = f"HTTP {answer.status}"
+    return tried
