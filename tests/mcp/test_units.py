@@ -222,7 +222,9 @@ def test_the_fast_validator_agrees_at_every_bound(name: str) -> None:
             arguments = {**base, field: value}
             assert fast.is_valid(arguments) == reference.is_valid(arguments), arguments
             checked += 1
-    assert fast.is_valid(base) and checked > 20
+    # At least two probes a property (a bound and past it), whatever the tool's size: the app
+    # tools have two properties, the agent's tools many.
+    assert fast.is_valid(base) and checked >= 2 * len(schema["properties"])
     assert not fast.is_valid({**base, "unknown": 1})
 
 
