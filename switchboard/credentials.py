@@ -62,6 +62,7 @@ RESERVED_SLUGS = frozenset(
         "disable",
         "push-test",
         "push-secret",
+        "push-url",
         "move",
         "connections",
     }

@@ -460,6 +460,11 @@ class Announcer:
                 if self._closing:
                     return False
                 self._cond.wait(delay)  # close() wakes it
+                if self._lost and payloads[0] != _RESYNC_PAYLOAD:
+                    # Announcements dropped while this batch waited: the resync goes with it,
+                    # ahead of everything still queued.
+                    self._lost = False
+                    payloads = [_RESYNC_PAYLOAD, *payloads]
             delay = min(delay * 2, BACKOFF_MAX_SECONDS)
 
 

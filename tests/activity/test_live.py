@@ -249,7 +249,11 @@ def test_a_reconnect_resends_everything_since_the_first_paint_once(
             resynced = container(await ws.receive_from(WAIT), todo_id)
             assert anchors(resynced) == ["activity-1", "activity-2", "attempt-1-end"]
             assert resynced.count("first note") == resynced.count("second note") == 1
-            assert await ws.receive_nothing(QUIET)
+            # The changes' own announcements may reach the new socket after its first push
+            # (they travel through the database): a later push is the same whole container.
+            while not await ws.receive_nothing(QUIET):
+                again = container(await ws.receive_from(WAIT), todo_id)
+                assert anchors(again) == ["activity-1", "activity-2", "attempt-1-end"]
 
     live_test(go)
 

@@ -57,6 +57,13 @@ def _run_timed_out(p: Personas, t: str) -> None:
     assert lifecycle.reap().retry_scheduled == (t,)
 
 
+def _over_cost_cap(p: Personas, t: str) -> None:
+    fetch_all(
+        "UPDATE todos SET max_cost_usd = 0.01, cost_usd = 0.02 WHERE id = %(id)s", {"id": t}
+    )
+    assert lifecycle.end_over_cap() == (t,)
+
+
 def _fail_last(p: Personas, t: str) -> None:
     ep = p.endpoint_a.id
     lifecycle.fail(ep, t, owner=OWNER)
@@ -89,6 +96,7 @@ CLOSERS: dict[str, tuple[Drive, tuple[str, str]]] = {
     "reap with budget spent": (_reap_spent, ("reaped", "dead_lettered")),
     "finish_by passed": (_finish_by_passed, ("timed_out", "dead_lettered")),
     "run timeout": (_run_timed_out, ("timed_out", "retry_scheduled")),
+    "cost cap reached": (_over_cost_cap, ("budget_exceeded", "dead_lettered")),
     "cancel": (
         lambda p, t: lifecycle.cancel(Scope.of_human(p.alice.id), t),
         ("canceled", "canceled"),
@@ -128,6 +136,7 @@ SEED_PAIRS = {
     ("revoked", "dead_lettered"),
     ("timed_out", "dead_lettered"),
     ("timed_out", "retry_scheduled"),
+    ("budget_exceeded", "dead_lettered"),
 }
 
 

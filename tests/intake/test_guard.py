@@ -38,7 +38,11 @@ def guarded(channel: Channel, headers: list[tuple[bytes, bytes]]) -> list[bytes]
     async def app(scope: Any, receive: Any, send: Any) -> None:
         seen.append((await receive())["body"])
 
-    scope = {"type": "http", "path": "/hooks/github", "headers": headers}
+    scope = {
+        "type": "http",
+        "path": "/hooks/github",
+        "headers": [(b"host", b"testserver"), *headers],
+    }
     asyncio.run(hooks.guard(scope, channel.receive, channel.send, app))
     return seen
 

@@ -27,6 +27,7 @@ def _scope(path: str = "/otlp/agent-a/v1/traces") -> dict[str, Any]:
         "path": path,
         "client": ("127.0.0.9", 5000),
         "headers": [
+            (b"host", b"testserver"),
             (b"content-type", b"application/x-protobuf"),
             (b"authorization", b"Bearer sbk_whatever"),
         ],
