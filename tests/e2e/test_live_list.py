@@ -5,10 +5,11 @@ rows under the reader."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
 from switchboard import demo as demo_data
 from tests.e2e.conftest import Board, Demo
@@ -19,9 +20,19 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 SHOWN_MS = 3000  # the promise is a second; a loaded CI machine gets some slack
 
 
+def wait_true(page: Page, expression: str, seconds: float = 10) -> None:
+    """Wait until ``expression`` is true on the page. Polled from here: wait_for_function's
+    in-page poll evaluates a string, which the Board's CSP (script-src 'self', no
+    'unsafe-eval') refuses once the first check is false."""
+    deadline = time.monotonic() + seconds
+    while page.evaluate(expression) is not True:
+        assert time.monotonic() < deadline, f"{expression} still false after {seconds} s"
+        page.wait_for_timeout(50)
+
+
 def wait_open(board: Board) -> None:
     """Wait until the list's socket is open (a todo enqueued before would be on the page)."""
-    board.page.wait_for_function("window.__open === true", timeout=10_000)
+    wait_true(board.page, "window.__open === true")
 
 
 WATCH_OPEN = "document.addEventListener('htmx:wsOpen', () => { window.__open = true; });"
@@ -66,7 +77,7 @@ def test_a_todo_enqueued_while_the_list_is_open_appears_without_a_reload(
 
     # Scrolled away from the top, a new todo waits behind the bar; nothing moves.
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-    page.wait_for_function("window.scrollY > 48")
+    wait_true(page, "window.scrollY > 48")
     scrolled = page.evaluate("window.scrollY")
     later = lifecycle.create(demo.endpoint_id, queue="ci-new", title="Waiting behind the bar")
     bar = page.locator("#live-new button")

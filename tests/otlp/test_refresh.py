@@ -69,6 +69,7 @@ def test_the_store_announces_each_todo_it_wrote_spans_for_once_at_commit(
         translate(c, claim.todo.id, claim.attempt_seq, False)
         for c in collect(request(specs)).candidates
     ]
+    assert changefeed.ANNOUNCER.flush()  # the claim's own announcement is out before LISTEN
     with raw_connection(autocommit=True) as listener:
         listener.execute(f"LISTEN {changefeed.CHANNEL}")
         store(rows, set(), attempt_cap=100, todo_cap=100)
