@@ -262,6 +262,16 @@ def test_the_reading_order_is_the_readme_then_every_guide_once() -> None:
     )
 
 
+def test_only_the_last_file_reissues_the_demos_credentials() -> None:
+    """`seed_demo --reissue` revokes the key and secret the files after it use."""
+    reissuing = [
+        _name(path)
+        for path in ORDER
+        if any(b.runnable and "seed_demo --reissue" in b.code for b in blocks(path))
+    ]
+    assert reissuing in ([], [_name(ORDER[-1])]), reissuing
+
+
 # What a file's blocks must have done beyond exiting 0, checked afterwards on the database
 # they share and on what they printed.
 def _each_delivery_made_one_todo(hour: FirstHour, printed: str) -> None:
