@@ -14,10 +14,10 @@ Ctrl-C on the last of them stops it. Pids of processes that died without cleanin
 (``kill -9``) are pruned before we register, so a crash never leaves a server that can no longer
 stop itself.
 
-``manage.py serve`` also leaves a note of which database it serves (:func:`record_server`,
-``.data/server.json``), so a command run in the same checkout without the server's
-``DATABASE_URL`` says what to set instead of starting a second, empty embedded database
-(``manage.py``).
+``manage.py serve`` also leaves a note of which database it serves and where it listens
+(:func:`record_server`, ``.data/server.json``), so a command run in the same checkout without the
+server's ``DATABASE_URL`` says what to set instead of starting a second, empty embedded database
+(``manage.py``), and ``seed_demo --reissue`` prints the running server's URLs.
 """
 
 from __future__ import annotations
@@ -73,12 +73,35 @@ def safe_url(database_url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{userinfo}@{netloc[-1]}"))
 
 
-def record_server(data_dir: Path, database_url: str, *, is_embedded: bool) -> None:
-    """Note in ``data_dir`` that this process serves ``database_url`` (its password left out);
-    the note goes when the process exits, and a note whose process is gone is ignored."""
+def server_url(host: str, port: int | str) -> str:
+    """The address to reach a server listening on ``host``:``port`` from this machine, without
+    a trailing slash: a wildcard bind (``0.0.0.0``, ``::``) is reached on loopback, an IPv6
+    address goes in brackets."""
+    host = host.strip()
+    if host in ("", "0.0.0.0", "*"):  # noqa: S104 (a bind address read, not one bound)
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def record_server(
+    data_dir: Path, database_url: str, *, is_embedded: bool, url: str | None = None
+) -> None:
+    """Note in ``data_dir`` that this process serves ``database_url`` (its password left out),
+    at ``url`` when given (``server_url``: what ``seed_demo --reissue`` prints beside it); the
+    note goes when the process exits, and a note whose process is gone is ignored."""
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / SERVER_RECORD
-    record = {"pid": os.getpid(), "database": safe_url(database_url), "embedded": is_embedded}
+    record: dict[str, object] = {
+        "pid": os.getpid(),
+        "database": safe_url(database_url),
+        "embedded": is_embedded,
+    }
+    if url is not None:
+        record["url"] = url
     path.write_text(json.dumps(record))
 
     def forget() -> None:

@@ -1,10 +1,11 @@
-"""The code blocks of the README and the guides, read as docs/README.md's convention says.
+"""The code blocks of the README and the guides, read as docs/README.md's convention says, and
+the order a reader meets the files in (docs/README.md, "Reading order").
 
 A fenced block's info string decides what happens to it:
 
-- ``sh``, ``bash``, ``python`` (the runnable languages): run as pasted. The shell blocks of one
-  file run in order in one bash, so a variable one block sets is there for the next, as in one
-  terminal; each Python block runs on its own.
+- ``sh``, ``bash``, ``python`` (the runnable languages): run as pasted. The shell blocks of all
+  the files run in order as in one terminal, so a variable one block sets is there for the next;
+  each Python block runs on its own.
 - the same language followed by ``norun`` (```` ```sh norun ````): shown, never run (it needs
   something the demo does not have, or it never ends, like ``make run``).
 - any other language (``text``, ``json``, ``toml``, ``yaml``, ``js``…): shown, never run.
@@ -18,12 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 RUNNABLE = frozenset({"sh", "bash", "python"})
 NORUN = "norun"
-# `make run`'s address in the guides; the test serves on a free port and puts its own here.
+# `make run`'s default address: a runnable block reads it from $SWITCHBOARD_URL instead, so the
+# test, serving on a port of its own, refuses a block that writes it out.
 DEMO_BASE = "http://127.0.0.1:8000"
 
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>.*)$")
+# An item of docs/README.md's reading order: "3. [guides/webhooks.md](guides/webhooks.md): …".
+_READING_ITEM = re.compile(r"^\d+\. \[[^\]]*\]\((?P<target>[^)#\s]+\.md)\)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +50,16 @@ class Block:
 
 
 def guide_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs" / "guides").glob("*.md"))]
+    """The README and every guide, whether or not the reading order lists it."""
+    return [ROOT / "README.md", *sorted((DOCS / "guides").glob("*.md"))]
+
+
+def reading_order() -> list[Path]:
+    """The files of docs/README.md's "Reading order", in its order."""
+    text = (DOCS / "README.md").read_text()
+    section = text.split("\n## Reading order\n", 1)[1].split("\n## ", 1)[0]
+    found = (_READING_ITEM.match(line) for line in section.splitlines())
+    return [(DOCS / item["target"]).resolve() for item in found if item is not None]
 
 
 def blocks(path: Path) -> list[Block]:

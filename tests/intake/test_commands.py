@@ -158,3 +158,75 @@ def test_create_rule_refuses_bad_input(personas: Personas, args, message):
     with pytest.raises(CommandError, match=message):
         run("create_rule", *args)
     assert not Rule.objects.exists()
+
+
+def _rule(match: dict, queue: str = "ci", *extra: str) -> tuple[Rule, str]:
+    out, err = run(
+        "create_rule",
+        *("--source", "gh", "--endpoint", "agent-a", "--queue", queue),
+        *("--match", json.dumps(match), *extra),
+    )
+    return Rule.objects.get(id=int(out)), err
+
+
+CHECK_RUN = {"headers": {"X-GitHub-Event": "check_run"}}
+FAILED_RUN = {"headers": {"X-GitHub-Event": "check_run"}, "payload": {"action": "completed"}}
+
+
+def test_create_rule_warns_when_a_broader_rule_of_the_source_already_takes_its_deliveries(
+    personas: Personas,
+):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    broad, _ = _rule(CHECK_RUN, "all", "--name", "every run")
+
+    narrow, err = _rule(FAILED_RUN)
+
+    first, warning = err.splitlines()
+    assert first.startswith(f"Rule #{narrow.position} (id {narrow.id}) on gh:")
+    assert warning == (
+        f"Warning: rule #{broad.position} (id {broad.id}, 'every run'), with a broader match,"
+        " already routes every delivery this one matches to agent-a/all; each such delivery"
+        " becomes two todos."
+    )
+    assert Rule.objects.count() == 2  # created all the same
+
+
+def test_create_rule_warns_when_it_takes_every_delivery_of_a_narrower_rule(personas: Personas):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    narrow, _ = _rule(FAILED_RUN)
+
+    broad, err = _rule({}, "all")
+
+    assert err.splitlines()[1:] == [
+        f"Warning: this rule also matches every delivery rule #{narrow.position}"
+        f" (id {narrow.id}) routes to agent-a/ci; each such delivery becomes two todos."
+    ]
+    assert Rule.objects.filter(pk=broad.pk, enabled=True).exists()
+
+
+def test_create_rule_warns_about_the_same_match_and_names_every_overlap(personas: Personas):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    same, _ = _rule(FAILED_RUN)
+    broader, _ = _rule(CHECK_RUN)
+
+    _, err = _rule({"headers": {"x-github-event": "check_run"}, "payload": {"action": "completed"}})
+
+    warnings = err.splitlines()[1:]
+    assert [w.split(")", 1)[0] for w in warnings] == [
+        f"Warning: rule #{same.position} (id {same.id}",
+        f"Warning: rule #{broader.position} (id {broader.id}",
+    ]
+    assert "with the same match" in warnings[0] and "with a broader match" in warnings[1]
+
+
+def test_create_rule_does_not_warn_about_rules_that_cannot_both_match(personas: Personas):
+    run("create_source", "--owner", "alice", "--slug", "gh")
+    run("create_source", "--owner", "alice", "--slug", "other")
+    _rule(FAILED_RUN)
+    _rule({"headers": {"X-GitHub-Event": "check_run"}, "payload": {"action": "created"}}, "a")
+    _rule({}, "off", "--disabled")  # a disabled rule routes nothing
+    run("create_rule", "--source", "other", "--endpoint", "agent-a", "--queue", "q")
+
+    _, err = _rule({"headers": {"X-GitHub-Event": "push"}}, "pushes")
+
+    assert len(err.splitlines()) == 1 and "Warning" not in err

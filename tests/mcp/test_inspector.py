@@ -32,7 +32,7 @@ from todos import lifecycle
 pytestmark = pytest.mark.django_db(transaction=True)
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "agents.md"
-GUIDE_URL = "http://127.0.0.1:8000/mcp/demo-agent"
+GUIDE_URL = "$SWITCHBOARD_URL/mcp/demo-agent"
 # A first install (Node 22 and the Inspector) takes a minute or two; later runs seconds.
 TIMEOUT_SECONDS = 600
 TOOL_ERROR_EXIT = 5  # the Inspector's exit status for a result with isError: true

@@ -21,9 +21,10 @@ def test_the_guide_shows_the_wizards_otlp_variables(personas: Personas) -> None:
     config = client_config(request, personas.endpoint_a, key)  # type: ignore[arg-type]
     base = request.build_absolute_uri("/")[:-1]
 
-    # The guide shows them for make run's demo endpoint; the key comes from $SWITCHBOARD_KEY.
+    # The guide shows them for make run's demo endpoint, the address from $SWITCHBOARD_URL and the
+    # key from $SWITCHBOARD_KEY.
     lines = [
-        line.replace(base, "http://127.0.0.1:8000").replace(personas.endpoint_a.slug, "demo-agent")
+        line.replace(base, "$SWITCHBOARD_URL").replace(personas.endpoint_a.slug, "demo-agent")
         for line in config["otlp_env"].splitlines()
     ]
     assert key not in config["otlp_env"]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from attempts.models import TodoAttempt
-from switchboard import demo
+from switchboard import demo, embedded
 from switchboard.credentials import key_for_plaintext
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Human
 from tests.base import Personas
@@ -180,8 +184,9 @@ def _seeded_states() -> dict[str, Any]:
 
 
 def test_seed_demo_creates_todos_in_every_state_through_the_lifecycle(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, settings: Any, tmp_path: Path
 ) -> None:
+    settings.DATA_DIR = tmp_path  # no server runs there, so HOST and PORT say where it listens
     monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
     monkeypatch.setenv("HOST", "demo.local")
     monkeypatch.setenv("PORT", "9000")
@@ -305,6 +310,77 @@ def test_seed_demo_reissue_prints_new_credentials_and_the_old_ones_stop_working(
     assert "1 key(s) revoked" in out
     # The todos are left as they were.
     assert Todo.objects.count() == 12
+
+
+@pytest.fixture
+def no_server(settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data directory with no server's note in it, no HOST nor PORT: the defaults."""
+    settings.DATA_DIR = tmp_path
+    monkeypatch.delenv("HOST", raising=False)
+    monkeypatch.delenv("PORT", raising=False)
+    monkeypatch.delenv("SWITCHBOARD_DEMO_PASSWORD", raising=False)
+    return tmp_path
+
+
+def _urls(out: str) -> set[str]:
+    return {word for word in out.split() if word.startswith("http")}
+
+
+def test_seed_demo_reissue_prints_the_running_servers_urls(no_server: Path) -> None:
+    run("seed_demo")
+    # What `serve` notes in the data directory of the checkout it serves (its own pid: this
+    # process stands in for it; a note whose process is gone is ignored, below).
+    embedded.record_server(
+        no_server, "postgres://u@db/sb", is_embedded=False, url="http://127.0.0.1:8123"
+    )
+
+    out, _ = run("seed_demo", "--reissue")
+
+    assert _urls(out) == {
+        "http://127.0.0.1:8123/login/",
+        "http://127.0.0.1:8123/mcp/demo-agent)",
+        "http://127.0.0.1:8123/hooks/demo-ci)",
+    }
+
+
+def test_seed_demo_reissue_without_a_server_takes_host_and_port_then_the_default(
+    no_server: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run("seed_demo")
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    note = {"pid": int(gone.stdout), "url": "http://gone:1"}  # its process is gone: ignored
+    (no_server / embedded.SERVER_RECORD).write_text(json.dumps(note))
+
+    out, _ = run("seed_demo", "--reissue")
+    assert "http://127.0.0.1:8000/login/" in out and "gone" not in out
+
+    monkeypatch.setenv("HOST", "::")  # a wildcard bind is reached on loopback
+    monkeypatch.setenv("PORT", "9001")
+    out, _ = run("seed_demo", "--reissue")
+    assert "http://[::1]:9001/login/" in out
+
+    out, _ = run("seed_demo", "--reissue", "--host", "sb.local", "--port", "7000")
+    assert "http://sb.local:7000/login/" in out
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "url"),
+    [
+        ("127.0.0.1", 8000, "http://127.0.0.1:8000"),
+        ("0.0.0.0", "8000", "http://127.0.0.1:8000"),  # noqa: S104 (a bind address read)
+        ("::", 8000, "http://[::1]:8000"),
+        ("::1", 8001, "http://[::1]:8001"),
+        ("[::1]", 8001, "http://[::1]:8001"),
+        ("sb.local", 80, "http://sb.local:80"),
+    ],
+)
+def test_the_servers_url_is_where_this_machine_reaches_it(host: str, port: Any, url: str) -> None:
+    assert embedded.server_url(host, port) == url
 
 
 def test_seed_demo_reissue_takes_the_password_from_the_environment(

@@ -38,6 +38,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from switchboard.lib import jsonlimits, redact
@@ -226,6 +227,115 @@ def evaluate(
             }
         )
     return matched, checks
+
+
+# --- one match inside another --------------------------------------------------------------
+
+
+def covers(broad: Any, narrow: Any) -> bool:
+    """Whether every delivery ``narrow`` matches is matched by ``broad`` too; raise
+    ``InvalidMatch`` for either that is not in the language.
+
+    Field by field: each field ``broad`` tests must be tested by ``narrow`` at least as strictly
+    (``{"in": ["a", "b"]}`` covers ``"a"``, ``{"exists": true}`` covers any test that needs the
+    field present, ``{"prefix": "v"}`` covers ``{"prefix": "v1"}``, ``{"ne": "a"}`` covers
+    ``"b"``), and a field ``broad`` does not test holds whatever ``narrow`` says of it; an empty
+    match covers every match. Fields are taken one at a time, so a pair that overlaps only
+    through two paths into one value (``a`` equal to an object, and ``a.b``) reads as no
+    overlap: the answer may miss an overlap, never claim one that is not there. A ``narrow`` no
+    delivery can match (``{"in": []}``) is covered by nothing: it makes no todo to double.
+    """
+    narrow_fields = _ops_by_field(parse_match(narrow))
+    if not all(_satisfiable(ops) for ops in narrow_fields.values()):
+        return False
+    return all(
+        _implies(narrow_fields.get(name, ()), ops)
+        for name, ops in _ops_by_field(parse_match(broad)).items()
+    )
+
+
+Ops = tuple[tuple[str, Any], ...]
+
+
+def _ops_by_field(conditions: Sequence[Condition]) -> dict[tuple[str, str], Ops]:
+    """The operators on each field, two conditions on one field (``X-A`` and ``x-a``) joined."""
+    fields: dict[tuple[str, str], Ops] = {}
+    for condition in conditions:
+        name = (condition.section, condition.key)
+        fields[name] = fields.get(name, ()) + condition.ops
+    return fields
+
+
+def _all_hold(ops: Ops, value: Any) -> bool:
+    return all(_holds(op, operand, value) for op, operand in ops)
+
+
+def _finite(ops: Ops) -> list[Any] | None:
+    """The values ``ops`` admit when an ``eq`` or ``in`` lists them, else None (unbounded)."""
+    listed = [operand for op, operand in ops if op == "eq"]
+    for op, operand in ops:
+        if op == "in":
+            listed.extend(operand)
+    if not any(op in ("eq", "in") for op, _ in ops):
+        return None
+    return [value for value in listed if _all_hold(ops, value)]
+
+
+def _prefixes(ops: Ops) -> list[str]:
+    return [operand for op, operand in ops if op == "prefix"]
+
+
+def _satisfiable(ops: Ops) -> bool:
+    """Whether some value, or the field's absence, passes every one of ``ops``."""
+    if _all_hold(ops, _MISSING):
+        return True
+    finite = _finite(ops)
+    if finite is not None:
+        return bool(finite)
+    if ("exists", False) in ops:
+        return False
+    # Present and unbounded: only prefixes can contradict one another (an exclusion list is
+    # finite, the strings with a prefix are not).
+    prefixes = sorted(_prefixes(ops), key=len)
+    return all(longer.startswith(shorter) for shorter, longer in pairwise(prefixes))
+
+
+def _implies(narrow: Ops, broad: Ops) -> bool:
+    """Whether every value (or absence) that passes ``narrow`` passes ``broad``."""
+    if _all_hold(narrow, _MISSING) and not _all_hold(broad, _MISSING):
+        return False
+    finite = _finite(narrow)
+    if finite is not None:
+        return all(_all_hold(broad, value) for value in finite)
+    if ("exists", False) in narrow:
+        return True  # absent only, and absence was settled above
+    # Present values, infinitely many: strings under narrow's prefixes (any value without one),
+    # less the values narrow excludes by name.
+    prefixes = _prefixes(narrow)
+    excluded = [operand for op, operand in narrow if op == "ne"]
+    excluded += [item for op, operand in narrow if op == "not_in" for item in operand]
+
+    def shut_out(value: Any) -> bool:
+        if any(json_equal(value, other) for other in excluded):
+            return True
+        return bool(prefixes) and not (
+            isinstance(value, str) and all(value.startswith(p) for p in prefixes)
+        )
+
+    for op, operand in broad:
+        if op == "exists":
+            ok = operand is True
+        elif op == "prefix":
+            ok = any(p.startswith(operand) for p in prefixes)
+        elif op == "ne":
+            ok = shut_out(operand)
+        elif op == "not_in":
+            ok = all(shut_out(item) for item in operand)
+        else:  # eq, in: a finite set cannot hold infinitely many values
+            ok = False
+        if not ok:
+            return False
+    return True
 
 
 # --- templates -----------------------------------------------------------------------------

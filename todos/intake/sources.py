@@ -18,7 +18,8 @@ What a source's secret means, everywhere:
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -28,6 +29,7 @@ from django.utils.crypto import constant_time_compare, salted_hmac
 from switchboard import credentials
 from switchboard.models import Endpoint, Human, Team
 from switchboard.teams import check_move
+from todos.intake import routing
 from todos.intake.deliveries import new_secret
 from todos.models import Rule, SignatureScheme, Source
 
@@ -216,6 +218,36 @@ def create_rule(
     rule.full_clean()
     rule.save()
     return rule
+
+
+@dataclass(frozen=True, slots=True)
+class Overlap:
+    """Another enabled rule of the same source that a delivery can match together with a rule:
+    ``broader`` (the other matches every delivery the rule does), ``narrower`` (the rule matches
+    every delivery the other does) or ``same`` (both)."""
+
+    other: Rule
+    relation: Literal["same", "broader", "narrower"]
+
+
+def overlaps(rule: Rule) -> list[Overlap]:
+    """The enabled rules of ``rule``'s source, other than ``rule``, whose match contains or is
+    contained in ``rule``'s (``routing.covers``), in the order they are tried. A delivery both
+    match becomes two todos, which is seldom what was meant. Rules whose match no longer parses
+    are left out (intake skips them)."""
+    found: list[Overlap] = []
+    others = Rule.objects.filter(source_id=rule.source_id, enabled=True).exclude(pk=rule.pk)
+    for other in others.select_related("endpoint").order_by("position", "id"):
+        try:
+            broader = routing.covers(other.match, rule.match)
+            narrower = routing.covers(rule.match, other.match)
+        except routing.InvalidMatch:
+            continue
+        if broader and narrower:
+            found.append(Overlap(other, "same"))
+        elif broader or narrower:
+            found.append(Overlap(other, "broader" if broader else "narrower"))
+    return found
 
 
 def update_rule(rule: Rule) -> Rule:

@@ -3,16 +3,22 @@
 ``serve`` runs ``seed_demo --if-empty`` on every start, so a fresh database has something to
 look at and an existing one is left alone. The credentials are printed this once; ``--reissue``
 prints new ones for a demo seeded before (the old agent key and webhook secret stop working).
+
+The URLs printed are the server's: ``--host``/``--port`` when given (``serve`` gives its own),
+else the note of the server running in this checkout (``switchboard.embedded.record_server``),
+else ``HOST``/``PORT`` from the environment, else ``make run``'s default, 127.0.0.1:8000.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from switchboard import demo
+from switchboard import demo, embedded
 
 PASSWORD_ENV = "SWITCHBOARD_DEMO_PASSWORD"  # noqa: S105 (the variable's name)
 
@@ -33,8 +39,8 @@ class Command(BaseCommand):
             " them (the old key is revoked, the old secret stops working).",
         )
         # Only for the printed URLs; a caller that knows where it listens may say so.
-        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--port", default=os.environ.get("PORT", "8000"))
+        parser.add_argument("--host", help="The server's host, for the URLs printed.")
+        parser.add_argument("--port", help="The server's port, for the URLs printed.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         chosen = os.environ.get(PASSWORD_ENV) or None
@@ -49,7 +55,7 @@ class Command(BaseCommand):
             if options["verbosity"] >= 2:
                 self.stdout.write("seed_demo: operators exist; nothing seeded.")
             return
-        base = f"http://{options['host']}:{options['port']}"
+        base = _base_url(options)
         password = f"(as set in {PASSWORD_ENV})" if chosen else seeded.password
         lines = [
             "Switchboard demo data created. The secrets below are shown once.",
@@ -72,7 +78,7 @@ class Command(BaseCommand):
             new = demo.reissue(chosen)
         except demo.NotSeeded as exc:
             raise CommandError(f"{exc} (seed it first: manage.py seed_demo)") from None
-        base = f"http://{options['host']}:{options['port']}"
+        base = _base_url(options)
         password = f"(as set in {PASSWORD_ENV})" if chosen else new.password
         lines = [
             "Switchboard demo credentials re-issued. The secrets below are shown once;"
@@ -84,3 +90,15 @@ class Command(BaseCommand):
             f"  Webhook secret  {new.webhook_secret}  (POST {base}/hooks/{demo.SOURCE_SLUG})",
         ]
         self.stdout.write("\n".join(lines))
+
+
+def _base_url(options: dict[str, Any]) -> str:
+    """Where the printed URLs point (the module's docstring says in which order it looks)."""
+    host, port = options["host"], options["port"]
+    if host is None and port is None:
+        note = embedded.running_server(Path(settings.DATA_DIR))
+        if note is not None and isinstance(note.get("url"), str):
+            return str(note["url"])
+    return embedded.server_url(
+        host or os.environ.get("HOST") or "127.0.0.1", port or os.environ.get("PORT") or "8000"
+    )

@@ -36,21 +36,29 @@ class Command(BaseCommand):
         require_proven()  # before migrating: a server that could not cap bodies does not start
         # manage.py started it already; this covers call_command("serve") and costs nothing.
         embedded.ensure_running()
-        # For the commands run beside this server in the checkout (manage.py reads it).
+        host, port = options["host"], options["port"]
+        url = embedded.server_url(host, port)
+        # For the commands run beside this server in the checkout: manage.py reads its database,
+        # seed_demo --reissue its address.
         embedded.record_server(
             settings.DATA_DIR,
             settings.DATABASE_URL,
             is_embedded=settings.EMBEDDED_PGDATA is not None,
+            url=url,
         )
         call_command("migrate", interactive=False, verbosity=0)
         if not options["no_seed"]:
-            call_command("seed_demo", if_empty=True, host=options["host"], port=options["port"])
+            call_command("seed_demo", if_empty=True, host=host, port=port)
         if not options["no_sweeper"]:
             from todos.sweeps import start_background_sweeper
 
             start_background_sweeper()
-        host, port = options["host"], options["port"]
-        self.stdout.write(f"Switchboard on http://{host}:{port}/  (Ctrl-C stops it)")
+        # The second line is for pasting: the guides' commands read the address from it
+        # (docs/README.md, "Code blocks").
+        self.stdout.write(
+            f"Switchboard on {url}/  (Ctrl-C stops it)\n"
+            f"  export SWITCHBOARD_URL={url}   # the guides' commands read it"
+        )
         CommandLineInterface().run(
             ["--bind", host, "--port", str(port), "switchboard.asgi:application"]
         )

@@ -2,6 +2,9 @@
 
 The match is the JSON language of ``todos.intake.routing`` (docs/guides/webhooks.md), the same
 one the admin and the Board edit; a bad match is refused with the reason, and nothing is created.
+A rule whose match contains, or is contained in, that of another enabled rule of the source is
+created all the same, with a warning on stderr per such rule (``sources.overlaps``): a delivery
+both match becomes two todos.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard.models import Endpoint
-from todos.intake.sources import RULE_TIME_FIELDS, create_rule
+from todos.intake.sources import RULE_TIME_FIELDS, Overlap, create_rule, overlaps
 from todos.management.commands.create_source import problems
 from todos.models import Source
 
@@ -109,4 +112,18 @@ class Command(BaseCommand):
             f"{endpoint.slug}/{rule.queue}.",
             style_func=self.style.SUCCESS,
         )
+        for overlap in overlaps(rule):
+            self.stderr.write(_warning(overlap), style_func=self.style.WARNING)
         self.stdout.write(str(rule.id))
+
+
+def _warning(overlap: Overlap) -> str:
+    other = overlap.other
+    named = f"rule #{other.position} (id {other.id}{f', {other.name!r}' if other.name else ''})"
+    routes = f"{other.endpoint.slug}/{other.queue}"
+    if overlap.relation == "narrower":
+        said = f"this rule also matches every delivery {named} routes to {routes}"
+    else:
+        match = "the same match" if overlap.relation == "same" else "a broader match"
+        said = f"{named}, with {match}, already routes every delivery this one matches to {routes}"
+    return f"Warning: {said}; each such delivery becomes two todos."
