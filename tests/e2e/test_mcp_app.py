@@ -183,7 +183,7 @@ def test_the_app_shows_cost_spans_and_notes_as_they_arrive(
 ) -> None:
     prices.load(prices.parse((FIXTURES / "prices.csv").read_text()), "tests")
     endpoint = EndpointFactory(
-        owner=personas.alice, slug="notes", verbs=[*DRAIN_VERBS, Verb.SUBMIT]
+        owner=personas.alice, slug="notes", verbs=[*DRAIN_VERBS, Verb.REQUEST_INPUT, Verb.SUBMIT]
     )
     _, key = mint_key(endpoint)
     url = live_daphne.mcp_url("notes")
@@ -221,9 +221,13 @@ def test_the_app_shows_cost_spans_and_notes_as_they_arrive(
         page = context.new_page()
         errors: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.expose_function(
-            "proxyToolCall", lambda params: rpc(url, key, "tools/call", params, ui=True)
-        )
+        calls: list[str] = []
+
+        def proxy_tool_call(params: dict[str, Any]) -> dict[str, Any]:
+            calls.append(params["name"])
+            return rpc(url, key, "tools/call", params, ui=True)
+
+        page.expose_function("proxyToolCall", proxy_tool_call)
         page.set_content(HOST)
         page.evaluate("([html, result]) => window.startApp(html, result)", [content["text"], shown])
         app = page.frame_locator("#app")
@@ -240,6 +244,21 @@ def test_the_app_shows_cost_spans_and_notes_as_they_arrive(
         expect(app.locator("#notes .note")).to_have_count(2, timeout=10_000)
         expect(app.locator("#notes .note.new .text")).to_have_text("drafting the summary")
         expect(app.locator("#notes .note .text").first).to_have_text("drafting the summary")
+
+        # An answer being typed survives the view's next look at the todo.
+        call("request_input", id=todo_id, question="Which thread?")
+        box = app.locator("#answer-text")
+        expect(box).to_be_visible(timeout=10_000)
+        box.fill("the release thread")
+        looked = calls.count("get_todo")
+        (view,) = page.main_frame.child_frames
+        view.evaluate("document.getElementById('usage').dataset.seen = 'yes'")
+        # The view re-renders whole at its next look: the marked line is a new one then.
+        view.wait_for_function("() => !document.getElementById('usage').dataset.seen")
+        assert calls.count("get_todo") > looked
+        expect(box).to_have_value("the release thread")
+        app.locator("#answer").click()
+        expect(app.locator(".state")).to_have_text("claimed", timeout=10_000)
         assert not [e for e in errors if "Content Security Policy" in e], errors
     finally:
         context.close()
