@@ -139,7 +139,7 @@ def channel_secret(request: BoardRequest, channel_id: str) -> HttpResponse:
         messages.info(
             request,
             "A signing secret is shown only once. If it was not copied, delete the channel and"
-            " add it again (or rotate its secret in the admin).",
+            " add it again.",
         )
         return redirect("alerts")
     response = render(
