@@ -10,8 +10,10 @@ feed walks a human's endpoints through (docs/decisions/0039-feed-by-endpoint.md)
   activity arm, one endpoint of the human's at a time newest first from a keyset cursor
   (``endpoint_id = $1 AND at <= $cursor ORDER BY at DESC``), and its unread count (``at >
   humans.activity_seen_at``), so neither reads another owner's rows. Rings are left out, as
-  the feed leaves them out. It replaces ``idx_todo_activity_at`` (at DESC), which served only
-  the feed's walk of every owner's rows: each activity insert still maintains as many indexes.
+  the feed leaves them out. It replaces ``idx_todo_activity_at`` (at DESC), which served the
+  feed's walk of every owner's rows (and the admin's activity list across todos, which now sorts
+  its rows): each activity insert still maintains as many indexes, and no generic plan of the
+  feed can walk every owner's rows by time (docs/decisions/0039-feed-by-endpoint.md).
 
 Not in one transaction (``atomic = False``), so no step holds ``todo_activity`` locked for long:
 ADD COLUMN without a default is a catalog change; the backfill runs in batches in primary-key
