@@ -2,7 +2,7 @@
 --   each of the human's endpoints (@{feed_endpoints}), its rows newest first, `size` of them
 --   and those tied with the last (feed.sql says why that is enough). @{activity_filter} holds
 --   the fixed bounds and filters the variant needs.
--- Uses index: endpoints_owner_id and endpoints_team_id (_feed_endpoints.sql); then per endpoint
+-- Uses index: the human's endpoints as _feed_endpoints.sql reads them; then per endpoint
 --   idx_todo_activity_feed (endpoint_id, at DESC) WHERE kind <> 'rung', from the cursor in its
 --   own order (no sort) and stopped by the LIMIT: no other owner's row is read. With a queue
 --   filter, todos_pkey per row walked (_feed_queue.sql).

@@ -3,7 +3,7 @@
 --   (feed.sql says why that is enough). The attempt's seq is the entry's seq, its owner the
 --   actor (its claimant the label its agent sent, if any), its summary the message.
 --   @{attempt_filter} holds the fixed bounds and filters the variant needs.
--- Uses index: endpoints_owner_id and endpoints_team_id (_feed_endpoints.sql); then per endpoint
+-- Uses index: the human's endpoints as _feed_endpoints.sql reads them; then per endpoint
 --   idx_todo_attempts_feed (endpoint_id, ended_at DESC) WHERE ended_at IS NOT NULL, from the
 --   cursor in its own order (no sort) and stopped by the LIMIT: no other owner's ending is
 --   read. With a queue filter, todos_pkey per ending walked (_feed_queue.sql).
