@@ -6,6 +6,10 @@ wherever it is made: a webhook's URL must pass the push rings' SSRF guard
 ``SWITCHBOARD_PUSH_ALLOW_PRIVATE`` allows it), an email address must be one, and a rule's
 endpoint must be one its channel's owner may see (``switchboard/scope.py``). A new channel
 carries the default rules (``DEFAULT_KINDS``) on all of its owner's endpoints until narrowed.
+
+A channel is owned by a human or by a team, as a source is (docs/decisions/0034-teams.md): a
+team's channel hears about the team's endpoints only (``scope.owner_endpoints``) and every
+member sees and acts on it; it moves into a team as a source does (``move_channel``).
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from alerts.models import (
 )
 from switchboard.lib import webhook_out
 from switchboard.lib.errors import InvalidInput
-from switchboard.models import Endpoint, Human
-from switchboard.scope import Scope
+from switchboard.models import Endpoint, Human, Team
+from switchboard.scope import Scope, owner_endpoints
+from switchboard.teams import check_move
 from todos import limits
 from todos.intake import routing
 
@@ -77,15 +82,19 @@ def get_visible(human: Human, channel_id: UUID | str) -> AlertChannel | None:
 
 
 def add_channel(
-    owner: Human,
+    owner: Human | None,
     *,
+    team: Team | None = None,
     webhook: str | None = None,
     email: str | None = None,
     name: str = "",
     allow_private: bool | None = None,
 ) -> tuple[AlertChannel, str | None]:
     """Add a webhook or email channel with the default rules; (channel, its signing secret for
-    a webhook, to be shown once)."""
+    a webhook, to be shown once). It is owned by ``owner`` or, with ``owner`` None, by
+    ``team`` (exactly one)."""
+    if (owner is None) == (team is None):
+        raise ValueError("a channel is owned by a human or by a team, exactly one")
     if (webhook is None) == (email is None):
         raise InvalidInput("channel", "give a webhook URL or an email address, one of them")
     name = name.strip()
@@ -95,9 +104,10 @@ def add_channel(
     if webhook is not None:
         url = check_url(webhook, allow_private=allow_private)
         secret = routing.new_standard_secret()
-        channel = AlertChannel(owner=owner, kind=ChannelKind.WEBHOOK, url=url, secret=secret)
+        channel = AlertChannel(kind=ChannelKind.WEBHOOK, url=url, secret=secret)
     else:
-        channel = AlertChannel(owner=owner, kind=ChannelKind.EMAIL, email=check_email(email or ""))
+        channel = AlertChannel(kind=ChannelKind.EMAIL, email=check_email(email or ""))
+    channel.owner, channel.team = owner, team
     channel.name = name
     with transaction.atomic():
         channel.save()
@@ -144,16 +154,33 @@ def rotate_secret(channel: AlertChannel) -> str:
     return channel.secret
 
 
+def move_channel(channel: AlertChannel, team: Team, *, by: Human | None) -> AlertChannel:
+    """Give ``channel`` to ``team``, as ``credentials.move_endpoint`` gives an endpoint: refused
+    (``switchboard.teams.TeamRefused``, nothing changed) unless ``by`` (None: the system)
+    administers ``team`` and manages the channel. Its rules then hear about the team's
+    endpoints only: a rule narrowed to an endpoint outside the team stays, and hears nothing
+    until that endpoint is the team's."""
+    with transaction.atomic():
+        row = AlertChannel.objects.select_for_update().get(pk=channel.pk)
+        check_move(row, team, by=by)
+        row.owner, row.team = None, team
+        row.save(update_fields=["owner", "team"])
+    channel.owner, channel.team = None, team
+    return channel
+
+
 def remove_channel(channel: AlertChannel) -> None:
     channel.delete()
 
 
-def check_rule(rule: AlertRule, owner_id: int) -> None:
-    """``InvalidInput`` for a rule the evaluators could not honour."""
+def check_rule(rule: AlertRule, channel: AlertChannel) -> None:
+    """``InvalidInput`` for a rule the evaluators could not honour on ``channel``: its endpoint
+    must be one the channel's owner sees (``scope.owner_endpoints``: a team's, for a team's
+    channel)."""
     if rule.kind not in RuleKind.values:
         raise InvalidInput("kind", f"one of {', '.join(RuleKind.values)}")
     if rule.endpoint_id is not None:
-        owned = Endpoint.objects.filter(Scope.of_human(owner_id).endpoints(), id=rule.endpoint_id)
+        owned = Endpoint.objects.filter(owner_endpoints(channel), id=rule.endpoint_id)
         if not owned.exists():
             raise InvalidInput("endpoint", "no endpoint of the channel's owner has that id")
     if rule.queue is not None:
@@ -191,14 +218,14 @@ def add_rule(
         threshold=threshold,
         for_seconds=for_seconds,
     )
-    check_rule(rule, channel.owner_id)
+    check_rule(rule, channel)
     rule.save()
     return rule
 
 
 def save_rule(rule: AlertRule) -> AlertRule:
     """Save a rule changed in place (the admin's form), checked first."""
-    check_rule(rule, rule.channel.owner_id)
+    check_rule(rule, rule.channel)
     rule.save()
     return rule
 

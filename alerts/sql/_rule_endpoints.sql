@@ -1,8 +1,8 @@
 -- _rule_endpoints: the enabled rules of kind `kind` on enabled channels, a row per endpoint each
 --   covers: the rule's own endpoint, or (endpoint NULL) every live endpoint its channel's owner
---   owns, now and later. The owner predicate is switchboard/scope.py's (OWNER_ENDPOINTS_SQL,
---   spliced as @{owner_endpoints}), checked on the rule's own endpoint too, so a rule never
---   hears about an endpoint its owner no longer owns.
+--   sees (a human's own and its teams', a team's own), now and later. The owner predicate is
+--   switchboard/scope.py's (OWNER_ENDPOINTS_SQL, spliced as @{owner_endpoints}), checked on the
+--   rule's own endpoint too, so a rule never hears about an endpoint its owner no longer sees.
 -- params: kind
 SELECT r.id AS rule_id, r.queue AS rule_queue, r.threshold, r.for_seconds,
        r.created_at AS rule_created_at, e.id AS endpoint_id
