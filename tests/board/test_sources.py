@@ -624,13 +624,13 @@ def test_the_source_page_makes_the_same_queries_for_1_and_20_events(
     source = github_source(personas)
     deliver("github")
     # session, user, the source, its rules with their endpoints, its events with their todo
-    # ids, the teams alice administers (Move to team: she manages it), the rail's unread count
-    with django_assert_num_queries(7):
+    # ids, the rail's unread count
+    with django_assert_num_queries(6):
         alice_client.get(reverse("source_detail", args=["github"]))
     RuleFactory(source=source, endpoint=personas.endpoint_a, queue="also", position=20)
     for n in range(25):
         deliver("github", delivery=f"d-{n}")
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         body = alice_client.get(reverse("source_detail", args=["github"])).content.decode()
     assert body.count('<details class="event">') == 20
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -428,11 +430,14 @@ def test_an_outsider_gets_404_for_every_page_of_a_teams_source_and_nothing_chang
 
 
 def test_an_admin_moves_her_source_into_the_team_from_its_page(
-    ops: Ops, personas: Personas
+    ops: Ops, personas: Personas, django_assert_num_queries: Callable[..., Any]
 ) -> None:
     SourceFactory(owner=personas.alice, slug="alice-hooks")
     assert ops.carol_client.get(reverse("source_detail", args=["alice-hooks"])).status_code == 404
-    page = ops.alice.get(reverse("source_detail", args=["alice-hooks"])).content.decode()
+    # session, user, the source (with whether she manages it and the teams she administers),
+    # its rules, its events, the rail's unread count: as many as for a human in no team
+    with django_assert_num_queries(6):
+        page = ops.alice.get(reverse("source_detail", args=["alice-hooks"])).content.decode()
     assert 'class="owned-by">alice<' in page and '<option value="ops">ops</option>' in page
 
     moved = ops.alice.post(

@@ -61,7 +61,7 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
-from switchboard.models import Team
+from switchboard.models import Team, TeamMember, TeamRole
 from switchboard.scope import managed_by, owned_by, teams_of
 from switchboard.teams import TeamRefused
 from todos.intake import deliveries, routing, sources
@@ -152,12 +152,18 @@ class SourceForm(forms.Form):
 
 def _own_source(request: BoardRequest, slug: str) -> Source:
     """The source ``slug`` if the human sees it (its own or its teams'); 404 for an unknown or
-    foreign one (staff too). Its ``managed`` says, in the same query, whether the human manages
-    it (owns it, or administers its team): only they move it into a team."""
+    foreign one (staff too). In the same query: ``managed``, whether the human manages it (owns
+    it, or administers its team: only they move it into a team), and ``admin_teams``, the names
+    of the teams the human administers (where it may move)."""
     managed = Source.objects.filter(managed_by(request.user.id), pk=OuterRef("pk"))
+    admin_teams = (
+        TeamMember.objects.filter(human_id=request.user.id, role=TeamRole.ADMIN)
+        .order_by("team__name")
+        .values("team__name")
+    )
     source = (
         Source.objects.filter(owned_by(request.user.id), slug=slug)
-        .annotate(managed=Exists(managed))
+        .annotate(managed=Exists(managed), admin_teams=ArraySubquery(admin_teams))
         .select_related("owner", "team")
         .first()
     )
@@ -472,7 +478,11 @@ def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
         "events_first_query": urlencode(filters.to_params()) if after else None,
         "tester": RuleTestForm(),
         # The teams it may move into: those the human administers, less its own.
-        "move_teams": [t for t in _admin_teams(request) if t.pk != source.team_id]
+        "move_teams": [
+            name
+            for name in getattr(source, "admin_teams", None) or []
+            if source.team is None or name != source.team.name
+        ]
         if getattr(source, "managed", False)
         else [],
     }
