@@ -72,8 +72,12 @@ lint:
 typecheck:
 	$(VENV)/bin/mypy
 
+# One pytest worker per core (pytest-xdist), a file to a worker: each worker has a test database
+# of its own (test_<name>_gw0, ...) and a file's module fixtures and order stay together.
+# PYTEST_WORKERS=0 runs in this process alone.
+PYTEST_WORKERS ?= auto
 pytest:
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The browser tests only, writing their screenshots over the committed ones that
 # docs/guides/board.md shows (other runs write them to .data/screenshots/, outside git).

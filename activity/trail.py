@@ -1,4 +1,5 @@
-"""One todo's story, for its trail page: ``todo_trail`` reads it, ``merge`` puts it in order.
+"""One todo's story, for its trail page: ``todo_trail`` reads it, ``merge`` puts it in order;
+and what its holders reported as they went, for the MCP App (``progress``).
 
 Four reads make a trail, owner-scoped first: the todo (``todos.queries.todo_in_scope``, which
 raises ``TodoNotFound`` for a foreign id exactly as for an unknown one), the webhook delivery it
@@ -38,13 +39,16 @@ from switchboard.lib.sql import fetch_all, load
 from switchboard.scope import Scope
 from todos import queries
 from todos.models import Event, State, Todo
-from todos.queries import TrailAttempt
+from todos.queries import TodoDetail, TrailAttempt
 
 # The newest rows a trail shows; the per-todo cap (activity_max_per_todo, 500 by default)
 # usually keeps fewer.
 TRAIL_ACTIVITY_LIMIT = 1000
 
 _ACTIVITY = load(Path(__file__).parent / "sql", "trail_activity")
+_PROGRESS = load(Path(__file__).parent / "sql", "todo_progress")
+# The newest progress notes get_todo carries (for the MCP App, which shows them as they come).
+NOTES_SHOWN = 10
 
 
 _STATES = frozenset(State.values)  # read once: ``values`` builds its list on every access
@@ -397,3 +401,44 @@ def _activity(todo_id: str, limit: int) -> tuple[ActivityRow, ...]:
     todo already found in the caller's scope (``todo_trail`` does)."""
     rows: Sequence[dict[str, Any]] = fetch_all(_ACTIVITY, {"todo_id": todo_id, "limit": limit})
     return tuple(ActivityRow.from_row(row) for row in reversed(rows))
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A holder's progress note (a heartbeat's ``note``): its attempt, when, and its text
+    (None once the todo was forgotten: activity/forget.py)."""
+
+    attempt_seq: int | None
+    at: dt.datetime
+    text: str | None
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What a todo's holders reported as they went: its newest notes and its spans counted."""
+
+    notes: tuple[Note, ...]  # newest first
+    spans: int  # stored (the caps' refusals are counted on the todo and its attempts)
+    span_errors: int  # of them, those whose status is error
+
+
+def progress(detail: TodoDetail, notes: int = NOTES_SHOWN) -> Progress:
+    """The newest ``notes`` progress notes of the todo ``detail`` holds and its spans counted,
+    in one query (``todo_progress.sql``). ``detail`` is what the owner-scoped read returned
+    (``todos.queries.todo_detail``), so this never reads a todo outside the caller's scope."""
+    row = fetch_all(_PROGRESS, {"todo_id": detail.todo.id, "notes": notes})[0]
+    return Progress(
+        notes=tuple(
+            Note(attempt_seq, at, text, truncated)
+            for attempt_seq, at, text, truncated in zip(
+                row["note_attempts"],
+                row["note_at"],
+                row["note_texts"],
+                row["note_truncated"],
+                strict=True,
+            )
+        ),
+        spans=int(row["spans"]),
+        span_errors=int(row["span_errors"]),
+    )

@@ -173,9 +173,16 @@ class AlertChannelAdmin(admin.ModelAdmin):
 
     @admin.action(description="Send a test alert to the selected channels")
     def send_test(self, request: HttpRequest, queryset: QuerySet[AlertChannel]) -> None:
-        for channel in queryset:
-            channels.queue_test(channel)
-        messages.success(request, f"Test alerts queued for {queryset.count()} channel(s).")
+        # The Board's button, the same refusals: disabled, breaker open, or a test just sent.
+        outcomes = [channels.queue_test(channel).outcome for channel in queryset]
+        queued = outcomes.count("queued")
+        messages.success(request, f"Test alerts queued for {queued} channel(s).")
+        if refused := len(outcomes) - queued:
+            messages.warning(
+                request,
+                f"{refused} channel(s) refused a test: disabled, circuit breaker open, or a test"
+                f" queued less than {channels.TEST_EVERY_SECONDS} s ago.",
+            )
 
     actions = ["send_test"]
 

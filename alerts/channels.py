@@ -7,19 +7,30 @@ wherever it is made: a webhook's URL must pass the push rings' SSRF guard
 endpoint must be one its channel's owner may see (``switchboard/scope.py``). A new channel
 carries the default rules (``DEFAULT_KINDS``) on all of its owner's endpoints until narrowed.
 
-A channel is owned by a human or by a team, as a source is (docs/decisions/0034-teams.md): a
-team's channel hears about the team's endpoints only (``scope.owner_endpoints``) and every
-member sees and acts on it; it moves into a team as a source does (``move_channel``).
+A channel is owned by a human or by a team, as a source is (docs/decisions/0034-teams.md), and
+is seen by its owner alone: the human, or every member of the team (``Scope.owned``).
+``visible`` and ``get_visible`` are the reads every surface asks first, and anyone else's
+channel is as unknown as one that never was. A team's channel hears about the team's endpoints
+only (``scope.owner_endpoints``); it moves into a team as a source does (``move_channel``). A
+disabled channel hears nothing and is sent nothing: disabling it fails what was still queued
+for it (``drop_queued.sql``). A test message (``queue_test``) from a button is refused while the
+channel is disabled or its breaker open, and more than once per ``TEST_EVERY_SECONDS``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 from uuid import UUID
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.db.models import F, Prefetch, Window
+from django.db.models.functions import RowNumber
 
 from alerts.models import (
     DEFAULT_KINDS,
@@ -27,11 +38,12 @@ from alerts.models import (
     AlertDelivery,
     AlertRule,
     ChannelKind,
-    Message,
     RuleKind,
 )
-from switchboard.lib import webhook_out
+from switchboard.lib import jsonlimits, webhook_out
 from switchboard.lib.errors import InvalidInput
+from switchboard.lib.sql import fetch_all, fetch_one, load
+from switchboard.lib.text import strip_control
 from switchboard.models import Endpoint, Human, Team
 from switchboard.scope import Scope, owner_endpoints
 from switchboard.teams import check_move
@@ -43,6 +55,20 @@ NAME_MAX_CHARS = 200
 FOR_SECONDS_MAX = 30 * 24 * 3600
 # The kinds whose T is their whole condition: without one they would fire at once.
 _NEEDS_FOR = frozenset({RuleKind.OLDEST_PENDING, RuleKind.SILENT_CLAIM})
+TEST_EVERY_SECONDS = 10  # at most one test message per channel from a button in this many seconds
+LAST_MESSAGES = 5  # the messages the Board lists per channel
+
+_SQL = Path(__file__).resolve().parent / "sql"
+QUEUE_TEST = load(_SQL, "queue_test")
+DROP_QUEUED = load(_SQL, "drop_queued")
+
+
+def _plain(field: str, value: str) -> str:
+    """``value`` if PostgreSQL text holds it and no control character hides in it (a form's
+    ``%00`` would otherwise fail the write, not the check)."""
+    if jsonlimits.text_problem(value) is not None or strip_control(value) != value:
+        raise InvalidInput(field, "must not contain control characters")
+    return value
 
 
 def check_url(url: str, *, allow_private: bool | None = None) -> str:
@@ -50,6 +76,7 @@ def check_url(url: str, *, allow_private: bool | None = None) -> str:
     url = url.strip()
     if not url or len(url) > URL_MAX_CHARS:
         raise InvalidInput("url", f"a webhook URL of 1 to {URL_MAX_CHARS} characters")
+    _plain("url", url)
     if allow_private is None:
         allow_private = settings.SWITCHBOARD_PUSH_ALLOW_PRIVATE
     try:
@@ -60,7 +87,7 @@ def check_url(url: str, *, allow_private: bool | None = None) -> str:
 
 
 def check_email(address: str) -> str:
-    address = address.strip()
+    address = _plain("email", address.strip())
     try:
         validate_email(address)
     except ValidationError:
@@ -69,16 +96,63 @@ def check_email(address: str) -> str:
 
 
 def visible(human: Human) -> list[AlertChannel]:
-    """The channels ``human`` may see and test: their own (``Scope.owned``)."""
-    return list(AlertChannel.objects.filter(Scope.of_human(human.pk).own()).order_by("created_at"))
+    """The channels ``human`` may see and act on: their own and their teams' (``Scope.owned``)."""
+    return list(
+        AlertChannel.objects.filter(Scope.of_human(human.pk).owned()).order_by("created_at")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One of the human's channels as the Board lists it."""
+
+    channel: AlertChannel
+    rules: list[AlertRule]
+    last: list[AlertDelivery]  # its newest LAST_MESSAGES messages, newest first
+    breaker_open_until: dt.datetime | None  # its circuit breaker holds messages until then
+
+
+def listed(human: Human, *, now: dt.datetime) -> list[Listed]:
+    """The channels ``human`` sees (their own and their teams') with their owner, rules,
+    newest messages and breaker, oldest channel first, in three queries however many channels
+    there are."""
+    owned = list(
+        AlertChannel.objects.filter(Scope.of_human(human.pk).owned())
+        .select_related("circuit", "owner", "team")
+        .prefetch_related(Prefetch("rules", queryset=AlertRule.objects.select_related("endpoint")))
+        .order_by("created_at", "id")
+    )
+    last: dict[UUID, list[AlertDelivery]] = {c.pk: [] for c in owned}
+    if owned:
+        newest = (
+            AlertDelivery.objects.filter(channel__in=[c.pk for c in owned])
+            .annotate(
+                rank=Window(RowNumber(), partition_by=F("channel_id"), order_by=F("id").desc())
+            )
+            .filter(rank__lte=LAST_MESSAGES)
+            .order_by("channel_id", "-id")
+        )
+        for delivery in newest:
+            last[delivery.channel_id].append(delivery)
+    return [Listed(c, list(c.rules.all()), last[c.pk], _breaker_until(c, now)) for c in owned]
+
+
+def _breaker_until(channel: AlertChannel, now: dt.datetime) -> dt.datetime | None:
+    try:
+        circuit = channel.circuit
+    except AlertChannel.circuit.RelatedObjectDoesNotExist:
+        return None
+    return circuit.open_until if circuit.open_until and circuit.open_until > now else None
 
 
 def get_visible(human: Human, channel_id: UUID | str) -> AlertChannel | None:
+    """The channel ``channel_id`` if ``human`` sees it (their own or their teams'); None for an
+    unknown or foreign id alike, or one that is not an id."""
     try:
         key = UUID(str(channel_id))
     except ValueError:
         return None
-    return AlertChannel.objects.filter(Scope.of_human(human.pk).own(), id=key).first()
+    return AlertChannel.objects.filter(Scope.of_human(human.pk).owned(), id=key).first()
 
 
 def add_channel(
@@ -97,7 +171,7 @@ def add_channel(
         raise ValueError("a channel is owned by a human or by a team, exactly one")
     if (webhook is None) == (email is None):
         raise InvalidInput("channel", "give a webhook URL or an email address, one of them")
-    name = name.strip()
+    name = _plain("name", name.strip())
     if len(name) > NAME_MAX_CHARS:
         raise InvalidInput("name", f"at most {NAME_MAX_CHARS} characters")
     secret = None
@@ -128,7 +202,7 @@ def update_channel(
 ) -> AlertChannel:
     """Change a channel's name, target or switch; the target is checked as at creation."""
     if name is not None:
-        if len(name.strip()) > NAME_MAX_CHARS:
+        if len(_plain("name", name.strip())) > NAME_MAX_CHARS:
             raise InvalidInput("name", f"at most {NAME_MAX_CHARS} characters")
         channel.name = name.strip()
     if url is not None:
@@ -141,7 +215,10 @@ def update_channel(
         channel.email = check_email(email)
     if enabled is not None:
         channel.enabled = enabled
-    channel.save()
+    with transaction.atomic():
+        channel.save()
+        if enabled is False:
+            fetch_all(DROP_QUEUED, {"channel_id": channel.pk})
     return channel
 
 
@@ -247,6 +324,29 @@ def remove_rule(rule: AlertRule) -> None:
     rule.delete()
 
 
-def queue_test(channel: AlertChannel) -> AlertDelivery:
-    """Queue a test message to the channel (the sweeper sends it, even past an open breaker)."""
-    return AlertDelivery.objects.create(channel=channel, message=Message.TEST)
+@dataclass(frozen=True, slots=True)
+class QueuedTest:
+    """What "send test alert" did: ``queued`` (with the message's id), or why not."""
+
+    outcome: Literal["queued", "gone", "disabled", "breaker_open", "throttled"]
+    delivery_id: int | None = None
+
+
+def queue_test(channel: AlertChannel, *, guarded: bool = True) -> QueuedTest:
+    """Queue a test message to the channel for the sweeper to send (``queue_test.sql``).
+    ``guarded`` (a button): refused while the channel is disabled or its breaker is open, and
+    within ``TEST_EVERY_SECONDS`` of its last test. Unguarded (``manage.py alert test``, which
+    sends it at once): queued whatever the breaker."""
+    row = fetch_one(
+        QUEUE_TEST,
+        {"channel_id": channel.pk, "every_seconds": TEST_EVERY_SECONDS, "guarded": guarded},
+    )
+    if row is None:
+        return QueuedTest("gone")
+    if row["id"] is not None:
+        return QueuedTest("queued", row["id"])
+    if row["disabled"]:
+        return QueuedTest("disabled")
+    if row["breaker_open"]:
+        return QueuedTest("breaker_open")
+    return QueuedTest("throttled")

@@ -3,7 +3,9 @@
 Each SQL kind reads its statement (``alerts/sql/fire_<kind>.sql``) over the rules of that kind,
 each rule expanded to the endpoints it covers (``_rule_endpoints.sql``, owner-scoped through
 ``switchboard/scope.py``). The budgets come from outside (``alerts/sources.py``) and are
-matched here in Python (``budget_firings``), so they test with constructed values.
+matched here in Python (``budget_firings``), so they test with constructed values; a budget
+warning whose channel hears in the same evaluation that the budget is exceeded is not opened
+(``unsuperseded``).
 ``alerts/sweep.py`` hands what fires to ``open_alerts.sql`` / ``resolve_alerts.sql``.
 """
 
@@ -112,6 +114,19 @@ def budget_firings(
             }
             found.append(Firing(rule["rule_id"], subject, status.endpoint_id, queue, None, detail))
     return found
+
+
+def unsuperseded(
+    warnings: Sequence[Firing], exceeded: Sequence[Firing], rules: Iterable[dict[str, Any]]
+) -> list[Firing]:
+    """The budget warnings to open: those whose channel is not, in the same evaluation, told
+    that the same budget day is exceeded. A budget that passes 100 % within one sweeper pass
+    is one message (the exceeded one), not two; a warning already open stays open (it is only
+    kept from opening). ``rules`` are both kinds' rule rows (``rule_endpoints``), for each
+    rule's channel. Pure."""
+    channel_of = {r["rule_id"]: r["channel_id"] for r in rules}
+    over = {(channel_of.get(f.rule_id), f.subject) for f in exceeded}
+    return [f for f in warnings if (channel_of.get(f.rule_id), f.subject) not in over]
 
 
 def summarised(kind: str, firings: Iterable[Firing]) -> list[Firing]:

@@ -8,9 +8,10 @@ own and its teams', a team's own) or one, on every queue (``queue`` NULL) or one
 is one rule firing for one subject (a todo, a queue, an endpoint, a budget day); a **delivery**
 is one message about it (opened, resolved, or a test) on its way to the channel, with its tries.
 
-``alerts/channels.py`` is the only writer of channels and rules; the sweeper's alert step
-(``alerts/sweep.py`` over ``alerts/sql/``) is the only writer of alerts, deliveries and the
-channels' circuit breakers. See docs/guides/alerts.md.
+``alerts/channels.py`` is the only writer of channels and rules (it also queues a test message
+and fails a disabled channel's queued ones); the sweeper's alert step (``alerts/sweep.py`` over
+``alerts/sql/``) writes alerts, their messages and the channels' circuit breakers. See
+docs/guides/alerts.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ Run at the end of every sweeper pass (registered with ``todos/sweeps.py`` by ``a
    per kind, what fires now (``alerts/evaluate.py``) goes to ``open_alerts.sql`` (new alerts,
    one live per rule and subject; pending ones that held long enough open) and, for the
    condition kinds, to ``resolve_alerts.sql`` (what no longer fires is resolved). A kind's two
-   statements commit together, with the messages they queue;
+   statements commit together, with the messages they queue. The budgets are read once a pass
+   for both budget kinds, and a warning its channel would hear together with the exceeded
+   alert of the same budget day is not opened (one message, not two; it still counts as
+   firing, so an open one is not resolved);
 2. **send** what is due (``alerts/deliver.py``), after that commit, outside any transaction.
 
 A kind whose read fails (a budget source that raises, say) is logged and skipped for the pass:
@@ -19,7 +22,7 @@ import datetime as dt
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ from django.utils import timezone
 from alerts import deliver, evaluate, sources
 from alerts.evaluate import Firing
 from alerts.models import EVENT_KINDS, RuleKind
+from alerts.sources import BudgetStatusLike
 from switchboard.lib.sql import fetch_all, fetch_one, load
 
 log = logging.getLogger(__name__)
@@ -73,22 +77,25 @@ class AlertReport:
         return out
 
 
-def apply(kind: str, firings: Sequence[Firing]) -> tuple[int, int]:
-    """Open what fires and resolve what no longer does for ``kind``, in one transaction;
-    (messages queued for openings, alerts resolved)."""
+def apply(
+    kind: str, firings: Sequence[Firing], opening: Sequence[Firing] | None = None
+) -> tuple[int, int]:
+    """Open what fires (``opening``, all of ``firings`` unless given) and resolve what no longer
+    fires for ``kind``, in one transaction; (messages queued for openings, alerts resolved)."""
     event = kind in EVENT_KINDS
+    opening = firings if opening is None else opening
     with transaction.atomic():
         row = fetch_one(
             OPEN_ALERTS,
             {
                 "event": event,
-                "rule_ids": [f.rule_id for f in firings],
-                "subjects": [f.subject for f in firings],
-                "endpoint_ids": [f.endpoint_id for f in firings],
-                "queues": [f.queue for f in firings],
-                "todo_ids": [f.todo_id for f in firings],
-                "summaries": [f.summary for f in firings],
-                "details": [json.dumps(f.detail) for f in firings],
+                "rule_ids": [f.rule_id for f in opening],
+                "subjects": [f.subject for f in opening],
+                "endpoint_ids": [f.endpoint_id for f in opening],
+                "queues": [f.queue for f in opening],
+                "todo_ids": [f.todo_id for f in opening],
+                "summaries": [f.summary for f in opening],
+                "details": [json.dumps(f.detail) for f in opening],
             },
         )
         opened = int(row["opened"]) if row else 0
@@ -106,26 +113,48 @@ def apply(kind: str, firings: Sequence[Firing]) -> tuple[int, int]:
     return opened, resolved
 
 
-def firings(kind: str, now: dt.datetime) -> list[Firing]:
-    """What ``kind`` finds firing now."""
-    if kind in BUDGET_KINDS:
-        rules = evaluate.rule_endpoints(kind)
-        if not rules:
-            return []
-        statuses = sources.budget_statuses(now=now)
-        return evaluate.summarised(kind, evaluate.budget_firings(kind, rules, statuses))
-    return evaluate.read(kind)
+type Statuses = Callable[[], Sequence[BudgetStatusLike]]
+
+
+def firings(
+    kind: str, now: dt.datetime, statuses: Statuses | None = None
+) -> tuple[list[Firing], list[Firing]]:
+    """What ``kind`` finds firing now, and of that what may open: all of it, except a budget
+    warning superseded by its channel's exceeded alert on the same budget day
+    (``evaluate.unsuperseded``). ``statuses`` reads the budgets (once a pass, for both kinds)."""
+    if kind not in BUDGET_KINDS:
+        found = evaluate.read(kind)
+        return found, found
+    rules = evaluate.rule_endpoints(kind)
+    if not rules:
+        return [], []
+    current = statuses() if statuses else sources.budget_statuses(now=now)
+    found = evaluate.summarised(kind, evaluate.budget_firings(kind, rules, current))
+    if kind != RuleKind.BUDGET_WARNING or not found:
+        return found, found
+    over_rules = evaluate.rule_endpoints(RuleKind.BUDGET_EXCEEDED)
+    over = evaluate.budget_firings(RuleKind.BUDGET_EXCEEDED, over_rules, current)
+    return found, evaluate.unsuperseded(found, over, [*rules, *over_rules])
 
 
 def evaluate_all(report: AlertReport, *, now: dt.datetime | None = None) -> None:
     """Every kind in turn; one kind's failure never stops the others."""
     now = now or timezone.now()
     live = {row["kind"] for row in fetch_all(LIVE_KINDS, {})}
+    read: list[Sequence[BudgetStatusLike]] = []
+
+    def statuses() -> Sequence[BudgetStatusLike]:
+        # Both budget kinds judge the same figures: a budget crossing 100 % between two reads
+        # would otherwise escape the warning's supersession.
+        if not read:
+            read.append(sources.budget_statuses(now=now))
+        return read[0]
+
     for kind in RuleKind:
         if kind not in live:
             continue
         try:
-            opened, resolved = apply(kind, firings(kind, now))
+            opened, resolved = apply(kind, *firings(kind, now, statuses))
         except Exception:
             log.exception("alerts: evaluating %s failed; retrying at the next pass", kind)
             report.failed_kinds.append(str(kind))

@@ -1,52 +1,81 @@
-"""The Board's alerts page (the rail's bell): the open alerts, their history, and the
-human's channels with their rules, last messages and a "send test alert" button.
+"""The Board's alerts page (the rail's bell): the open alerts, their history, and the human's
+channels with their rules and last messages; adding a channel, its signing secret shown once,
+"send test alert", disabling and deleting one.
 
-Scoped to the channels the logged-in human owns (``alerts.channels.visible``); another human's
-channel answers 404 exactly like an unknown one, staff included. The test button queues the
-message through ``alerts.channels``; the sweeper sends it, never this request.
+Scoped to the channels the logged-in human owns (``alerts.channels.get_visible``); another
+human's channel answers 404 exactly like an unknown one, staff included, and nothing changes.
+Every change goes through ``alerts.channels``, the one writer the admin and ``manage.py alert``
+call too: a webhook URL meets the push rings' SSRF guard there (a refused inside address names
+``SWITCHBOARD_PUSH_ALLOW_PRIVATE``), and a test message is queued there, throttled and refused
+while the channel's breaker is open; the sweeper sends it, never this request.
+
+A webhook channel's signing secret is shown once: the POST that made it keeps it in the session
+and redirects (``stash_shown_once``), and the page it redirects to takes it out and renders it
+(``pop_shown_once``, never cached), so a reload shows it no more and makes nothing.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.html import format_html
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from alerts import channels
-from alerts.models import Alert, AlertDelivery, AlertState
-from switchboard.lib.guards import BoardRequest, login_required
+from alerts.models import Alert, AlertChannel, AlertState, ChannelKind
+from switchboard.lib.errors import InvalidInput
+from switchboard.lib.guards import (
+    BoardRequest,
+    confirmed,
+    holds_secret,
+    login_required,
+    pop_shown_once,
+    stash_shown_once,
+)
 from switchboard.scope import Scope
 
 HISTORY = 50
-LAST_MESSAGES = 5
+PAGE = "alerts/alerts.html"
+# What the add form sends: the kind, and the target as typed (an URL or an address).
+FORM_FIELDS = ("kind", "target", "name")
+
+
+def _own_channel(request: BoardRequest, channel_id: str) -> AlertChannel:
+    """The human's channel ``channel_id``; 404 for another's exactly as for an unknown one."""
+    channel = channels.get_visible(request.user, channel_id)
+    if channel is None:
+        raise Http404("no such channel")
+    return channel
+
+
+def _page(
+    request: BoardRequest, form: dict[str, str] | None = None, errors: dict[str, str] | None = None
+) -> dict[str, Any]:
+    mine = Scope.of_human(request.user.pk).own("channel__owner")
+    live = Alert.objects.filter(mine).select_related("channel", "endpoint")
+    return {
+        "section": "alerts",
+        "open_alerts": list(live.filter(state=AlertState.OPEN).order_by("-opened_at")),
+        "history": list(
+            live.filter(state__in=[AlertState.RESOLVED, AlertState.EVENT]).order_by("-id")[:HISTORY]
+        ),
+        "channels": channels.listed(request.user, now=timezone.now()),
+        "form": form or {"kind": ChannelKind.WEBHOOK, "target": "", "name": ""},
+        "errors": errors or {},
+        "kinds": ChannelKind.choices,
+        "test_every_seconds": channels.TEST_EVERY_SECONDS,
+    }
 
 
 @login_required
 @require_GET
 def alerts_page(request: BoardRequest) -> HttpResponse:
-    mine = Scope.of_human(request.user.pk).own("channel__owner")
-    live = Alert.objects.filter(mine).select_related("channel", "endpoint")
-    owned = channels.visible(request.user)
-    last: dict[object, list[AlertDelivery]] = {}
-    for channel in owned:
-        last[channel.pk] = list(channel.deliveries.order_by("-id")[:LAST_MESSAGES])
-    return render(
-        request,
-        "alerts/alerts.html",
-        {
-            "section": "alerts",
-            "open_alerts": list(live.filter(state=AlertState.OPEN).order_by("-opened_at")),
-            "history": list(
-                live.filter(state__in=[AlertState.RESOLVED, AlertState.EVENT]).order_by("-id")[
-                    :HISTORY
-                ]
-            ),
-            "channels": [(c, list(c.rules.select_related("endpoint")), last[c.pk]) for c in owned],
-        },
-    )
+    return render(request, PAGE, _page(request))
 
 
 @login_required
@@ -71,15 +100,121 @@ def bell(request: BoardRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def channel_test(request: BoardRequest, channel_id: str) -> HttpResponse:
-    """Queue a test alert to one of the human's channels."""
-    channel = channels.get_visible(request.user, channel_id)
-    if channel is None:
-        raise Http404("no such channel")
-    channels.queue_test(channel)
+def channel_add(request: BoardRequest) -> HttpResponse:
+    """Add a webhook or email channel for the human, with the default rules. A refused value
+    is named beside its field (400) and nothing is made; a webhook's secret is shown once."""
+    # Cut past the longest value any field takes: a longer one is refused by its length.
+    cap = channels.URL_MAX_CHARS + 1
+    form = {name: str(request.POST.get(name, ""))[:cap] for name in FORM_FIELDS}
+    kind, target = form["kind"], form["target"]
+    try:
+        if kind not in ChannelKind.values:
+            raise InvalidInput("kind", "a webhook or an email address")
+        channel, secret = channels.add_channel(
+            request.user,
+            webhook=target if kind == ChannelKind.WEBHOOK else None,
+            email=target if kind == ChannelKind.EMAIL else None,
+            name=form["name"],
+        )
+    except InvalidInput as exc:
+        field = exc.field if exc.field in FORM_FIELDS else "target"
+        why = str(exc).split(": ", 1)[-1]
+        return render(request, PAGE, _page(request, form, {field: why}), status=400)
+    if secret is not None:
+        stash_shown_once(request, "alert_secret", channel=str(channel.pk), secret=secret)
+        return redirect("alert_channel_secret", channel_id=channel.pk)
     messages.success(
-        request,
-        f"Test alert queued for {channel}: the sweeper sends it within"
-        f" {settings.SWITCHBOARD_SWEEP_INTERVAL_SECONDS} s; its answer appears below.",
+        request, f"Added {channel}: it hears dead letters, missed deadlines and budgets."
     )
     return redirect("alerts")
+
+
+@login_required
+@require_GET
+def channel_secret(request: BoardRequest, channel_id: str) -> HttpResponse:
+    """The new webhook channel's signing secret, once; a reload goes to the alerts page."""
+    channel = _own_channel(request, channel_id)
+    shown = pop_shown_once(request, "alert_secret", channel=str(channel.pk))
+    if shown is None or not shown.get("secret"):
+        messages.info(
+            request,
+            "A signing secret is shown only once. If it was not copied, delete the channel and"
+            " add it again.",
+        )
+        return redirect("alerts")
+    response = render(
+        request,
+        "alerts/channel_secret.html",
+        {"section": "alerts", "channel": channel, "secret": shown["secret"]},
+    )
+    return holds_secret(response)
+
+
+@login_required
+@require_POST
+def channel_test(request: BoardRequest, channel_id: str) -> HttpResponse:
+    """Queue a test alert to one of the human's channels (refused while it is disabled or its
+    breaker is open, and within ``channels.TEST_EVERY_SECONDS`` of its last test)."""
+    channel = _own_channel(request, channel_id)
+    queued = channels.queue_test(channel)
+    if queued.outcome == "queued":
+        messages.success(
+            request,
+            f"Test alert queued for {channel}: the sweeper sends it within"
+            f" {settings.SWITCHBOARD_SWEEP_INTERVAL_SECONDS} s; its answer appears below.",
+        )
+    elif queued.outcome == "gone":
+        raise Http404("no such channel")
+    elif queued.outcome == "disabled":
+        messages.error(request, f"{channel} is disabled: enable it to send it a test.")
+    elif queued.outcome == "breaker_open":
+        messages.error(
+            request,
+            f"{channel}'s circuit breaker is open: nothing is sent to it until it closes"
+            " (shown below).",
+        )
+    else:
+        messages.error(
+            request,
+            f"A test alert was queued for {channel} less than {channels.TEST_EVERY_SECONDS} s"
+            " ago; wait for its answer below.",
+        )
+    return redirect("alerts")
+
+
+@login_required
+@require_POST
+def channel_enabled(request: BoardRequest, channel_id: str) -> HttpResponse:
+    """Switch one of the human's channels on (``enabled=yes``) or off (``enabled=no``)."""
+    channel = _own_channel(request, channel_id)
+    value = request.POST.get("enabled")
+    if value not in ("yes", "no"):
+        return HttpResponse("enabled: yes or no", status=400, content_type="text/plain")
+    channels.update_channel(channel, enabled=value == "yes")
+    if channel.enabled:
+        messages.success(request, f"{channel} is enabled: its rules are evaluated again.")
+    else:
+        messages.success(
+            request,
+            f"{channel} is disabled: it hears nothing and is sent nothing; messages still"
+            " queued for it were dropped.",
+        )
+    return redirect("alerts")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def channel_delete(request: BoardRequest, channel_id: str) -> HttpResponse:
+    """Ask first; then delete one of the human's channels with its rules, alerts and messages.
+    A request without ``confirm=yes`` (the page's button) shows the question."""
+    channel = _own_channel(request, channel_id)
+    if request.method == "POST" and confirmed(request):
+        name = str(channel)
+        channels.remove_channel(channel)
+        messages.success(request, f"Deleted the channel {name}.")
+        return redirect("alerts")
+    return render(
+        request,
+        "alerts/channel_delete.html",
+        {"section": "alerts", "channel": channel, "rules": channel.rules.count()},
+    )

@@ -3,11 +3,13 @@
 ``submit_todo`` and ``get_todo`` name ``ui://switchboard/todo`` in ``_meta.ui.resourceUri`` for
 clients that declared the extension; a host reads that resource (``text/html;profile=mcp-app``)
 and renders it in a sandboxed iframe, handing it the tool's result. The view shows the todo's
-state, its question, its attempts with their summaries and artifacts, and follows the todo (a
-``get_todo`` through the host every few seconds until it is finished). Its buttons call the
-App's own tools (``answer_todo``, ``cancel_todo``, ``retry_todo``: ``_meta.ui.visibility:
-["app"]``, so hosts keep them from the model), which are the Board's lifecycle calls in the
-endpoint's scope.
+state, its cost and tokens (``todo.usage``) with its spans counted (``spans``: how many, how
+many in error), its question, its attempts with their summaries and artifacts, and its holders'
+newest progress notes (``notes``), and follows the todo (a ``get_todo`` through the host every
+few seconds until it is finished), marking the notes that arrived since the last look. Its
+buttons call the App's own tools (``answer_todo``, ``cancel_todo``, ``retry_todo``:
+``_meta.ui.visibility: ["app"]``, so hosts keep them from the model), which are the Board's
+lifecycle calls in the endpoint's scope.
 
 Everything the view runs is in the one HTML document served here: the MCP Apps client library
 vendored from npm (static/vendor/ext-apps-2.0.4/, unchanged; its closing ``export`` list is
@@ -56,6 +58,12 @@ li { margin: 2px 0; }
 .muted { color: #666; }
 button { margin: 6px 6px 0 0; }
 textarea { width: 100%; box-sizing: border-box; }
+.usage { margin: 4px 0; }
+h2 { font-size: 13px; margin: 10px 0 2px; }
+.notes { list-style: none; padding-left: 0; }
+.note { border-left: 3px solid #d0d0d0; padding-left: 6px; }
+.note.new { border-left-color: #3a7bd5; }
+.error { color: #a11; }
 """
 
 VIEW = r"""
@@ -65,6 +73,8 @@ const RETRYABLE = new Set(["failed", "canceled", "rejected"]);
 const root = document.getElementById("todo");
 let current = null;
 let following = null;
+const seenNotes = new Set();
+let firstRender = true;
 
 function el(tag, text, cls) {
   const node = document.createElement(tag);
@@ -84,24 +94,90 @@ function finished(todo) {
   return FINISHED.has(todo.state) || (todo.state === "failed" && todo.dead_letter);
 }
 
+function count(n) {
+  return Number(n || 0).toLocaleString("en-US");
+}
+
+// The cost as the Board reads it (attempts/types.py, Usage.cost_label): never $0 for tokens
+// no price covers.
+function costLabel(usage) {
+  const cost = usage.cost_usd;
+  if (cost === null || cost === undefined) return usage.unpriced_tokens ? "unpriced" : "$0.0000";
+  if (cost > 0 && cost < 0.0001) return "<$0.0001";
+  return "$" + Number(cost).toFixed(4);
+}
+
+function usageLine(todo, spans) {
+  const line = el("div", "", "usage muted");
+  line.id = "usage";
+  const usage = todo.usage && typeof todo.usage === "object" ? todo.usage : null;
+  const parts = [];
+  if (usage) {
+    const tokens = usage.tokens || {};
+    parts.push(costLabel(usage));
+    parts.push(count(tokens.input) + " in / " + count(tokens.output) + " out tokens");
+    if (usage.unpriced_tokens && usage.cost_usd) {
+      parts.push(count(usage.unpriced_tokens) + " unpriced");
+    }
+  }
+  if (spans && typeof spans === "object") {
+    parts.push(count(spans.count) + (spans.count === 1 ? " span" : " spans"));
+  }
+  if (!parts.length) return null;
+  line.textContent = parts.join(" · ");
+  if (spans && spans.errors) {
+    const word = spans.errors === 1 ? " error" : " errors";
+    const errors = el("span", " · " + count(spans.errors) + word, "error");
+    errors.id = "span-errors";
+    line.append(errors);
+  }
+  return line;
+}
+
+function noteList(notes) {
+  const list = el("ol", undefined, "notes");
+  list.id = "notes";
+  for (const n of notes) {
+    const key = n.attempt_seq + "@" + n.at;
+    const item = el("li", undefined, "note");
+    if (!firstRender && !seenNotes.has(key)) item.classList.add("new");
+    seenNotes.add(key);
+    const when = typeof n.at === "string" ? n.at.slice(11, 19) + " UTC" : "";
+    item.append(el("span", "attempt " + n.attempt_seq + " · " + when + " ", "muted"));
+    const text = n.text === null ? "(forgotten)" : n.text + (n.truncated ? "…" : "");
+    item.append(el("span", text, "text"));
+    list.append(item);
+  }
+  return list;
+}
+
 function render(content) {
   const todo = todoOf(content);
   if (!todo) return;
   current = todo;
   const attempts = Array.isArray(content.attempts) ? content.attempts : [];
+  const notes = Array.isArray(content.notes) ? content.notes : [];
+  // A re-render (every few seconds while the todo runs) keeps an answer being typed.
+  const typing = document.getElementById("answer-text");
+  const typed = typing ? typing.value : "";
+  const focused = typing && document.activeElement === typing;
   root.replaceChildren();
   root.append(el("h1", todo.title || todo.id));
   const line = el("div");
   line.append(el("span", todo.state, "state"));
   line.append(el("span", "  " + todo.id + " on " + todo.queue, "muted"));
   root.append(line);
+  const usage = usageLine(todo, content.spans);
+  if (usage) root.append(usage);
   const request = todo.input_request;
   if (todo.state === "input-required" && request && typeof request.question === "string") {
     root.append(el("div", request.question, "question"));
     const box = el("textarea");
     box.id = "answer-text";
     box.rows = 2;
+    box.value = typed;
     root.append(box);
+    if (focused) box.focus();
     const send = el("button", "Answer");
     send.id = "answer";
     send.onclick = () => act("answer_todo", { id: todo.id, text: box.value });
@@ -118,6 +194,11 @@ function render(content) {
     }
     root.append(list);
   }
+  if (notes.length) {
+    root.append(el("h2", "Notes"));
+    root.append(noteList(notes));
+  }
+  firstRender = false;
   if (!finished(todo)) {
     const cancel = el("button", "Cancel");
     cancel.id = "cancel";

@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
+from activity.trail import Note, Progress
 from attempts.types import AttemptView, Usage
 from todos import states
 from todos.models import Todo
@@ -84,9 +85,10 @@ def attempt_out(attempt: AttemptView) -> dict[str, Any]:
     }
 
 
-def detail_out(detail: TodoDetail) -> dict[str, Any]:
-    """get_todo and the ``switchboard://todos/{id}`` resource: the todo with its result, and its
-    attempts newest first."""
+def detail_out(detail: TodoDetail, progress: Progress) -> dict[str, Any]:
+    """get_todo and the ``switchboard://todos/{id}`` resource: the todo with its result and
+    usage, its attempts newest first, its holders' newest progress notes and its spans counted
+    (what the MCP App shows as it follows the todo, mcp_server/app.py)."""
     todo = todo_out(detail.todo, result=True)
     todo["usage"] = _usage(detail.todo).as_json()
     todo["max_cost_usd"] = _cap(detail.todo)
@@ -95,6 +97,17 @@ def detail_out(detail: TodoDetail) -> dict[str, Any]:
         "attempts": [attempt_out(a) for a in detail.history.attempts],
         "attempts_total": detail.history.total,
         "attempts_pruned": detail.history.pruned,
+        "notes": [note_out(n) for n in progress.notes],
+        "spans": {"count": progress.spans, "errors": progress.span_errors},
+    }
+
+
+def note_out(note: Note) -> dict[str, Any]:
+    return {
+        "attempt_seq": note.attempt_seq,
+        "at": iso(note.at),
+        "text": note.text,
+        "truncated": note.truncated,
     }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from activity import trail
 from mcp_server import registry, shapes
 from mcp_server.schemas import (
     ATTEMPTS_LIMIT_DEFAULT,
@@ -103,8 +104,10 @@ def list_todos(caller: Caller, args: Args) -> Out:
 
 
 def todo_detail(caller: Caller, todo_id: str, attempts_limit: int) -> Out:
-    """get_todo's shape: shared with the switchboard://todos/{id} resource."""
-    return shapes.detail_out(queries.todo_detail(caller.scope, todo_id, attempts_limit))
+    """get_todo's shape: shared with the switchboard://todos/{id} resource. Three queries: the
+    todo and its attempts (owner-scoped), then its notes and span counts."""
+    detail = queries.todo_detail(caller.scope, todo_id, attempts_limit)
+    return shapes.detail_out(detail, trail.progress(detail))
 
 
 def get_todo(caller: Caller, args: Args) -> Out:

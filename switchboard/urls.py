@@ -71,10 +71,26 @@ urlpatterns = [
     path("activity/", activity_views.activity_feed, name="activity"),
     path("alerts/", alert_views.alerts_page, name="alerts"),
     path("alerts/bell", alert_views.bell, name="alerts_bell"),
+    path("alerts/channels/new", alert_views.channel_add, name="alert_channel_add"),
+    path(
+        "alerts/channels/<str:channel_id>/secret",
+        alert_views.channel_secret,
+        name="alert_channel_secret",
+    ),
     path(
         "alerts/channels/<str:channel_id>/test",
         alert_views.channel_test,
         name="alert_channel_test",
+    ),
+    path(
+        "alerts/channels/<str:channel_id>/enabled",
+        alert_views.channel_enabled,
+        name="alert_channel_enabled",
+    ),
+    path(
+        "alerts/channels/<str:channel_id>/delete",
+        alert_views.channel_delete,
+        name="alert_channel_delete",
     ),
     path("endpoints/", endpoint_views.endpoint_list, name="endpoint_list"),
     path("endpoints/new", endpoint_views.endpoint_new, name="endpoint_new"),

@@ -4,7 +4,7 @@
 --   switchboard/scope.py's (OWNER_ENDPOINTS_SQL, spliced as @{owner_endpoints}), checked on the
 --   rule's own endpoint too, so a rule never hears about an endpoint its owner no longer sees.
 -- params: kind
-SELECT r.id AS rule_id, r.queue AS rule_queue, r.threshold, r.for_seconds,
+SELECT r.id AS rule_id, r.channel_id, r.queue AS rule_queue, r.threshold, r.for_seconds,
        r.created_at AS rule_created_at, e.id AS endpoint_id
   FROM alert_rules r
   JOIN alert_channels c ON c.id = r.channel_id AND c.enabled

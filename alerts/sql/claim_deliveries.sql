@@ -2,22 +2,24 @@
 --   sweeper to send after this commits (alerts/deliver.py), as claim_pushes.sql takes push
 --   rings: a try is counted and the next moved `lease_seconds` ahead (a sender that dies
 --   mid-send leaves it to be taken again then), SKIP LOCKED so two senders never take one.
---   A channel whose circuit breaker is open gets nothing but test messages until it closes.
---   `only`, when not NULL, takes that message alone, due or not (manage.py alert test).
+--   A channel whose circuit breaker is open gets nothing, tests included, until it closes
+--   (as claim_pushes.sql holds an endpoint's test rings), and a disabled channel nothing at all.
+--   `only`, when not NULL, takes that message alone, due or not, whatever the breaker
+--   (manage.py alert test: a person at the shell asked for the answer).
 -- params: limit, lease_seconds, only
 -- returns: the message, its channel's target and secret, its alert and the endpoint's slug.
 -- Uses index: alert_deliveries_due_idx (next_try_at) WHERE state = 'queued';
---   alert_circuits_pkey.
+--   alert_circuits_pkey; alert_channels_pkey.
 WITH due AS (
     SELECT d.id
       FROM alert_deliveries d
      WHERE d.state = 'queued'
        AND (d.id = %(only)s
             OR (%(only)s::bigint IS NULL AND d.next_try_at <= now()
-                AND (d.message = 'test'
-                     OR NOT EXISTS (SELECT 1 FROM alert_circuits k
-                                     WHERE k.channel_id = d.channel_id
-                                       AND k.open_until > now()))))
+                AND NOT EXISTS (SELECT 1 FROM alert_circuits k
+                                 WHERE k.channel_id = d.channel_id AND k.open_until > now())
+                AND EXISTS (SELECT 1 FROM alert_channels c
+                             WHERE c.id = d.channel_id AND c.enabled)))
      ORDER BY d.next_try_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED

@@ -1,6 +1,7 @@
 -- rule_endpoints: the endpoints each enabled rule of `kind` covers (_rule_endpoints.sql), for
---   the evaluators that match in Python (the budgets, alerts/evaluate.py).
+--   the evaluators that match in Python (the budgets, alerts/evaluate.py); the channel says
+--   whose warning an exceeded budget supersedes.
 -- params: kind
--- returns: rule_id, rule_queue, threshold, for_seconds, rule_created_at, endpoint_id.
+-- returns: rule_id, channel_id, rule_queue, threshold, for_seconds, rule_created_at, endpoint_id.
 -- Uses index: alert_rules_kind_idx; alert_channels_pkey; endpoints_pkey or the owner's.
 @{rule_endpoints}

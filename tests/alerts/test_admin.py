@@ -1,5 +1,6 @@
 """The alerts admin writes channels through alerts.channels: a webhook's secret shown once, a
-private target refused at save unless the push setting allows it, rules checked for the owner."""
+private target refused at save unless the push setting allows it, rules checked for the owner,
+and its test action refused as the Board's button is."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from alerts.models import AlertChannel, AlertRule
+from alerts import channels
+from alerts.models import AlertChannel, AlertDelivery, AlertRule
 from tests.base import Personas
 
 
@@ -118,3 +120,27 @@ def test_a_rule_on_its_own_page_is_checked_for_its_channels_owner(
     assert added.status_code == 302
     rule = channel.rules.get(kind="depth")
     assert (rule.endpoint_id, rule.threshold) == (personas.endpoint_a.id, 5)
+
+
+@pytest.mark.django_db
+def test_the_admins_test_action_refuses_as_the_boards_button_does(
+    admin_client: Client, personas: Personas
+) -> None:
+    on, _ = channels.add_channel(personas.alice, email="on@example.com")
+    off, _ = channels.add_channel(personas.alice, email="off@example.com")
+    channels.update_channel(off, enabled=False)
+    changelist = reverse("admin:alerts_alertchannel_changelist")
+
+    def act() -> str:
+        response = admin_client.post(
+            changelist,
+            {"action": "send_test", "_selected_action": [str(on.pk), str(off.pk)]},
+            follow=True,
+        )
+        return str(response.content.decode())
+
+    first = act()
+    assert "Test alerts queued for 1 channel(s)" in first and "1 channel(s) refused" in first
+    second = act()  # within 10 s of the first: throttled
+    assert "Test alerts queued for 0 channel(s)" in second and "2 channel(s) refused" in second
+    assert list(AlertDelivery.objects.values_list("channel_id", "message")) == [(on.pk, "test")]

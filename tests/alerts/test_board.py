@@ -1,0 +1,216 @@
+"""Alert channels on the Board (the bell's page), with Django's test client: add a webhook or
+email channel through the one writer (the push rings' SSRF guard, a refused inside address
+naming the setting), its signing secret shown once, the channels listed with their rules in a
+fixed number of queries, "send test alert" throttled and behind the breaker, disable and delete
+with a confirmation, and bob seeing and touching none of alice's channels."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from alerts import channels, deliver
+from alerts.models import AlertChannel, AlertDelivery, RuleKind
+from switchboard.lib.sql import fetch_all
+from tests.alerts.conftest import Receiver
+from tests.base import Personas
+
+SETTING = "SWITCHBOARD_PUSH_ALLOW_PRIVATE"
+SECRET_RE = re.compile(r"whsec_[A-Za-z0-9+/=]{20,}")
+DEFAULTS = ["dead_letter", "deadline_missed", "budget_warning", "budget_exceeded"]
+
+
+@pytest.fixture
+def alice(personas: Personas) -> Client:
+    client = Client()
+    client.force_login(personas.alice)
+    return client
+
+
+@pytest.fixture
+def bob(personas: Personas) -> Client:
+    client = Client()
+    client.force_login(personas.bob)
+    return client
+
+
+def add(client: Client, kind: str, target: str, name: str = "") -> Any:
+    return client.post(reverse("alert_channel_add"), {"kind": kind, "target": target, "name": name})
+
+
+def messages_of(channel: AlertChannel) -> list[tuple[str, str]]:
+    rows = AlertDelivery.objects.filter(channel=channel).order_by("id")
+    return [(d.message, d.state) for d in rows]
+
+
+def send_test(client: Client, channel: AlertChannel) -> str:
+    response = client.post(reverse("alert_channel_test", args=[channel.pk]), follow=True)
+    assert response.status_code == 200
+    return str(response.content.decode())
+
+
+@pytest.mark.django_db
+def test_a_webhook_channel_added_on_the_board_shows_its_secret_once(
+    alice: Client, personas: Personas, settings: Any
+) -> None:
+    settings.SWITCHBOARD_PUSH_ALLOW_PRIVATE = True
+    response = add(alice, "webhook", "http://127.0.0.1:9/hook", name="ops room")
+
+    channel = AlertChannel.objects.get(owner=personas.alice)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("alert_channel_secret", args=[channel.pk])
+    shown = alice.get(response["Location"])
+    assert shown.status_code == 200
+    assert SECRET_RE.findall(shown.content.decode()) == [channel.secret]
+    assert "no-store" in shown["Cache-Control"] and shown["Referrer-Policy"] == "no-referrer"
+    again = alice.get(response["Location"], follow=True).content.decode()
+    assert channel.secret not in again and "shown only once" in again
+    assert (channel.kind, channel.url, channel.name) == (
+        "webhook",
+        "http://127.0.0.1:9/hook",
+        "ops room",
+    )
+    assert sorted(r.kind for r in channel.rules.all()) == sorted(DEFAULTS)
+
+
+@pytest.mark.django_db
+def test_a_private_webhook_is_refused_naming_the_setting_and_nothing_is_made(
+    alice: Client, personas: Personas, settings: Any
+) -> None:
+    settings.SWITCHBOARD_PUSH_ALLOW_PRIVATE = False
+    refused = add(alice, "webhook", "http://127.0.0.1:9/hook")
+    assert refused.status_code == 400
+    body = refused.content.decode()
+    assert SETTING in body and "loopback" in body and 'id="err_target"' in body
+    assert 'value="http://127.0.0.1:9/hook"' in body  # the form keeps what was typed
+
+    for kind, target, name, said in [
+        ("webhook", "gopher://x.example/", "", "http:// or https://"),
+        ("email", "not an address", "", "not an email address"),
+        ("sms", "+15550100", "", "a webhook or an email address"),
+        ("email", "ops@example.com", "x" * 201, "at most 200 characters"),
+        ("email", "ops@example.com", "a\x00b", "control characters"),
+        ("email", "ops\x00@example.com", "", "control characters"),
+        ("webhook", "", "", "a webhook URL of 1 to 2048 characters"),
+    ]:
+        response = add(alice, kind, target, name)
+        assert response.status_code == 400, (kind, target, name)
+        assert said in response.content.decode(), (kind, target, name)
+    assert not AlertChannel.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_email_channel_is_listed_with_its_rules_in_a_fixed_number_of_queries(
+    alice: Client, personas: Personas
+) -> None:
+    response = add(alice, "email", "ops@example.com", name="ops")
+    assert response.status_code == 302 and response["Location"] == reverse("alerts")
+    ops = AlertChannel.objects.get(owner=personas.alice)
+    assert (ops.kind, ops.email, ops.secret) == ("email", "ops@example.com", "")
+    channels.add_rule(ops, RuleKind.DEPTH, endpoint=personas.endpoint_a, queue="ci", threshold=5)
+
+    def page() -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            body = alice.get(reverse("alerts")).content.decode()
+        return body, len(queries)
+
+    body, one = page()
+    assert "depth on agent-a/ci &gt; 5" in body and "budget_exceeded on all endpoints" in body
+    assert reverse("alert_channel_test", args=[ops.pk]) in body
+    for n in range(3):
+        other, _ = channels.add_channel(personas.alice, email=f"more{n}@example.com")
+        channels.queue_test(other)
+    body, four = page()
+    assert four == one, "the page's queries grow with its channels"
+    assert body.count('class="card channel"') == 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_test_alert_is_throttled_refused_behind_an_open_breaker_and_sent_by_the_sweeper(
+    alice: Client, personas: Personas, receiver: Receiver
+) -> None:
+    channel, receiver.secret = channels.add_channel(personas.alice, webhook=receiver.url)
+
+    assert "Test alert queued" in send_test(alice, channel)
+    assert "less than 10 s ago" in send_test(alice, channel)  # the button is not a loop
+    assert messages_of(channel) == [("test", "queued")]
+    assert deliver.send_due().delivered == 1
+    assert receiver.verified == [True] and receiver.bodies()[0]["alert"]["message"] == "test"
+
+    fetch_all(
+        "INSERT INTO alert_circuits (channel_id, failures, open_until)"
+        " VALUES (%(c)s, 5, now() + interval '1 minute') ON CONFLICT (channel_id)"
+        " DO UPDATE SET failures = 5, open_until = now() + interval '1 minute'"
+        " RETURNING channel_id",
+        {"c": channel.pk},
+    )
+    fetch_all(
+        "UPDATE alert_deliveries SET created_at = now() - interval '1 minute' RETURNING 1", {}
+    )
+    page = send_test(alice, channel)
+    assert "circuit breaker is open" in page and "breaker open" in page
+    assert messages_of(channel) == [("test", "delivered")]
+    # A test queued before the breaker opened waits behind it too, as a push test ring does.
+    channels.queue_test(channel, guarded=False)
+    assert deliver.send_due().delivered == 0 and len(receiver.received) == 1
+
+
+@pytest.mark.django_db
+def test_a_channel_is_disabled_and_enabled_again_and_deleted_after_confirming(
+    alice: Client, personas: Personas
+) -> None:
+    channel, _ = channels.add_channel(personas.alice, email="ops@example.com")
+    channels.queue_test(channel)
+    switch = reverse("alert_channel_enabled", args=[channel.pk])
+
+    alice.post(switch, {"enabled": "no"})
+    channel.refresh_from_db()
+    assert not channel.enabled
+    # What was still queued is not sent once the channel is off.
+    assert messages_of(channel) == [("test", "failed")]
+    assert "is disabled" in send_test(alice, channel) and len(messages_of(channel)) == 1
+    assert "Enable" in alice.get(reverse("alerts")).content.decode()
+    assert alice.post(switch, {"enabled": "maybe"}).status_code == 400
+    alice.post(switch, {"enabled": "yes"})
+    channel.refresh_from_db()
+    assert channel.enabled
+
+    delete = reverse("alert_channel_delete", args=[channel.pk])
+    asked = alice.post(delete)  # the list's button: the question, nothing deleted
+    assert asked.status_code == 200 and "Yes, delete the channel" in asked.content.decode()
+    assert AlertChannel.objects.filter(pk=channel.pk).exists()
+    done = alice.post(delete, {"confirm": "yes"}, follow=True).content.decode()
+    assert "Deleted the channel" in done
+    assert not AlertChannel.objects.filter(pk=channel.pk).exists()
+
+
+@pytest.mark.django_db
+def test_bob_can_neither_see_nor_act_on_alices_channels(
+    alice: Client, bob: Client, personas: Personas
+) -> None:
+    hers, _ = channels.add_channel(personas.alice, email="alice@example.com", name="alice ops")
+    before = (hers.enabled, hers.name, list(hers.rules.values_list("id", flat=True)))
+
+    page = bob.get(reverse("alerts")).content.decode()
+    assert str(hers.pk) not in page and "alice ops" not in page
+    for name, data in [
+        ("alert_channel_test", {}),
+        ("alert_channel_enabled", {"enabled": "no"}),
+        ("alert_channel_delete", {"confirm": "yes"}),
+    ]:
+        assert bob.post(reverse(name, args=[hers.pk]), data).status_code == 404, name
+    assert bob.get(reverse("alert_channel_delete", args=[hers.pk])).status_code == 404
+    assert bob.get(reverse("alert_channel_secret", args=[hers.pk])).status_code == 404
+    for unknown in ["nope", "00000000-0000-0000-0000-000000000007"]:
+        assert bob.post(reverse("alert_channel_test", args=[unknown])).status_code == 404
+
+    hers.refresh_from_db()
+    assert (hers.enabled, hers.name, list(hers.rules.values_list("id", flat=True))) == before
+    assert messages_of(hers) == []
+    assert str(hers.pk) in alice.get(reverse("alerts")).content.decode()
