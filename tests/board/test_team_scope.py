@@ -20,7 +20,7 @@ from django.test import Client
 from django.urls import reverse
 
 from alerts import channels, evaluate, sweep
-from alerts.models import Alert, AlertDelivery, RuleKind
+from alerts.models import Alert, AlertChannel, AlertDelivery, RuleKind
 from switchboard import credentials, teams
 from switchboard.models import Endpoint, EndpointKey, Human, Team, TeamMember
 from switchboard.scope import Scope
@@ -568,11 +568,22 @@ def test_a_teams_alert_channel_is_its_members_and_unknown_to_an_outsider(
     assert str(channel.pk) not in page and "agent-t" not in page
     assert ops.bob.get(reverse("alerts_bell")).content == b""
 
-    assert ops.bob.post(reverse("alert_channel_test", args=[channel.pk])).status_code == 404
+    before = AlertChannel.objects.values().get(pk=channel.pk)
+    for name, data in (
+        ("alert_channel_test", {}),
+        ("alert_channel_enabled", {"enabled": "no"}),
+        ("alert_channel_delete", {"confirm": "yes"}),
+    ):
+        assert ops.bob.post(reverse(name, args=[channel.pk]), data).status_code == 404
+    assert AlertChannel.objects.values().get(pk=channel.pk) == before
     assert not AlertDelivery.objects.filter(channel=channel, message="test").exists()
     tested = ops.carol_client.post(reverse("alert_channel_test", args=[channel.pk]))
     assert tested.status_code == 302
     assert AlertDelivery.objects.filter(channel=channel, message="test").count() == 1
+    off = ops.carol_client.post(
+        reverse("alert_channel_enabled", args=[channel.pk]), {"enabled": "no"}
+    )
+    assert off.status_code == 302 and not AlertChannel.objects.get(pk=channel.pk).enabled
 
 
 def test_the_alert_command_lists_a_teams_channel_by_team_and_moves_only_as_an_admin(
