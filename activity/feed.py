@@ -2,9 +2,11 @@
 
 An entry is an attempt's ending (``todo_attempts`` with ``ended_at``) or an activity row
 (``todo_activity``, rings left out: they are shown on the trail only), on a todo of one of the
-human's endpoints. One statement reads a page (activity/sql/feed.sql): both arms walk their
-``at`` index newest first and are merged in order, so a page costs about a page of the human's
-rows plus the other owners' rows interleaved with them, however long the history.
+human's endpoints. One statement reads a page (activity/sql/feed.sql): each arm walks, for
+each of the human's endpoints, that endpoint's ``(endpoint_id, at)`` index newest first and
+stops after a page; the walks are merged by ``at``. So a page costs about a page per endpoint
+of the human's, their own rows only, whatever other owners hold and however long the history
+(docs/decisions/0039-feed-by-endpoint.md): the rows carry their todo's endpoint for it.
 
 Pages follow a keyset cursor, the last entry's ``(at, kind, todo_id, seq)``: the order is
 ``at`` newest first and then the other three ascending, which is total (an attempt's seq and a
@@ -234,24 +236,21 @@ def _arms(v: _Variant) -> dict[str, str]:
         if wanted
     ]
 
-    def owned(todo: str) -> str:
-        return load(
-            _SQL,
-            "_feed_owned",
-            todo=todo,
-            human_endpoints=HUMAN_ENDPOINTS_SQL,
-            endpoint_filter=" AND e.slug = %(endpoint)s" if v.endpoint else "",
-            todo_filter=" AND t.queue = %(queue)s" if v.queue else "",
-        )
+    def queue(todo: str) -> str:
+        return " " + load(_SQL, "_feed_queue", todo=todo) if v.queue else ""
 
     attempt_filter = _bounds(v, "a.ended_at", "'attempt_end'::text, a.todo_id, a.seq::bigint")
     activity_filter = _bounds(v, "v.at", "v.kind, v.todo_id, v.seq")
     return {
         "arms": "\nUNION ALL\n".join(arms),
-        "attempt_filter": attempt_filter + (" AND a.outcome = %(outcome)s" if v.outcome else ""),
-        "activity_filter": activity_filter + (" AND v.kind = %(kind)s" if v.kind else ""),
-        "feed_owned_attempt": owned("a.todo_id"),
-        "feed_owned_activity": owned("v.todo_id"),
+        "attempt_filter": attempt_filter
+        + (" AND a.outcome = %(outcome)s" if v.outcome else "")
+        + queue("a.todo_id"),
+        "activity_filter": activity_filter
+        + (" AND v.kind = %(kind)s" if v.kind else "")
+        + queue("v.todo_id"),
+        "human_endpoints": HUMAN_ENDPOINTS_SQL,
+        "endpoint_filter": " AND e.slug = %(endpoint)s" if v.endpoint else "",
     }
 
 
@@ -326,8 +325,7 @@ def unread_since(human: Human) -> dt.datetime:
     """Where the human's unread entries start: when they last opened the feed, else when they
     joined. Their todos come from endpoints made after they joined, so for one who never
     opened the feed that is everything (bar an older endpoint staff moved to them in the
-    admin: its earlier entries are in the feed but not in the count), and it bounds the walk
-    for a new human on a busy server."""
+    admin: its earlier entries are in the feed but not in the count)."""
     return human.activity_seen_at or human.date_joined
 
 

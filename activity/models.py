@@ -4,7 +4,8 @@ Agents' progress notes, Board actions, retries, A2A transitions and doorbell rin
 numbered per todo by ``seq`` (allocated from ``todos.activity_seq`` by the statement that writes
 the row, under the todo's row lock). Rows are written only by the lifecycle statements in
 ``todos/sql/``; this model serves reads, admin and factories. The table, its CHECKs and its
-indexes are the hand-written SQL of ``migrations/0001_todo_activity.py``; the ``TextChoices``
+indexes are the hand-written SQL of ``migrations/0001_todo_activity.py`` and
+``migrations/0005_endpoint.py``; the ``TextChoices``
 below equal its CHECK lists (``tests/activity/test_schema.py``). The todo is referenced by name,
 so that ``todos`` can import this app's admin without an import cycle.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models.functions import Now
+
+from switchboard.models import Endpoint
 
 
 class Kind(models.TextChoices):
@@ -46,6 +49,17 @@ class TodoActivity(models.Model):
         "todos.Todo", on_delete=models.CASCADE, db_column="todo_id", related_name="activity"
     )
     seq = models.BigIntegerField()
+    # A copy of the todo's endpoint, which never changes, so the Activity feed walks a human's
+    # endpoints' rows alone (migrations/0005_endpoint.py). No foreign key of its own: the
+    # todo's keeps the endpoint.
+    endpoint = models.ForeignKey(
+        Endpoint,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        editable=False,
+        related_name="+",
+    )
     # The attempt the row happened in; not a foreign key: an attempt the per-todo cap prunes
     # keeps its notes until the todo goes.
     attempt_seq = models.IntegerField(null=True, blank=True)
@@ -70,7 +84,11 @@ class TodoActivity(models.Model):
                 condition=models.Q(kind="note"),
                 name="idx_todo_activity_note",
             ),
-            models.Index(fields=["-at"], name="idx_todo_activity_at"),
+            models.Index(
+                fields=["endpoint", "-at"],
+                condition=~models.Q(kind="rung"),
+                name="idx_todo_activity_feed",
+            ),
         ]
 
     def __str__(self) -> str:

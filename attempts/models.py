@@ -48,6 +48,17 @@ class TodoAttempt(models.Model):
     pk = models.CompositePrimaryKey("todo_id", "seq")
     todo = models.ForeignKey("todos.Todo", on_delete=models.DO_NOTHING, related_name="attempts")
     seq = models.IntegerField()
+    # A copy of the todo's endpoint, which never changes, so the Activity feed walks a human's
+    # endpoints' endings alone (migrations/0007_endpoint.py). Not the claimer: an owner's claim
+    # has no claimer_endpoint. No foreign key of its own: the todo's keeps the endpoint.
+    endpoint = models.ForeignKey(
+        Endpoint,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        editable=False,
+        related_name="+",
+    )
     attempt = models.IntegerField()
     claimer_kind = models.TextField(choices=ClaimerKind.choices)
     claimer_endpoint = models.ForeignKey(
@@ -94,12 +105,17 @@ class TodoAttempt(models.Model):
     class Meta:
         db_table = "todo_attempts"
         ordering = ["todo_id", "-seq"]
-        # Created CONCURRENTLY by migrations/0002_activity.py, 0003_trace.py and
-        # 0004_endpoint_ended.py, which name the queries they serve.
+        # Created CONCURRENTLY by migrations/0002_activity.py, 0003_trace.py,
+        # 0004_endpoint_ended.py and 0007_endpoint.py, which name the queries they serve.
         indexes = [
+            # The Overview's rollup's (todos/sql/overview_minutes.sql): its outcomes alone, so
+            # the Activity feed never walks it (migrations/0007_endpoint.py).
             models.Index(
                 fields=["-ended_at"],
-                condition=models.Q(ended_at__isnull=False),
+                condition=models.Q(
+                    ended_at__isnull=False,
+                    outcome__in=["completed", "failed", "lease_expired", "reaped"],
+                ),
                 name="idx_todo_attempts_ended",
             ),
             models.Index(
@@ -112,6 +128,11 @@ class TodoAttempt(models.Model):
                 condition=models.Q(ended_at__isnull=False),
                 include=["outcome"],
                 name="idx_todo_attempts_by_endpoint",
+            ),
+            models.Index(
+                fields=["endpoint", "-ended_at"],
+                condition=models.Q(ended_at__isnull=False),
+                name="idx_todo_attempts_feed",
             ),
         ]
 

@@ -154,11 +154,11 @@ WITH done AS (
       FROM generate_series(1, %(n)s) AS i
     RETURNING id, created_at
 )
-INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, owner,
-                           claimant, claimed_at, last_heartbeat_at, lease_expires_at, ended_at,
-                           outcome, disposition, summary)
-SELECT id, 1, 1, 'endpoint', %(endpoint_id)s, 'bench-history', 'bench/history', created_at,
-       created_at + interval '1 minute', created_at + interval '5 minutes',
+INSERT INTO todo_attempts (todo_id, endpoint_id, seq, attempt, claimer_kind, claimer_endpoint_id,
+                           owner, claimant, claimed_at, last_heartbeat_at, lease_expires_at,
+                           ended_at, outcome, disposition, summary)
+SELECT id, %(endpoint_id)s, 1, 1, 'endpoint', %(endpoint_id)s, 'bench-history', 'bench/history',
+       created_at, created_at + interval '1 minute', created_at + interval '5 minutes',
        created_at + interval '2 minutes', 'completed', 'done', 'done'
   FROM done
 """

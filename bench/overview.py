@@ -95,10 +95,10 @@ SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1,
 
 # One attempt per claimed todo: ended (completed, failed) unless the todo is still claimed.
 SEED_ATTEMPTS = """
-INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id, owner,
-                           claimant, claimed_at, last_heartbeat_at, lease_expires_at, ended_at,
-                           outcome, disposition)
-SELECT t.id, 1, 1, 'endpoint', t.endpoint_id, 'bench-agent', 'bench/run',
+INSERT INTO todo_attempts (todo_id, endpoint_id, seq, attempt, claimer_kind, claimer_endpoint_id,
+                           owner, claimant, claimed_at, last_heartbeat_at, lease_expires_at,
+                           ended_at, outcome, disposition)
+SELECT t.id, t.endpoint_id, 1, 1, 'endpoint', t.endpoint_id, 'bench-agent', 'bench/run',
        coalesce(t.claimed_at, t.finished_at - r.run, now() - interval '1 hour'),
        NULL, coalesce(t.lease_expires_at, t.finished_at, now()),
        CASE WHEN t.state = 'claimed' THEN NULL ELSE coalesce(t.finished_at, now()

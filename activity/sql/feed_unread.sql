@@ -2,9 +2,10 @@
 --   to a cap: the feed's own arms (feed.sql) bounded by `at > since`, LIMIT `size`.
 -- params: scope_human_id, since, size (the cap).
 -- returns: n, at most `size`.
--- Uses index: idx_todo_attempts_ended and idx_todo_activity_at, walked from now back to
---   `since` and stopped after `size` of the human's rows (and their last instant's ties);
---   todos_pkey per row walked.
+-- Uses index: the human's endpoints read once per arm (_feed_endpoints.sql); then, per
+--   endpoint, idx_todo_attempts_feed and idx_todo_activity_feed, walked from now back to
+--   `since` and stopped after `size` rows (and their last instant's ties): no other owner's
+--   row is read, and no todo.
 SELECT count(*)::int AS n
   FROM (
         SELECT 1

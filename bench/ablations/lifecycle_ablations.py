@@ -38,9 +38,10 @@ What each prices (the decisions the schema already made are in docs/decisions/):
   queue lock PostgreSQL holds from before the commit until its WAL flush is done;
 - ``a+after``: ``a`` announcing from its own connection, a notify-only transaction after each
   statement (``synchronous_commit`` off for it), instead of the process's announcer thread;
-- ``b-endedidx``, ``b-fleetidx``: ``todo_attempts`` without the Activity feed's
-  ``idx_todo_attempts_ended`` or the fleet's ``idx_todo_attempts_by_endpoint``, both entered by
-  every attempt's ending;
+- ``b-endedidx``, ``b-feedidx``, ``b-fleetidx``: ``todo_attempts`` without the Overview's
+  ``idx_todo_attempts_ended``, the Activity feed's ``idx_todo_attempts_feed`` or the fleet's
+  ``idx_todo_attempts_by_endpoint``, each entered by every attempt's ending (the Overview's
+  only by those of its four outcomes);
 - ``b+trace``, ``b+trace-traceidx``: a trace id on every claim (an agent that sends spans), with
   and without ``idx_todo_attempts_trace`` (``b``'s claims send none, so the partial index skips
   them);
@@ -260,6 +261,10 @@ SCHEMAS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("DROP INDEX idx_todo_attempts_ended",),
         ("@restore index idx_todo_attempts_ended",),
     ),
+    "b-feedidx": (
+        ("DROP INDEX idx_todo_attempts_feed",),
+        ("@restore index idx_todo_attempts_feed",),
+    ),
     "b-fleetidx": (
         ("DROP INDEX idx_todo_attempts_by_endpoint",),
         ("@restore index idx_todo_attempts_by_endpoint",),
@@ -293,6 +298,7 @@ class Catalog:
     INDEXES = (
         "todos_claim_queue_idx",
         "idx_todo_attempts_ended",
+        "idx_todo_attempts_feed",
         "idx_todo_attempts_by_endpoint",
         "idx_todo_attempts_trace",
     )
@@ -539,10 +545,18 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
         Variant(
             "b-endedidx",
             "cycle",
-            "b without the Activity feed's idx_todo_attempts_ended",
+            "b without the Overview's idx_todo_attempts_ended",
             bare,
             "b",
             schema("b-endedidx"),
+        ),
+        Variant(
+            "b-feedidx",
+            "cycle",
+            "b without the Activity feed's idx_todo_attempts_feed",
+            bare,
+            "b",
+            schema("b-feedidx"),
         ),
         Variant(
             "b-fleetidx",

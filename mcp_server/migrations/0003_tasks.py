@@ -9,8 +9,8 @@ first, by keyset on (created_at, todo_id), which the index serves.
 
 ``todo_id`` and ``endpoint_id`` are not foreign keys, as in mcp_subscriptions
 (0001_subscriptions.py): Django's test flush truncates those tables without this one. Every
-read joins the todo in the endpoint's scope, so a row whose todo retention deleted lists
-nothing.
+read joins the todo in the endpoint's scope, and retention deletes a todo's row with the todo
+(todos/sql/retention_todos.sql).
 
 Hand-written: there is no model (only raw SQL touches the table).
 """

@@ -25,19 +25,20 @@ from todos import lifecycle
 _RECORD = """
 WITH s AS (
     UPDATE todos SET activity_seq = activity_seq + 1 WHERE id = %(todo_id)s
-    RETURNING activity_seq
+    RETURNING activity_seq, endpoint_id
 )
-INSERT INTO todo_activity (todo_id, seq, attempt_seq, at, kind, actor_kind, actor_ref, message,
-                           truncated, detail)
-SELECT %(todo_id)s, s.activity_seq, %(attempt_seq)s, COALESCE(%(at)s, now()), %(kind)s,
-       %(actor_kind)s, %(actor_ref)s, %(message)s, %(truncated)s, %(detail)s::jsonb
+INSERT INTO todo_activity (todo_id, endpoint_id, seq, attempt_seq, at, kind, actor_kind,
+                           actor_ref, message, truncated, detail)
+SELECT %(todo_id)s, s.endpoint_id, s.activity_seq, %(attempt_seq)s, COALESCE(%(at)s, now()),
+       %(kind)s, %(actor_kind)s, %(actor_ref)s, %(message)s, %(truncated)s, %(detail)s::jsonb
   FROM s
 RETURNING seq
 """
 
 
 def add_activity(todo_id: str, seq: int, **columns: Any) -> None:
-    """Insert one ``todo_activity`` row; ``columns`` override the note defaults below."""
+    """Insert one ``todo_activity`` row; ``columns`` override the note defaults below. Its
+    endpoint_id is its todo's, as every writer copies it, unless ``columns`` name one."""
     row = {
         "todo_id": todo_id,
         "seq": seq,
@@ -50,6 +51,9 @@ def add_activity(todo_id: str, seq: int, **columns: Any) -> None:
         row["detail"] = json.dumps(row["detail"])
     names = ", ".join(row)
     values = ", ".join(f"%({name})s::jsonb" if name == "detail" else f"%({name})s" for name in row)
+    if "endpoint_id" not in row:
+        names += ", endpoint_id"
+        values += ", (SELECT t.endpoint_id FROM todos t WHERE t.id = %(todo_id)s)"
     fetch_all(f"INSERT INTO todo_activity ({names}) VALUES ({values}) RETURNING seq", row)
 
 

@@ -4,6 +4,7 @@ executor on a real database."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,12 +13,49 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from switchboard.lib.sql import fetch_all, fetch_one
-from tests.activity.helpers import record
 from tests.base import Personas
 from todos import lifecycle
 
 BEFORE = [("activity", "0001_todo_activity")]
 AFTER = [("activity", "0002_actor_spellings")]
+
+# A row as the code of 0001's time wrote it (tests/activity/helpers.py's ``record`` writes it
+# as today's code does, with the todo's endpoint_id, a column 0001's table does not have).
+_OLD_ROW = """
+WITH s AS (
+    UPDATE todos SET activity_seq = activity_seq + 1 WHERE id = %(todo_id)s
+    RETURNING activity_seq
+)
+INSERT INTO todo_activity (todo_id, seq, attempt_seq, kind, actor_kind, actor_ref, detail)
+SELECT %(todo_id)s, s.activity_seq, %(attempt_seq)s, %(kind)s, %(actor_kind)s, %(actor_ref)s,
+       %(detail)s::jsonb
+  FROM s
+RETURNING seq
+"""
+
+
+def record(
+    todo_id: str,
+    kind: str,
+    *,
+    actor_kind: str,
+    actor_ref: str,
+    attempt_seq: int | None = None,
+    detail: dict[str, Any] | None = None,
+) -> int:
+    row = fetch_one(
+        _OLD_ROW,
+        {
+            "todo_id": todo_id,
+            "kind": kind,
+            "actor_kind": actor_kind,
+            "actor_ref": actor_ref,
+            "attempt_seq": attempt_seq,
+            "detail": json.dumps(detail or {}),
+        },
+    )
+    assert row is not None
+    return int(row["seq"])
 
 
 def _migrate(targets: list[tuple[str, str]]) -> None:

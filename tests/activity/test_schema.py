@@ -73,7 +73,12 @@ def test_seq_is_unique_per_todo_and_only_per_todo(personas: Personas) -> None:
 
 
 def test_a_row_for_an_unknown_todo_is_refused(personas: Personas) -> None:
-    _refused("todo_activity_todo_id_fkey", "td_unknown", 1)
+    _refused("todo_activity_todo_id_fkey", "td_unknown", 1, endpoint_id=personas.endpoint_a.id)
+
+
+def test_a_row_without_its_todos_endpoint_is_refused(personas: Personas) -> None:
+    # Every writer copies the todo's (tests/activity/test_writers.py); the feed walks by it.
+    _refused('"endpoint_id"', _todo(personas), 1, endpoint_id=None)
 
 
 # --- CHECKs -----------------------------------------------------------------------------------
@@ -157,13 +162,20 @@ def _indexdef(name: str) -> str:
             " (todo_id, attempt_seq) WHERE (kind = 'note'::text)",
         ),
         (
-            "idx_todo_activity_at",
-            "CREATE INDEX idx_todo_activity_at ON todo_activity USING btree (at DESC)",
+            "idx_todo_activity_feed",
+            "CREATE INDEX idx_todo_activity_feed ON todo_activity USING btree"
+            " (endpoint_id, at DESC) WHERE (kind <> 'rung'::text)",
+        ),
+        (
+            "idx_todo_attempts_feed",
+            "CREATE INDEX idx_todo_attempts_feed ON todo_attempts USING btree"
+            " (endpoint_id, ended_at DESC) WHERE (ended_at IS NOT NULL)",
         ),
         (
             "idx_todo_attempts_ended",
             "CREATE INDEX idx_todo_attempts_ended ON todo_attempts USING btree (ended_at DESC)"
-            " WHERE (ended_at IS NOT NULL)",
+            " WHERE ((ended_at IS NOT NULL) AND (outcome = ANY (ARRAY['completed'::text,"
+            " 'failed'::text, 'lease_expired'::text, 'reaped'::text])))",
         ),
         (
             "todo_activity_pkey",
@@ -179,9 +191,11 @@ def test_the_models_declare_the_indexes_the_migrations_create() -> None:
     # The model state carries them too, so makemigrations --check sees no difference.
     assert {index.name for index in TodoActivity._meta.indexes} == {
         "idx_todo_activity_note",
-        "idx_todo_activity_at",
+        "idx_todo_activity_feed",
     }
-    assert "idx_todo_attempts_ended" in {index.name for index in TodoAttempt._meta.indexes}
+    assert {"idx_todo_attempts_ended", "idx_todo_attempts_feed"} <= {
+        index.name for index in TodoAttempt._meta.indexes
+    }
 
 
 # --- the trail goes with its todo -------------------------------------------------------------

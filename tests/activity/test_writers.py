@@ -503,3 +503,55 @@ def test_retention_deletes_a_todos_activity_with_it_and_counts_it(personas: Pers
 
     assert (result.todos, result.activity) == (1, 1)
     assert activity(todo_id) == []
+
+
+# --- every row carries its todo's endpoint ------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_every_row_and_attempt_the_writers_add_carries_its_todos_endpoint(
+    personas: Personas,
+) -> None:
+    """The Activity feed walks rows by the endpoint copied onto them
+    (activity/migrations/0005_endpoint.py, attempts/migrations/0007_endpoint.py): every writer
+    of an activity row, and the claim that opens an attempt (an owner's too, which has no
+    claimer endpoint), copies its todo's, for each of two endpoints."""
+    for ep, human in (
+        (personas.endpoint_a.id, personas.alice),
+        (personas.endpoint_b.id, personas.bob),
+    ):
+        noted = claimed(ep).todo.id
+        lifecycle.heartbeat(ep, noted, owner=OWNER, note="read the logs")  # heartbeat_note.sql
+        lifecycle.operator_fail(human.id, noted, summary="by hand")  # _activity_arm.sql
+        rung = new_todo(ep).id
+        assert lifecycle.ring(rung, reason="ready", ringer=Actor.doorbell())  # _ring_arms.sql
+        late = new_todo(ep).id
+        fetch_all(
+            "UPDATE todos SET finish_by = now() - interval '1 second' WHERE id = %(id)s"
+            " RETURNING id",
+            {"id": late},
+        )
+        assert lifecycle.dead_letter_late() == (late,)  # deadlines.sql
+        capped = claimed(ep).todo.id
+        fetch_all(
+            "UPDATE todos SET max_cost_usd = 0.01, cost_usd = 0.02 WHERE id = %(id)s RETURNING id",
+            {"id": capped},
+        )
+        assert lifecycle.end_over_cap() == (capped,)  # over_cap.sql
+        lifecycle.operator_claim(human.id, new_todo(ep).id)  # the owner's attempt
+
+    rows = fetch_all(
+        """SELECT v.kind, v.endpoint_id, t.endpoint_id AS todo_endpoint
+             FROM todo_activity v JOIN todos t ON t.id = v.todo_id""",
+        {},
+    )
+    attempts = fetch_all(
+        """SELECT a.claimer_kind, a.endpoint_id, t.endpoint_id AS todo_endpoint
+             FROM todo_attempts a JOIN todos t ON t.id = a.todo_id""",
+        {},
+    )
+    assert {r["kind"] for r in rows} == {"note", "human_action", "rung", "deadline", "budget"}
+    assert {r["claimer_kind"] for r in attempts} == {"endpoint", "owner"}
+    for row in rows + attempts:
+        assert row["endpoint_id"] == row["todo_endpoint"], row
+    assert {r["endpoint_id"] for r in rows} == {personas.endpoint_a.id, personas.endpoint_b.id}

@@ -21,8 +21,10 @@ from tests.rows import attempt_rows, open_attempts, todo_row
 from todos import lifecycle
 
 PLANT = (
-    "INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, owner, lease_expires_at)"
-    " VALUES (%(id)s, %(seq)s, 1, 'endpoint', 'planted', now() + interval '1 hour')"
+    "INSERT INTO todo_attempts (todo_id, endpoint_id, seq, attempt, claimer_kind, owner,"
+    " lease_expires_at)"
+    " SELECT id, endpoint_id, %(seq)s, 1, 'endpoint', 'planted', now() + interval '1 hour'"
+    " FROM todos WHERE id = %(id)s"
 )
 
 

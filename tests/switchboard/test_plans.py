@@ -124,9 +124,10 @@ def few_leases_in_the_statistics(personas: Personas) -> Personas:
             [ep, [lifecycle.new_todo_id() for _ in range(1_000)]],
         )
         cur.execute(
-            """INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, owner,
-                                          lease_expires_at, ended_at, outcome, disposition)
-               SELECT id, 1, 1, 'endpoint', 'endpoint:done', now(), now(), 'completed', 'done'
+            """INSERT INTO todo_attempts (todo_id, endpoint_id, seq, attempt, claimer_kind,
+                                          owner, lease_expires_at, ended_at, outcome, disposition)
+               SELECT id, endpoint_id, 1, 1, 'endpoint', 'endpoint:done', now(), now(),
+                      'completed', 'done'
                  FROM todos WHERE state = 'completed'"""
         )
         cur.execute(

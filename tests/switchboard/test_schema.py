@@ -267,6 +267,57 @@ def test_reapplying_the_search_table_backfills_each_todos_text_and_moves_the_ind
     assert _index_names("todo_search") == {"todo_search_pkey", "todo_search_text_idx"}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_reapplying_the_endpoint_copies_backfills_every_row_and_attempt_in_batches(
+    personas: Personas, restore_migrations: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """activity/migrations/0005_endpoint.py and attempts/migrations/0007_endpoint.py: reversed,
+    the copies and the feed's indexes go (the Overview's index and the old activity index come
+    back as they were); applied again, every row and attempt of two endpoints' todos gets its
+    todo's endpoint, a batch at a time, and the column is NOT NULL again."""
+    import importlib
+
+    for name in ("activity.migrations.0005_endpoint", "attempts.migrations.0007_endpoint"):
+        monkeypatch.setattr(importlib.import_module(name), "BATCH", 2)
+    for ep, human in (
+        (personas.endpoint_a.id, personas.alice),
+        (personas.endpoint_b.id, personas.bob),
+    ):
+        for n in range(3):
+            todo = lifecycle.create(ep, queue="triage", title=f"todo {n}")
+            lifecycle.claim(ep, todo.id, owner="agent")
+            lifecycle.heartbeat(ep, todo.id, owner="agent", note="a note")
+            lifecycle.operator_release(human.id, todo.id, summary="by hand")
+            lifecycle.operator_claim(human.id, todo.id)
+    # Per todo: a note and two Board actions; two attempts, an agent's and its owner's.
+    copies = """SELECT count(*) FILTER (WHERE x.endpoint_id = t.endpoint_id) AS same,
+                       count(*) AS n
+                  FROM {table} x JOIN todos t ON t.id = x.todo_id"""
+    assert fetch_one(copies.format(table="todo_activity"), {}) == {"same": 18, "n": 18}
+    assert fetch_one(copies.format(table="todo_attempts"), {}) == {"same": 12, "n": 12}
+    before = _schema()
+
+    _migrate([("activity", "0004_budget"), ("attempts", "0006_usage")])
+    for table in ("todo_activity", "todo_attempts"):
+        columns = fetch_all(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %(t)s",
+            {"t": table},
+        )
+        assert "endpoint_id" not in {c["column_name"] for c in columns}
+    assert _index_names("todo_activity") >= {"idx_todo_activity_at"}
+    assert "idx_todo_activity_feed" not in _index_names("todo_activity")
+    assert "idx_todo_attempts_feed" not in _index_names("todo_attempts")
+    ended = fetch_one(
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'idx_todo_attempts_ended'", {}
+    )
+    assert ended is not None and "outcome" not in ended["indexdef"]
+    _migrate(_latest())
+
+    assert fetch_one(copies.format(table="todo_activity"), {}) == {"same": 18, "n": 18}
+    assert fetch_one(copies.format(table="todo_attempts"), {}) == {"same": 12, "n": 12}
+    assert _schema() == before
+
+
 def _index_names(table: str) -> set[str]:
     rows = fetch_all("SELECT indexname FROM pg_indexes WHERE tablename = %(t)s", {"t": table})
     return {row["indexname"] for row in rows}
@@ -372,10 +423,10 @@ def test_a_second_open_attempt_is_refused_at_commit_not_at_insert(personas: Pers
     with connection.cursor() as cur:
         # Accepted while deferred (an immediate constraint would raise here)...
         cur.execute(
-            """INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, owner,
-                                          lease_expires_at)
-               VALUES (%s, 2, 1, 'endpoint', 'intruder', now())""",
-            [todo.id],
+            """INSERT INTO todo_attempts (todo_id, endpoint_id, seq, attempt, claimer_kind,
+                                          owner, lease_expires_at)
+               VALUES (%s, %s, 2, 1, 'endpoint', 'intruder', now())""",
+            [todo.id, personas.endpoint_a.id],
         )
     # ...and refused when checked, as at COMMIT.
     with pytest.raises(IntegrityError, match="todo_attempts_one_open"):

@@ -57,12 +57,14 @@ opened AS (
     -- seq is attempts_total after the increment: no sequence object, no max(seq) scan, never
     -- reset (a human retry resets attempt, not attempts_total).
     -- trace_id: the attempt's trace, which spans bind to (otlp/sql/bind.sql); NULL for none.
-    INSERT INTO todo_attempts (todo_id, seq, attempt, claimer_kind, claimer_endpoint_id,
-                               claimer_session, owner, claimant, claimed_at, lease_expires_at,
-                               lease_token_hash, trace_id)
-    SELECT upd.id, upd.attempts_total, upd.attempt, %(claimer_kind)s, %(claimer_endpoint_id)s,
-           %(claimer_session)s, %(owner)s, %(claimant)s, now(), upd.lease_expires_at,
-           %(token_hash)s::bytea, %(trace_id)s::bytea
+    -- endpoint_id: the todo's, copied for the Activity feed's walk by endpoint
+    -- (attempts/migrations/0007_endpoint.py).
+    INSERT INTO todo_attempts (todo_id, endpoint_id, seq, attempt, claimer_kind,
+                               claimer_endpoint_id, claimer_session, owner, claimant, claimed_at,
+                               lease_expires_at, lease_token_hash, trace_id)
+    SELECT upd.id, upd.endpoint_id, upd.attempts_total, upd.attempt, %(claimer_kind)s,
+           %(claimer_endpoint_id)s, %(claimer_session)s, %(owner)s, %(claimant)s, now(),
+           upd.lease_expires_at, %(token_hash)s::bytea, %(trace_id)s::bytea
       FROM upd
     RETURNING seq
 )@{activity}@{queue_spend},

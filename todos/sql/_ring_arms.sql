@@ -4,8 +4,8 @@
 --   past the activity cap.
 -- params: subscribers (NULL when the ringer has no count of its own), activity_cap
 rung AS (
-    INSERT INTO todo_activity (todo_id, seq, kind, actor_kind, actor_ref, detail)
-    SELECT upd.id, upd.activity_seq, 'rung', 'system', upd.ringer,
+    INSERT INTO todo_activity (todo_id, endpoint_id, seq, kind, actor_kind, actor_ref, detail)
+    SELECT upd.id, upd.endpoint_id, upd.activity_seq, 'rung', 'system', upd.ringer,
            jsonb_strip_nulls(jsonb_build_object('ring_id', upd.ring_id, 'reason', upd.reason,
                                                 'subscribers', %(subscribers)s::int))
       FROM upd

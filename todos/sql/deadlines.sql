@@ -51,9 +51,9 @@ closed AS (
 ),
 activity AS (
     -- The arm of _activity_arm.sql, written out: its message and detail differ per row.
-    INSERT INTO todo_activity (todo_id, seq, attempt_seq, kind, actor_kind, actor_ref, message,
-                               truncated, detail)
-    SELECT upd.id, upd.activity_seq, (SELECT c.seq FROM closed c WHERE c.todo_id = upd.id),
+    INSERT INTO todo_activity (todo_id, endpoint_id, seq, attempt_seq, kind, actor_kind,
+                               actor_ref, message, truncated, detail)
+    SELECT upd.id, upd.endpoint_id, upd.activity_seq, (SELECT c.seq FROM closed c WHERE c.todo_id = upd.id),
            'deadline', 'system', 'sweeper', upd.reason, false,
            jsonb_build_object('action', 'dead_letter', 'from', upd.from_state, 'to', upd.state,
                               'reason', upd.reason)

@@ -41,9 +41,9 @@ touched AS (
        AND (upd.attempt_heartbeat_at = now() OR NOT room.ok)
 ),
 noted AS (
-    INSERT INTO todo_activity (todo_id, seq, attempt_seq, kind, actor_kind, actor_ref, message,
-                               truncated)
-    SELECT upd.id, upd.activity_seq, upd.attempts_total, 'note', 'endpoint', %(actor_ref)s,
+    INSERT INTO todo_activity (todo_id, endpoint_id, seq, attempt_seq, kind, actor_kind,
+                               actor_ref, message, truncated)
+    SELECT upd.id, upd.endpoint_id, upd.activity_seq, upd.attempts_total, 'note', 'endpoint', %(actor_ref)s,
            %(note)s, %(note_truncated)s
       FROM upd, room
      WHERE room.ok

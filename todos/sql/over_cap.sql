@@ -39,9 +39,9 @@ closed AS (
     RETURNING a.todo_id, a.seq
 ),
 activity AS (
-    INSERT INTO todo_activity (todo_id, seq, attempt_seq, kind, actor_kind, actor_ref, message,
-                               truncated, detail)
-    SELECT upd.id, upd.activity_seq, (SELECT c.seq FROM closed c WHERE c.todo_id = upd.id),
+    INSERT INTO todo_activity (todo_id, endpoint_id, seq, attempt_seq, kind, actor_kind,
+                               actor_ref, message, truncated, detail)
+    SELECT upd.id, upd.endpoint_id, upd.activity_seq, (SELECT c.seq FROM closed c WHERE c.todo_id = upd.id),
            'budget', 'system', 'sweeper', 'max_cost_usd reached', false,
            jsonb_build_object('action', 'dead_letter', 'from', upd.from_state, 'to', upd.state,
                               'reason', 'max_cost_usd', 'cost_usd', upd.cost_usd::text,

@@ -7,7 +7,8 @@
 --   A row in range whose attempts are gone (none ended there any more) is cleared.
 -- params: from, to (minute-aligned)
 -- returns: written (rows upserted), cleared (rows set back to zero).
--- Uses index: idx_todo_attempts_ended (ended_at DESC) WHERE ended_at IS NOT NULL, then todos_pkey
+-- Uses index: idx_todo_attempts_ended (ended_at DESC) WHERE ended_at IS NOT NULL AND outcome IN
+--   (this statement's four outcomes: attempts/migrations/0007_endpoint.py), then todos_pkey
 --   per attempt; overview_minutes_pkey for the upsert, overview_minutes_minute_idx to clear.
 WITH ended AS (
     SELECT t.endpoint_id, t.queue, date_trunc('minute', a.ended_at) AS minute,

@@ -1,6 +1,7 @@
 -- retention_todos: delete up to `batch` finished todos past retention (hybrid, docs/guides/operations.md):
 --   finished more than `days` ago, or beyond the newest `max_terminal` finished todos of their
---   endpoint. Their attempts (and later spans, activity, bindings) go by ON DELETE CASCADE.
+--   endpoint. Their attempts (and later spans, activity, bindings) go by ON DELETE CASCADE,
+--   their MCP task rows by the statement's own DELETE.
 --   Rows are locked SKIP LOCKED, so two sweepers never delete the same row twice, and a row
 --   a transition holds is left for the next pass.
 -- params: days, max_terminal, batch
@@ -39,6 +40,11 @@ gone AS (
      USING victims v
      WHERE t.id = v.id AND t.finished_at IS NOT NULL
     RETURNING t.id, t.endpoint_id
+),
+-- mcp_tasks names its todo without a foreign key (mcp_server/migrations/0003_tasks.py says why):
+-- its rows go here, in the same statement, so none outlives its todo.
+tasks AS (
+    DELETE FROM mcp_tasks m USING gone WHERE m.todo_id = gone.id
 )
 -- The activity rows that go with each todo by cascade, counted from the statement's snapshot
 -- (which still holds them).
