@@ -1,6 +1,6 @@
-"""Admin for alerts: channels and their rules through ``alerts.channels`` (its checks: the SSRF
-guard, the owner's endpoints), a new webhook channel's signing secret shown once; the alerts and
-their messages read-only, as the sweeper wrote them."""
+"""Admin for alerts: channels (a human's or a team's) and their rules through
+``alerts.channels`` (its checks: the SSRF guard, the owner's endpoints), a new webhook channel's
+signing secret shown once; the alerts and their messages read-only, as the sweeper wrote them."""
 
 from __future__ import annotations
 
@@ -55,12 +55,13 @@ class RuleFormSet(BaseInlineFormSet):
 
     def clean(self) -> None:
         super().clean()
-        owner = getattr(self.instance, "owner_id", None)
+        channel = self.instance
+        owned = channel.owner_id is not None or channel.team_id is not None
         for form in self.forms:
-            if not form.cleaned_data or form.cleaned_data.get("DELETE") or owner is None:
+            if not form.cleaned_data or form.cleaned_data.get("DELETE") or not owned:
                 continue
             try:
-                channels.check_rule(form.instance, owner)
+                channels.check_rule(form.instance, channel)
             except InvalidInput as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, str(exc))
 
@@ -76,10 +77,12 @@ class RuleInline(admin.TabularInline):
 class ChannelForm(forms.ModelForm):
     class Meta:
         model = AlertChannel
-        fields = ("owner", "kind", "name", "url", "email", "enabled")
+        fields = ("owner", "team", "kind", "name", "url", "email", "enabled")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if "owner" in self.fields and (data.get("owner") is None) == (data.get("team") is None):
+            raise forms.ValidationError("Choose an owner or a team, exactly one.")
         try:
             if data.get("kind") == ChannelKind.WEBHOOK:
                 data["url"] = channels.check_url(data.get("url") or "")
@@ -93,15 +96,23 @@ class ChannelForm(forms.ModelForm):
 @admin.register(AlertChannel)
 class AlertChannelAdmin(admin.ModelAdmin):
     form = ChannelForm
-    list_display = ("__str__", "kind", "owner", "enabled", "created_at")
-    list_filter = ("kind", "enabled")
-    search_fields = ("name", "url", "email", "owner__username")
+    list_display = ("__str__", "kind", "owned_by", "enabled", "created_at")
+    list_select_related = ("owner", "team")
+    list_filter = ("kind", "enabled", "team")
+    search_fields = ("name", "url", "email", "owner__username", "team__name")
     inlines = [RuleInline]
     readonly_fields = ("id", "created_at")
 
+    @admin.display(description="owner")
+    def owned_by(self, obj: AlertChannel) -> str:
+        return obj.owner_label
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        # The kind and owner are fixed once made: the secret and the rules depend on them.
-        return ("id", "created_at", "owner", "kind") if obj is not None else ("id", "created_at")
+        # The kind and owner are fixed once made: the secret and the rules depend on them. A
+        # channel moves into a team with manage.py alert channel move (channels.move_channel).
+        if obj is None:
+            return ("id", "created_at")
+        return ("id", "created_at", "owner", "team", "kind")
 
     def save_model(self, request: HttpRequest, obj: AlertChannel, form: Any, change: bool) -> None:
         data = form.cleaned_data
@@ -117,7 +128,11 @@ class AlertChannelAdmin(admin.ModelAdmin):
         webhook = data.get("url") if data["kind"] == ChannelKind.WEBHOOK else None
         email = data.get("email") if data["kind"] == ChannelKind.EMAIL else None
         saved, secret = channels.add_channel(
-            data["owner"], webhook=webhook, email=email, name=data.get("name", "")
+            data.get("owner"),
+            team=data.get("team"),
+            webhook=webhook,
+            email=email,
+            name=data.get("name", ""),
         )
         saved.enabled = bool(data.get("enabled", True))
         if not saved.enabled:
@@ -181,7 +196,7 @@ class RuleAdminForm(RuleForm):
         channel = self.cleaned_data.get("channel")
         if channel is not None and not self.errors:
             try:
-                channels.check_rule(self.instance, channel.owner_id)
+                channels.check_rule(self.instance, channel)
             except InvalidInput as exc:
                 self.add_error(exc.field if exc.field in self.fields else None, str(exc))
 

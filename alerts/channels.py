@@ -7,9 +7,12 @@ wherever it is made: a webhook's URL must pass the push rings' SSRF guard
 endpoint must be one its channel's owner may see (``switchboard/scope.py``). A new channel
 carries the default rules (``DEFAULT_KINDS``) on all of its owner's endpoints until narrowed.
 
-A channel is its owner's alone (``Scope.own``): ``visible`` and ``get_visible`` are the reads
-every surface asks first, and another human's channel is as unknown as one that never was.
-A disabled channel hears nothing and is sent nothing: disabling it fails what was still queued
+A channel is owned by a human or by a team, as a source is (docs/decisions/0034-teams.md), and
+is seen by its owner alone: the human, or every member of the team (``Scope.owned``).
+``visible`` and ``get_visible`` are the reads every surface asks first, and anyone else's
+channel is as unknown as one that never was. A team's channel hears about the team's endpoints
+only (``scope.owner_endpoints``); it moves into a team as a source does (``move_channel``). A
+disabled channel hears nothing and is sent nothing: disabling it fails what was still queued
 for it (``drop_queued.sql``). A test message (``queue_test``) from a button is refused while the
 channel is disabled or its breaker open, and more than once per ``TEST_EVERY_SECONDS``.
 """
@@ -41,8 +44,9 @@ from switchboard.lib import jsonlimits, webhook_out
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.lib.text import strip_control
-from switchboard.models import Endpoint, Human
-from switchboard.scope import Scope
+from switchboard.models import Endpoint, Human, Team
+from switchboard.scope import Scope, owner_endpoints
+from switchboard.teams import check_move
 from todos import limits
 from todos.intake import routing
 
@@ -92,8 +96,10 @@ def check_email(address: str) -> str:
 
 
 def visible(human: Human) -> list[AlertChannel]:
-    """The channels ``human`` may see and test: their own (``Scope.own``)."""
-    return list(AlertChannel.objects.filter(Scope.of_human(human.pk).own()).order_by("created_at"))
+    """The channels ``human`` may see and act on: their own and their teams' (``Scope.owned``)."""
+    return list(
+        AlertChannel.objects.filter(Scope.of_human(human.pk).owned()).order_by("created_at")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +113,12 @@ class Listed:
 
 
 def listed(human: Human, *, now: dt.datetime) -> list[Listed]:
-    """The channels ``human`` owns with their rules, newest messages and breaker, oldest
-    channel first, in three queries however many channels there are."""
+    """The channels ``human`` sees (their own and their teams') with their owner, rules,
+    newest messages and breaker, oldest channel first, in three queries however many channels
+    there are."""
     owned = list(
-        AlertChannel.objects.filter(Scope.of_human(human.pk).own())
-        .select_related("circuit")
+        AlertChannel.objects.filter(Scope.of_human(human.pk).owned())
+        .select_related("circuit", "owner", "team")
         .prefetch_related(Prefetch("rules", queryset=AlertRule.objects.select_related("endpoint")))
         .order_by("created_at", "id")
     )
@@ -139,23 +146,29 @@ def _breaker_until(channel: AlertChannel, now: dt.datetime) -> dt.datetime | Non
 
 
 def get_visible(human: Human, channel_id: UUID | str) -> AlertChannel | None:
+    """The channel ``channel_id`` if ``human`` sees it (their own or their teams'); None for an
+    unknown or foreign id alike, or one that is not an id."""
     try:
         key = UUID(str(channel_id))
     except ValueError:
         return None
-    return AlertChannel.objects.filter(Scope.of_human(human.pk).own(), id=key).first()
+    return AlertChannel.objects.filter(Scope.of_human(human.pk).owned(), id=key).first()
 
 
 def add_channel(
-    owner: Human,
+    owner: Human | None,
     *,
+    team: Team | None = None,
     webhook: str | None = None,
     email: str | None = None,
     name: str = "",
     allow_private: bool | None = None,
 ) -> tuple[AlertChannel, str | None]:
     """Add a webhook or email channel with the default rules; (channel, its signing secret for
-    a webhook, to be shown once)."""
+    a webhook, to be shown once). It is owned by ``owner`` or, with ``owner`` None, by
+    ``team`` (exactly one)."""
+    if (owner is None) == (team is None):
+        raise ValueError("a channel is owned by a human or by a team, exactly one")
     if (webhook is None) == (email is None):
         raise InvalidInput("channel", "give a webhook URL or an email address, one of them")
     name = _plain("name", name.strip())
@@ -165,9 +178,10 @@ def add_channel(
     if webhook is not None:
         url = check_url(webhook, allow_private=allow_private)
         secret = routing.new_standard_secret()
-        channel = AlertChannel(owner=owner, kind=ChannelKind.WEBHOOK, url=url, secret=secret)
+        channel = AlertChannel(kind=ChannelKind.WEBHOOK, url=url, secret=secret)
     else:
-        channel = AlertChannel(owner=owner, kind=ChannelKind.EMAIL, email=check_email(email or ""))
+        channel = AlertChannel(kind=ChannelKind.EMAIL, email=check_email(email or ""))
+    channel.owner, channel.team = owner, team
     channel.name = name
     with transaction.atomic():
         channel.save()
@@ -217,16 +231,33 @@ def rotate_secret(channel: AlertChannel) -> str:
     return channel.secret
 
 
+def move_channel(channel: AlertChannel, team: Team, *, by: Human | None) -> AlertChannel:
+    """Give ``channel`` to ``team``, as ``credentials.move_endpoint`` gives an endpoint: refused
+    (``switchboard.teams.TeamRefused``, nothing changed) unless ``by`` (None: the system)
+    administers ``team`` and manages the channel. Its rules then hear about the team's
+    endpoints only: a rule narrowed to an endpoint outside the team stays, and hears nothing
+    until that endpoint is the team's."""
+    with transaction.atomic():
+        row = AlertChannel.objects.select_for_update().get(pk=channel.pk)
+        check_move(row, team, by=by)
+        row.owner, row.team = None, team
+        row.save(update_fields=["owner", "team"])
+    channel.owner, channel.team = None, team
+    return channel
+
+
 def remove_channel(channel: AlertChannel) -> None:
     channel.delete()
 
 
-def check_rule(rule: AlertRule, owner_id: int) -> None:
-    """``InvalidInput`` for a rule the evaluators could not honour."""
+def check_rule(rule: AlertRule, channel: AlertChannel) -> None:
+    """``InvalidInput`` for a rule the evaluators could not honour on ``channel``: its endpoint
+    must be one the channel's owner sees (``scope.owner_endpoints``: a team's, for a team's
+    channel)."""
     if rule.kind not in RuleKind.values:
         raise InvalidInput("kind", f"one of {', '.join(RuleKind.values)}")
     if rule.endpoint_id is not None:
-        owned = Endpoint.objects.filter(Scope.of_human(owner_id).endpoints(), id=rule.endpoint_id)
+        owned = Endpoint.objects.filter(owner_endpoints(channel), id=rule.endpoint_id)
         if not owned.exists():
             raise InvalidInput("endpoint", "no endpoint of the channel's owner has that id")
     if rule.queue is not None:
@@ -264,14 +295,14 @@ def add_rule(
         threshold=threshold,
         for_seconds=for_seconds,
     )
-    check_rule(rule, channel.owner_id)
+    check_rule(rule, channel)
     rule.save()
     return rule
 
 
 def save_rule(rule: AlertRule) -> AlertRule:
     """Save a rule changed in place (the admin's form), checked first."""
-    check_rule(rule, rule.channel.owner_id)
+    check_rule(rule, rule.channel)
     rule.save()
     return rule
 

@@ -25,7 +25,7 @@ from alerts.models import RuleKind
 from alerts.sources import BudgetStatusLike
 from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
-from switchboard.scope import OWNER_ENDPOINTS_SQL
+from switchboard.scope import OWNER_ENDPOINTS_SQL, OWNER_TEAMS_SQL
 
 # Events are looked for this far back (and never before their rule was made); a sweeper down
 # for longer misses the events of the gap (docs/guides/alerts.md).
@@ -33,7 +33,7 @@ EVENT_LOOKBACK_SECONDS = 3600
 WARNING_SHARE = Decimal("0.8")
 
 _SQL = Path(__file__).resolve().parent / "sql"
-_FRAGMENTS = {"owner_endpoints": OWNER_ENDPOINTS_SQL}
+_FRAGMENTS = {"owner_endpoints": OWNER_ENDPOINTS_SQL, "owner_teams": OWNER_TEAMS_SQL}
 SQL_KINDS = (
     RuleKind.DEAD_LETTER,
     RuleKind.DEADLINE_MISSED,

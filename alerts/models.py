@@ -1,11 +1,12 @@
 """Alert channels, their rules, the alerts they raise and the messages sent for them.
 
-A **channel** belongs to one operator (a human; ``switchboard/scope.py`` says whose) and is a
-webhook (a Slack-compatible JSON body signed the Standard Webhooks way) or an email address.
-Its **rules** say what it hears about: one kind (``RuleKind``) on all of the owner's endpoints
-(``endpoint`` NULL) or one, on every queue (``queue`` NULL) or one. An **alert** is one rule
-firing for one subject (a todo, a queue, an endpoint, a budget day); a **delivery** is one
-message about it (opened, resolved, or a test) on its way to the channel, with its tries.
+A **channel** is owned by an operator or by a team (``switchboard.models.Owned``; its members
+see and act on it, ``switchboard/scope.py``) and is a webhook (a Slack-compatible JSON body
+signed the Standard Webhooks way) or an email address. Its **rules** say what it hears about:
+one kind (``RuleKind``) on all of the endpoints its owner sees (``endpoint`` NULL: a human's
+own and its teams', a team's own) or one, on every queue (``queue`` NULL) or one. An **alert**
+is one rule firing for one subject (a todo, a queue, an endpoint, a budget day); a **delivery**
+is one message about it (opened, resolved, or a test) on its way to the channel, with its tries.
 
 ``alerts/channels.py`` is the only writer of channels and rules (it also queues a test message
 and fails a disabled channel's queued ones); the sweeper's alert step (``alerts/sweep.py`` over
@@ -21,7 +22,7 @@ from django.contrib.postgres.functions import RandomUUID
 from django.db import models
 from django.db.models.functions import Now
 
-from switchboard.models import Endpoint, Human
+from switchboard.models import Endpoint, Owned
 
 
 class ChannelKind(models.TextChoices):
@@ -71,9 +72,10 @@ class DeliveryState(models.TextChoices):
     FAILED = "failed"
 
 
-class AlertChannel(models.Model):
+class AlertChannel(Owned):
+    """Owned by a human or a team, exactly one (``alertchannel_owned_once``, alerts 0002)."""
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(Human, on_delete=models.CASCADE, related_name="alert_channels")
     kind = models.TextField(choices=ChannelKind.choices)
     name = models.TextField(blank=True, db_default="", default="")
     url = models.TextField(blank=True, db_default="", default="")
@@ -83,10 +85,11 @@ class AlertChannel(models.Model):
     enabled = models.BooleanField(db_default=True, default=True)
     created_at = models.DateTimeField(db_default=Now())
 
-    class Meta:
+    class Meta(Owned.Meta):
         db_table = "alert_channels"
         ordering = ["created_at", "id"]
         constraints = [
+            *Owned.Meta.constraints,
             models.CheckConstraint(
                 condition=(models.Q(kind="webhook") & ~models.Q(url=""))
                 | (models.Q(kind="email") & ~models.Q(email="")),
@@ -108,7 +111,7 @@ class AlertChannel(models.Model):
 class AlertRule(models.Model):
     channel = models.ForeignKey(AlertChannel, on_delete=models.CASCADE, related_name="rules")
     kind = models.TextField(choices=RuleKind.choices)
-    # NULL: every endpoint the channel's owner owns, now and later.
+    # NULL: every endpoint the channel's owner sees, now and later (a team's: the team's).
     endpoint = models.ForeignKey(
         Endpoint, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )

@@ -150,6 +150,7 @@ urlpatterns = [
         "sources/<slug:slug>/secret", source_views.source_secret_shown, name="source_secret_shown"
     ),
     path("sources/<slug:slug>/verify", source_views.source_verify, name="source_verify"),
+    path("sources/<slug:slug>/move", source_views.source_move, name="source_move"),
     path("sources/<slug:slug>/test", source_views.source_test, name="source_test"),
     path(
         "sources/<slug:slug>/events/<int:event_id>",

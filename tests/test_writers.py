@@ -52,12 +52,13 @@ AGGREGATE_MODELS = (
 )
 MODELS = {model.__name__: model.__module__ for model in AGGREGATE_MODELS}
 # Related managers that reach these models from another row: endpoint.keys, endpoint.rules,
-# source.rules, human.endpoints, human.sources.
+# source.rules, human.endpoints, human.sources, human.alertchannels (a team's too).
 RELATED = {
     "keys": "EndpointKey",
     "rules": "Rule",
     "endpoints": "Endpoint",
     "sources": "Source",
+    "alertchannels": "AlertChannel",
     "memberships": "TeamMember",
 }
 TABLES = {model._meta.db_table: model.__name__ for model in AGGREGATE_MODELS}

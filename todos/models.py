@@ -424,8 +424,10 @@ class Schedule(models.Model):
     """A cron schedule that creates a todo on ``endpoint``'s ``queue`` at each tick.
 
     Written only by ``todos.schedules`` (the admin, the Board and ``manage.py schedule`` call it);
-    the sweeper fires due ticks through ``todos.schedules.fire_due``. Its owner scope is the
-    endpoint's owning human. ``next_run_at`` is the tick the sweeper fires next (NULL while
+    the sweeper fires due ticks through ``todos.schedules.fire_due``. It has no owner of its
+    own: it is owned through its endpoint, so whoever sees the endpoint (its owner, or every
+    member of its team: ``switchboard/scope.py``) sees and acts on it, and moving the endpoint
+    into a team moves it. ``next_run_at`` is the tick the sweeper fires next (NULL while
     paused); the fire step moves it with a conditional UPDATE, so a tick fires once.
     """
 

@@ -1,10 +1,12 @@
 """The Board's schedules: the list, a schedule's page (its next five runs, its last runs with
 their todos), creation with the writer's errors by field, pause/resume, run now, remove.
 
-Every read is scoped to the schedules of the endpoints the logged-in human owns
-(``schedules.get_visible``); another human's schedule answers 404 exactly like an unknown one,
-staff included. Every write goes through ``todos.schedules``, so the Board holds schedules to the
-same checks as the admin and ``manage.py schedule``.
+Every read and action is scoped to the schedules of the endpoints the logged-in human sees, its
+own and its teams' (``schedules.visible`` / ``get_visible``, over ``switchboard/scope.py``):
+every member of an endpoint's team sees, pauses, runs and removes its schedules. Anyone else's
+schedule answers 404 exactly like an unknown one, staff included, and nothing changes. Every
+write goes through ``todos.schedules``, so the Board holds schedules to the same checks as the
+admin and ``manage.py schedule``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, confirmed, login_required
 from switchboard.models import Endpoint
-from switchboard.scope import owned_by
+from switchboard.scope import Scope
 from todos import schedules
 from todos.models import MissedPolicy, Schedule
 
@@ -120,7 +122,9 @@ def schedule_list(request: BoardRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def schedule_new(request: BoardRequest) -> HttpResponse:
     endpoints = list(
-        Endpoint.objects.filter(owned_by(request.user.id), revoked_at__isnull=True).order_by("slug")
+        Endpoint.objects.filter(Scope.of_human(request.user.id).endpoints())
+        .active()
+        .order_by("slug")
     )
     form = ScheduleForm(endpoints, request.POST or None)
     if request.method == "POST" and form.is_valid():

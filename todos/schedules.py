@@ -56,7 +56,7 @@ from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_one, load
 from switchboard.lib.text import cut_utf8
 from switchboard.models import Endpoint, Human
-from switchboard.scope import owned_by
+from switchboard.scope import Scope
 from todos import lifecycle, limits
 from todos.models import MissedPolicy, Schedule, ScheduleRun
 
@@ -178,8 +178,10 @@ def _check_missed(value: Any) -> str:
 
 
 def _check_endpoint(endpoint: Endpoint, by: Human | None) -> None:
-    # Unknown and foreign read alike, as everywhere in the Board.
-    if by is not None and not Endpoint.objects.filter(owned_by(by.pk), pk=endpoint.pk).exists():
+    # Unknown and foreign read alike, as everywhere in the Board; a team's endpoint is every
+    # member's (switchboard/scope.py).
+    seen = Endpoint.objects.filter(pk=endpoint.pk)
+    if by is not None and not seen.filter(Scope.of_human(by.pk).endpoints()).exists():
         raise InvalidInput("endpoint", "unknown endpoint")
     if endpoint.revoked_at is not None:
         raise InvalidInput("endpoint", "is revoked; todos for it are refused")
@@ -454,7 +456,8 @@ def add(
     enabled: bool = True,
     by: Human | None = None,
 ) -> Schedule:
-    """Create a schedule on ``endpoint``'s ``queue``; ``by`` (when given) must own the endpoint.
+    """Create a schedule on ``endpoint``'s ``queue``; ``by`` (when given) must see the endpoint
+    (own it, or be a member of its team).
 
     Raise ``InvalidInput`` naming the field for anything the fire step could not use.
     """
@@ -565,16 +568,16 @@ def remove_many(queryset: QuerySet[Schedule]) -> None:
 
 
 def visible(human: Human) -> QuerySet[Schedule]:
-    """The schedules of the endpoints ``human`` sees (its own and its teams'): a schedule is
-    owned through its endpoint."""
+    """The schedules of the endpoints ``human`` sees (its own and its teams',
+    ``Scope.endpoints``): a schedule is owned through its endpoint."""
     return Schedule.objects.filter(
-        endpoint__in=Endpoint.objects.filter(owned_by(human.pk))
+        endpoint__in=Endpoint.objects.filter(Scope.of_human(human.pk).endpoints())
     ).select_related("endpoint")
 
 
 def get_visible(human: Human | None, schedule_id: Any) -> Schedule:
-    """The schedule ``schedule_id`` if ``human`` owns its endpoint (any, when None); raise
-    ``InvalidInput`` for an unknown or foreign id alike."""
+    """The schedule ``schedule_id`` if ``human`` sees its endpoint (owns it, or is a member of
+    its team; any, when None); raise ``InvalidInput`` for an unknown or foreign id alike."""
     try:
         key = int(schedule_id)
     except (TypeError, ValueError):

@@ -3,5 +3,6 @@
 --   whose warning an exceeded budget supersedes.
 -- params: kind
 -- returns: rule_id, channel_id, rule_queue, threshold, for_seconds, rule_created_at, endpoint_id.
--- Uses index: alert_rules_kind_idx; alert_channels_pkey; endpoints_pkey or the owner's.
+-- Uses index: alert_rules_kind_idx; team_members_human_team_key per human channel; the
+--   endpoints' owner_id and team_id indexes, ORed in a bitmap per channel.
 @{rule_endpoints}

@@ -1,26 +1,36 @@
 """Teams widen the owner scope (switchboard/scope.py): alice (the team's admin) and carol (a
-member) both see and act on the team's todos, on every Board surface; bob, outside the team,
-gets exactly what he gets for an unknown id. Only an admin changes the team, vends keys or
-moves an endpoint in; each refusal is named and changes nothing."""
+member) both see and act on the team's todos, sources, schedules and alert channels, on every
+Board surface and in the commands' scope; bob, outside the team, gets exactly what he gets for
+an unknown id, and nothing changes. Only an admin changes the team, vends keys or moves an
+endpoint, a source or a channel in; each refusal is named and changes nothing."""
 
 from __future__ import annotations
 
+import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from io import StringIO
+from typing import Any
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from alerts import channels, evaluate, sweep
+from alerts.models import Alert, AlertChannel, AlertDelivery, RuleKind
 from switchboard import credentials, teams
 from switchboard.models import Endpoint, EndpointKey, Human, Team, TeamMember
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.factories import EndpointFactory, HumanFactory, RuleFactory, SourceFactory
 from tests.reach import BOT, claimed, new_todo
-from todos import queries
+from todos import queries, schedules
+from todos.intake import sources
 from todos.intake.deliveries import plan_for
-from todos.models import Todo
+from todos.models import Event, Rule, Schedule, Source, Todo
 
 pytestmark = pytest.mark.django_db
 
@@ -57,6 +67,12 @@ def ops(personas: Personas) -> Ops:
     return Ops(
         team, carol, endpoint, _client(personas.alice), _client(carol), _client(personas.bob)
     )
+
+
+def run_command(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
 
 
 def same_page(body: bytes, todo_id: str) -> bytes:
@@ -311,3 +327,283 @@ def test_a_teams_source_is_its_members_and_routes_to_the_teams_endpoints(
     errors = {entry["rule_id"]: entry.get("error") for entry in plan.trace}
     assert errors[to_team.id] is None and errors[to_alice.id] is not None
     assert len(plan.todos) == 1
+
+
+def _source_row(slug: str) -> dict[str, object]:
+    return Source.objects.values().get(slug=slug)
+
+
+def test_an_admin_makes_a_source_for_the_team_and_a_member_who_did_not_manages_it(
+    ops: Ops, personas: Personas
+) -> None:
+    form = ops.alice.get(reverse("source_new")).content.decode()
+    assert '<option value="ops">team ops</option>' in form
+
+    made = ops.alice.post(
+        reverse("source_new"), {"slug": "ops-new", "verify": "on", "owned_by": "ops"}
+    )
+
+    assert made.status_code == 302
+    source = Source.objects.get(slug="ops-new")
+    assert (source.owner_id, source.team_id) == (None, ops.team.pk)
+    listed = ops.carol_client.get(reverse("sources")).content.decode()
+    assert 'href="/sources/ops-new"' in listed and 'team <span class="mono">ops</span>' in listed
+    page = ops.carol_client.get(reverse("source_detail", args=["ops-new"])).content.decode()
+    assert re.search(r'class="owned-by">team <a href="/teams/ops"', page)
+    # carol, a member who did not make it, rotates its secret, adds a rule and switches it off.
+    fingerprint = sources.secret_fingerprint(source.secret)
+    rotated = ops.carol_client.post(
+        reverse("source_rotate", args=["ops-new"]), {"confirm": "yes", "current": fingerprint}
+    )
+    assert rotated.status_code == 302
+    assert Source.objects.get(slug="ops-new").secret != source.secret
+    rule = RuleFactory(source=source, endpoint=ops.endpoint, queue="q")
+    off = ops.carol_client.post(reverse("rule_disable", args=["ops-new", rule.pk]))
+    assert off.status_code == 302 and not Rule.objects.get(pk=rule.pk).enabled
+    ops.carol_client.post(reverse("source_verify", args=["ops-new"]), {"verify": "off"})
+    assert not Source.objects.get(slug="ops-new").verify
+    assert "ops-new" not in ops.bob.get(reverse("sources")).content.decode()
+
+
+@pytest.mark.parametrize("who", ["carol", "bob"])
+def test_a_source_for_a_team_one_does_not_administer_is_refused_and_nothing_made(
+    ops: Ops, who: str
+) -> None:
+    client = ops.carol_client if who == "carol" else ops.bob
+    assert 'value="ops"' not in client.get(reverse("source_new")).content.decode()
+
+    refused = client.post(
+        reverse("source_new"), {"slug": "sneaky", "verify": "on", "owned_by": "ops"}
+    )
+
+    assert refused.status_code == 200
+    assert "Select a valid choice" in refused.content.decode()
+    assert not Source.objects.filter(slug="sneaky").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "name", "extra"),
+    [
+        ("get", "source_detail", ()),
+        ("get", "source_secret_shown", ()),
+        ("post", "source_rotate", ()),
+        ("post", "source_verify", ()),
+        ("get", "source_test", ()),
+        ("post", "source_test", ()),
+        ("post", "source_move", ()),
+        ("get", "rule_new", ()),
+        ("post", "rule_new", ()),
+        ("get", "rule_edit", ("rule",)),
+        ("post", "rule_edit", ("rule",)),
+        ("post", "rule_delete", ("rule",)),
+        ("post", "rule_disable", ("rule",)),
+        ("get", "source_event", ("event",)),
+    ],
+)
+def test_an_outsider_gets_404_for_every_page_of_a_teams_source_and_nothing_changes(
+    ops: Ops, personas: Personas, method: str, name: str, extra: tuple[str, ...]
+) -> None:
+    source = SourceFactory(owner=None, team=ops.team, slug="ops-hooks")
+    rule = RuleFactory(source=source, endpoint=ops.endpoint, queue="q")
+    event = Event.objects.create(source=source, delivery_id="d-1", disposition="dropped")
+    ids = {"rule": rule.pk, "event": event.pk}
+    before = (_source_row("ops-hooks"), list(Rule.objects.values()), Event.objects.count())
+    data = {
+        "confirm": "yes",
+        "current": sources.secret_fingerprint(source.secret),
+        "verify": "off",
+        "team": "bobs",
+        "queue": "stolen",
+        "endpoint": str(personas.endpoint_b.id),
+        "headers": "{}",
+        "payload": "{}",
+    }
+    teams.create_team("bobs", personas.bob)  # a team bob administers, to move it into
+
+    response = getattr(ops.bob, method)(
+        reverse(name, args=["ops-hooks", *(ids[e] for e in extra)]), data
+    )
+
+    assert response.status_code == 404
+    after = (_source_row("ops-hooks"), list(Rule.objects.values()), Event.objects.count())
+    assert after == before
+
+
+def test_an_admin_moves_her_source_into_the_team_from_its_page(
+    ops: Ops, personas: Personas, django_assert_num_queries: Callable[..., Any]
+) -> None:
+    SourceFactory(owner=personas.alice, slug="alice-hooks")
+    assert ops.carol_client.get(reverse("source_detail", args=["alice-hooks"])).status_code == 404
+    # session, user, the source (with whether she manages it and the teams she administers),
+    # its rules, its events, the rail's unread count: as many as for a human in no team
+    with django_assert_num_queries(6):
+        page = ops.alice.get(reverse("source_detail", args=["alice-hooks"])).content.decode()
+    assert 'class="owned-by">alice<' in page and '<option value="ops">ops</option>' in page
+
+    moved = ops.alice.post(
+        reverse("source_move", args=["alice-hooks"]), {"team": "ops"}, follow=True
+    )
+
+    assert "Moved alice-hooks to team ops" in moved.content.decode()
+    row = _source_row("alice-hooks")
+    assert (row["owner_id"], row["team_id"]) == (None, ops.team.pk)
+    assert ops.carol_client.get(reverse("source_detail", args=["alice-hooks"])).status_code == 200
+    assert ops.bob.get(reverse("source_detail", args=["alice-hooks"])).status_code == 404
+
+
+def test_a_source_move_is_refused_by_name_and_changes_nothing(ops: Ops, personas: Personas) -> None:
+    SourceFactory(owner=ops.carol, slug="carol-hooks")
+    SourceFactory(owner=None, team=ops.team, slug="ops-hooks")
+    teams.create_team("other", ops.carol)  # carol administers "other" only
+    before = {s: _source_row(s) for s in ("carol-hooks", "ops-hooks")}
+    # A member sees the team's source but does not manage it: no move offered.
+    page = ops.carol_client.get(reverse("source_detail", args=["ops-hooks"])).content.decode()
+    assert 'id="move"' not in page
+
+    for client, slug, team, said in (
+        (ops.carol_client, "carol-hooks", "ops", "carol does not administer team ops"),
+        (ops.carol_client, "ops-hooks", "other", "carol does not own or administer ops-hooks"),
+        (ops.alice, "ops-hooks", "no-such", "alice does not administer team 'no-such'"),
+        (ops.alice, "ops-hooks", "ops", "ops-hooks already belongs to team ops"),
+    ):
+        response = client.post(reverse("source_move", args=[slug]), {"team": team}, follow=True)
+        assert f"Not moved: {said}" in html.unescape(response.content.decode())
+
+    assert {s: _source_row(s) for s in before} == before
+
+
+# --- schedules: owned through their endpoint -----------------------------------------------
+
+
+def _teams_schedule(ops: Ops) -> Schedule:
+    return schedules.add(
+        ops.endpoint, queue="reports", cron="0 9 * * *", title="Team report", by=ops.carol
+    )
+
+
+def test_members_see_and_act_on_the_teams_schedules(ops: Ops) -> None:
+    schedule = _teams_schedule(ops)
+
+    for member in (ops.alice, ops.carol_client):
+        assert "Team report" in member.get(reverse("schedules")).content.decode()
+        assert member.get(reverse("schedule_detail", args=[schedule.pk])).status_code == 200
+    paused = ops.alice.post(reverse("schedule_action", args=[schedule.pk, "pause"]))
+    assert paused.status_code == 302 and not Schedule.objects.get(pk=schedule.pk).enabled
+    ran = ops.carol_client.post(reverse("schedule_action", args=[schedule.pk, "run-now"]))
+    assert ran.status_code == 302
+    assert Todo.objects.filter(endpoint=ops.endpoint, title="Team report").count() == 1
+    form = ops.carol_client.get(reverse("schedule_new")).content.decode()
+    assert '<option value="agent-t"' in form
+
+
+@pytest.mark.parametrize(
+    ("method", "name", "extra"),
+    [
+        ("get", "schedule_detail", ()),
+        ("get", "schedule_remove", ()),
+        ("post", "schedule_remove", ()),
+        ("post", "schedule_action", ("pause",)),
+        ("post", "schedule_action", ("run-now",)),
+    ],
+)
+def test_an_outsider_gets_404_for_the_teams_schedule_and_nothing_changes(
+    ops: Ops, method: str, name: str, extra: tuple[str, ...]
+) -> None:
+    schedule = _teams_schedule(ops)
+    before = Schedule.objects.values().get(pk=schedule.pk)
+
+    response = getattr(ops.bob, method)(
+        reverse(name, args=[schedule.pk, *extra]), {"confirm": "yes"}
+    )
+
+    assert response.status_code == 404
+    assert Schedule.objects.values().get(pk=schedule.pk) == before
+    assert not Todo.objects.filter(endpoint=ops.endpoint).exists()
+    assert "Team report" not in ops.bob.get(reverse("schedules")).content.decode()
+    form = ops.bob.get(reverse("schedule_new")).content.decode()
+    assert "agent-t" not in form
+
+
+def test_the_schedule_command_in_an_outsiders_scope_sees_nothing_of_the_teams(ops: Ops) -> None:
+    schedule = _teams_schedule(ops)
+    before = Schedule.objects.values().get(pk=schedule.pk)
+
+    assert run_command("schedule", "list", "--as", "bob") == ""
+    for action in ("pause", "run-now", "remove"):
+        with pytest.raises(CommandError, match="unknown schedule"):
+            run_command("schedule", action, str(schedule.pk), "--as", "bob")
+    with pytest.raises(CommandError, match="no endpoint with slug 'agent-t'"):
+        run_command(
+            "schedule", "add", "--endpoint", "agent-t", "--queue", "q", "--cron", "0 9 * * *",
+            "--title", "x", "--as", "bob",
+        )  # fmt: skip
+
+    assert Schedule.objects.values().get(pk=schedule.pk) == before
+    assert Schedule.objects.count() == 1
+    assert "Team report" in run_command("schedule", "list", "--as", "carol")
+    assert "Paused" in run_command("schedule", "pause", str(schedule.pk), "--as", "carol")
+
+
+# --- alert channels ---------------------------------------------------------------------------
+
+
+def test_a_teams_alert_channel_is_its_members_and_unknown_to_an_outsider(
+    ops: Ops, personas: Personas
+) -> None:
+    channel, _ = channels.add_channel(None, team=ops.team, email="ops@example.com", name="ops-mail")
+    channels.add_rule(channel, RuleKind.DEPTH, threshold=0)
+    new_todo(ops.endpoint.id, "triage")
+    sweep.apply(RuleKind.DEPTH, evaluate.read(RuleKind.DEPTH))
+    assert Alert.objects.filter(channel=channel, state="open").count() == 1
+
+    for human, client in ((personas.alice, ops.alice), (ops.carol, ops.carol_client)):
+        assert [c.pk for c in channels.visible(human)] == [channel.pk]
+        assert channels.get_visible(human, channel.pk) == channel
+        page = client.get(reverse("alerts")).content.decode()
+        assert str(channel.pk) in page and "Queue agent-t/triage" in page
+        assert 'title="open alerts">1<' in client.get(reverse("alerts_bell")).content.decode()
+    assert channels.visible(personas.bob) == []
+    assert channels.get_visible(personas.bob, channel.pk) is None
+    page = ops.bob.get(reverse("alerts")).content.decode()
+    assert str(channel.pk) not in page and "agent-t" not in page
+    assert ops.bob.get(reverse("alerts_bell")).content == b""
+
+    before = AlertChannel.objects.values().get(pk=channel.pk)
+    for name, data in (
+        ("alert_channel_test", {}),
+        ("alert_channel_enabled", {"enabled": "no"}),
+        ("alert_channel_delete", {"confirm": "yes"}),
+    ):
+        assert ops.bob.post(reverse(name, args=[channel.pk]), data).status_code == 404
+    assert AlertChannel.objects.values().get(pk=channel.pk) == before
+    assert not AlertDelivery.objects.filter(channel=channel, message="test").exists()
+    tested = ops.carol_client.post(reverse("alert_channel_test", args=[channel.pk]))
+    assert tested.status_code == 302
+    assert AlertDelivery.objects.filter(channel=channel, message="test").count() == 1
+    off = ops.carol_client.post(
+        reverse("alert_channel_enabled", args=[channel.pk]), {"enabled": "no"}
+    )
+    assert off.status_code == 302 and not AlertChannel.objects.get(pk=channel.pk).enabled
+
+
+def test_the_alert_command_lists_a_teams_channel_by_team_and_moves_only_as_an_admin(
+    ops: Ops, personas: Personas
+) -> None:
+    mine, _ = channels.add_channel(personas.alice, email="alice@example.com")
+    theirs, _ = channels.add_channel(None, team=ops.team, email="ops@example.com")
+
+    listed = run_command("alert", "channel", "list", "--team", "ops")
+    assert str(theirs.pk) in listed and "team ops" in listed and str(mine.pk) not in listed
+    assert str(theirs.pk) not in run_command("alert", "channel", "list", "--owner", "alice")
+    for who, said in (("carol", "not_team_admin"), ("bob", "not_team_admin")):
+        with pytest.raises(CommandError, match=said):
+            run_command("alert", "channel", "move", str(mine.pk), "--team", "ops", "--as", who)
+    mine.refresh_from_db()
+    assert (mine.owner_id, mine.team_id) == (personas.alice.pk, None)
+
+    moved = run_command("alert", "channel", "move", str(mine.pk), "--team", "ops", "--as", "alice")
+
+    assert f"Moved channel {mine.pk} to team ops" in moved
+    mine.refresh_from_db()
+    assert (mine.owner_id, mine.team_id) == (None, ops.team.pk)
+    assert channels.get_visible(ops.carol, mine.pk) == mine

@@ -1,11 +1,14 @@
 """The Board's webhook pages: sources, their rules, their events (paged, searchable), and the rule
 tester.
 
-Every read is scoped to the sources the logged-in human owns (``_own_source``); another human's
-source, rule or event answers 404 exactly like an unknown one, staff included. Sources and rules
-are written only through ``todos.intake.sources`` (rules through ``todos.intake.forms.RuleForm``,
-which saves through it), so the Board holds them to the same checks and meanings as the admin and
-commands.
+Every read is scoped to the sources the logged-in human sees (``_own_source``): its own and its
+teams' (``switchboard/scope.py``); every member of the owning team sees and acts on a team's
+source, its secret and rules as its creator does. Anyone else's source, rule or event answers
+404 exactly like an unknown one, staff included. A source is made for the human or for a team
+it administers ("Owned by"), and moves into a team ("Move to team") only by a human who manages
+it and administers the team (``switchboard.teams.check_move``). Sources and rules are written
+only through ``todos.intake.sources`` (rules through ``todos.intake.forms.RuleForm``, which saves
+through it), so the Board holds them to the same checks and meanings as the admin and commands.
 
 A secret's plaintext is shown once (creation, rotation, turning verification on without a
 secret): the POST that mints it keeps it in the session and redirects, and the page it redirects
@@ -36,6 +39,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import (
     Count,
     DateTimeField,
+    Exists,
     ExpressionWrapper,
     IntegerField,
     OuterRef,
@@ -57,7 +61,9 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
-from switchboard.scope import owned_by
+from switchboard.models import Team, TeamMember, TeamRole
+from switchboard.scope import managed_by, owned_by, teams_of
+from switchboard.teams import TeamRefused
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
 from todos.intake.traces import present_trace
@@ -125,6 +131,15 @@ class SourceForm(forms.Form):
         " (webhook-id, webhook-timestamp, webhook-signature), which also signs the time and"
         " the delivery id. It cannot be changed later.",
     )
+    # Who owns it: the human (blank) or a team they administer, as the vend wizard asks.
+    owned_by = forms.ChoiceField(required=False, choices=[("", "you")], label="Owned by")
+
+    def __init__(self, *args: Any, admin_teams: Sequence[Team] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["owned_by"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [("", "you"), *((t.name, f"team {t.name}") for t in admin_teams)]
+        self.teams = {t.name: t for t in admin_teams}
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -136,11 +151,30 @@ class SourceForm(forms.Form):
 
 
 def _own_source(request: BoardRequest, slug: str) -> Source:
-    """The human's source ``slug``; 404 for an unknown or foreign one (staff too)."""
-    source = Source.objects.filter(owned_by(request.user.id), slug=slug).first()
+    """The source ``slug`` if the human sees it (its own or its teams'); 404 for an unknown or
+    foreign one (staff too). In the same query: ``managed``, whether the human manages it (owns
+    it, or administers its team: only they move it into a team), and ``admin_teams``, the names
+    of the teams the human administers (where it may move)."""
+    managed = Source.objects.filter(managed_by(request.user.id), pk=OuterRef("pk"))
+    admin_teams = (
+        TeamMember.objects.filter(human_id=request.user.id, role=TeamRole.ADMIN)
+        .order_by("team__name")
+        .values("team__name")
+    )
+    source = (
+        Source.objects.filter(owned_by(request.user.id), slug=slug)
+        .annotate(managed=Exists(managed), admin_teams=ArraySubquery(admin_teams))
+        .select_related("owner", "team")
+        .first()
+    )
     if source is None:
         raise Http404("no such source")
     return source
+
+
+def _admin_teams(request: BoardRequest) -> list[Team]:
+    """The teams the human administers: a source may be made for, or moved into, these."""
+    return list(Team.objects.filter(pk__in=teams_of(request.user.id, admin=True)))
 
 
 def _own_rule(source: Source, rule_id: int) -> Rule:
@@ -272,7 +306,8 @@ def source_list(request: BoardRequest) -> HttpResponse:
     last = events.order_by("-received_at", "-id")
     rows = (
         Source.objects.filter(owned_by(request.user.id))
-        .only("slug", "name", "verify", "created_at")
+        .select_related("owner", "team")
+        .only("slug", "name", "verify", "created_at", "owner__username", "team__name")
         .annotate(
             rule_count=_count(Rule.objects.filter(source_id=OuterRef("pk"))),
             events_24h=_count(events.filter(received_at__gte=since)),
@@ -286,13 +321,16 @@ def source_list(request: BoardRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def source_new(request: BoardRequest) -> HttpResponse:
-    """Slug, name and verification; answers the secret and the URL, shown this once."""
-    form = SourceForm(request.POST or None)
+    """Slug, name, verification and its owner (the human or a team it administers); answers
+    the secret and the URL, shown this once."""
+    form = SourceForm(request.POST or None, admin_teams=_admin_teams(request))
     if request.method == "POST" and form.is_valid():
+        team = form.teams.get(form.cleaned_data["owned_by"])
         try:
             source, secret = sources.create_source(
-                request.user,
+                None if team is not None else request.user,
                 form.cleaned_data["slug"],
+                team=team,
                 name=form.cleaned_data["name"].strip(),
                 verify=form.cleaned_data["verify"],
                 scheme=form.cleaned_data["scheme"] or SignatureScheme.GITHUB,
@@ -439,8 +477,42 @@ def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
         else None,
         "events_first_query": urlencode(filters.to_params()) if after else None,
         "tester": RuleTestForm(),
+        # The teams it may move into: those the human administers, less its own.
+        "move_teams": [
+            name
+            for name in getattr(source, "admin_teams", None) or []
+            if source.team is None or name != source.team.name
+        ]
+        if getattr(source, "managed", False)
+        else [],
     }
     return render(request, "sources/source_detail.html", context)
+
+
+@login_required
+@require_POST
+def source_move(request: BoardRequest, slug: str) -> HttpResponse:
+    """Give the source to a team: only a human who manages it and administers the team
+    (``sources.move_source`` refuses anyone else, by name, and changes nothing). Its rules then
+    route to the team's endpoints only."""
+    source = _own_source(request, slug)
+    name = request.POST.get("team", "")[:200]
+    team = None if "\x00" in name else Team.objects.filter(name=name).first()
+    try:
+        if team is None:
+            raise TeamRefused(
+                "not_team_admin", f"{request.user.username} does not administer team {name!r}"
+            )
+        sources.move_source(source, team, by=request.user)
+    except TeamRefused as exc:
+        messages.error(request, f"Not moved: {exc.message}.")
+    else:
+        messages.success(
+            request,
+            f"Moved {source.slug} to team {team.name}: its members see and manage it, and its"
+            " rules route to the team's endpoints only.",
+        )
+    return redirect("source_detail", slug=source.slug)
 
 
 @login_required

@@ -1,9 +1,12 @@
 """Alert channels from the shell, through ``alerts.channels`` as the admin's forms are.
 
-``manage.py alert channel add --owner USER (--webhook URL | --email ADDRESS) [--name NAME]``
-prints the channel's id and, for a webhook, its signing secret (once: it is not shown again);
-the channel carries the default rules (dead letter, deadline missed, budget at 80 % and 100 %)
-on all of the owner's endpoints. ``alert channel list [--owner USER]``;
+``manage.py alert channel add (--owner USER | --team NAME) (--webhook URL | --email ADDRESS)
+[--name NAME]`` prints the channel's id and, for a webhook, its signing secret (once: it is not
+shown again); the channel carries the default rules (dead letter, deadline missed, budget at
+80 % and 100 %) on all of the endpoints its owner sees (a team's channel: the team's).
+``alert channel list [--owner USER | --team NAME]``; ``alert channel move CHANNEL_ID --team NAME
+[--as USER]`` gives a channel to a team (refused, by a named reason, unless USER administers the
+team and manages the channel; without ``--as``, the system's move);
 ``alert rule add CHANNEL_ID KIND [--endpoint SLUG] [--queue Q] [--threshold N] [--for SECONDS]``;
 ``alert test CHANNEL_ID`` sends a test alert now and prints the answer. Bad input exits 1 with
 one line naming the field.
@@ -19,7 +22,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from alerts import channels, deliver
 from alerts.models import AlertChannel, RuleKind
 from switchboard.lib.errors import InvalidInput
-from switchboard.models import Endpoint, Human
+from switchboard.models import Endpoint, Human, Team
+from switchboard.teams import TeamRefused
 
 
 class Command(BaseCommand):
@@ -30,13 +34,29 @@ class Command(BaseCommand):
         channel = actions.add_parser("channel", help="Add or list channels.")
         channel_actions = channel.add_subparsers(dest="channel_action", required=True)
         add = channel_actions.add_parser("add", help="Add a channel; print its id (and secret).")
-        add.add_argument("--owner", required=True, help="The operator's username.")
+        owner = add.add_mutually_exclusive_group(required=True)
+        owner.add_argument("--owner", help="The owning operator's username.")
+        owner.add_argument(
+            "--team", help="The owning team's name (it hears about the team's endpoints)."
+        )
         target = add.add_mutually_exclusive_group(required=True)
         target.add_argument("--webhook", help="The URL to POST alerts to.")
         target.add_argument("--email", help="The address to mail alerts to.")
         add.add_argument("--name", default="", help="A name the Board shows.")
         listing = channel_actions.add_parser("list", help="List channels.")
-        listing.add_argument("--owner", help="Only this operator's.")
+        whose = listing.add_mutually_exclusive_group()
+        whose.add_argument("--owner", help="Only this operator's own.")
+        whose.add_argument("--team", help="Only this team's.")
+        move = channel_actions.add_parser("move", help="Give a channel to a team.")
+        move.add_argument("channel_id")
+        move.add_argument("--team", required=True, help="The team's name.")
+        move.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USERNAME",
+            help="Move as this operator (must administer the team and own or administer the"
+            " channel); default: the system.",
+        )
         rule = actions.add_parser("rule", help="Add a rule to a channel.")
         rule_actions = rule.add_subparsers(dest="rule_action", required=True)
         rule_add = rule_actions.add_parser("add")
@@ -61,6 +81,8 @@ class Command(BaseCommand):
                 self.test(options)
         except InvalidInput as exc:
             raise CommandError(f"refused: {exc}") from None
+        except TeamRefused as exc:
+            raise CommandError(f"refused ({exc.code}): {exc.message}") from None
 
     @staticmethod
     def _human(username: str) -> Human:
@@ -68,6 +90,13 @@ class Command(BaseCommand):
         if human is None:
             raise CommandError(f"no operator named {username!r}")
         return human
+
+    @staticmethod
+    def _team(name: str) -> Team:
+        team = Team.objects.filter(name=name).first()
+        if team is None:
+            raise CommandError(f"no team named {name!r}")
+        return team
 
     @staticmethod
     def _channel(channel_id: str) -> AlertChannel:
@@ -81,26 +110,40 @@ class Command(BaseCommand):
         return channel
 
     def channel_add(self, options: dict[str, Any]) -> None:
-        owner = self._human(options["owner"])
+        team = self._team(options["team"]) if options["team"] is not None else None
+        owner = self._human(options["owner"]) if team is None else None
         channel, secret = channels.add_channel(
-            owner, webhook=options["webhook"], email=options["email"], name=options["name"]
+            owner,
+            team=team,
+            webhook=options["webhook"],
+            email=options["email"],
+            name=options["name"],
         )
         self.stdout.write(f"channel: {channel.pk}")
         if secret:
             self.stdout.write(f"signing secret (shown once): {secret}")
         kinds = ", ".join(r.kind for r in channel.rules.all())
-        self.stdout.write(f"rules: {kinds} on all of {owner.username}'s endpoints")
+        self.stdout.write(f"rules: {kinds} on all of the endpoints of {channel.owner_label}")
 
     def channel_list(self, options: dict[str, Any]) -> None:
-        found = AlertChannel.objects.select_related("owner").order_by("created_at")
+        found = AlertChannel.objects.select_related("owner", "team").order_by("created_at")
         if options.get("owner"):
             found = found.filter(owner=self._human(options["owner"]))
+        if options.get("team"):
+            found = found.filter(team=self._team(options["team"]))
         for channel in found:
             state = "on" if channel.enabled else "off"
             self.stdout.write(
-                f"{channel.pk}  {channel.kind:7}  {state:3}  {channel.owner.username}"
+                f"{channel.pk}  {channel.kind:7}  {state:3}  {channel.owner_label}"
                 f"  {channel.target}"
             )
+
+    def channel_move(self, options: dict[str, Any]) -> None:
+        channel = self._channel(options["channel_id"])
+        team = self._team(options["team"])
+        by = self._human(options["as_user"]) if options["as_user"] is not None else None
+        channels.move_channel(channel, team, by=by)
+        self.stdout.write(f"Moved channel {channel.pk} to team {team.name}.")
 
     def rule_add(self, options: dict[str, Any]) -> None:
         channel = self._channel(options["channel_id"])

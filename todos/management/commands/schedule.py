@@ -4,10 +4,10 @@
 [--payload JSON] [--missed skip|run_once] [--as USER]`` prints the id and the next five runs;
 ``schedule list [--endpoint E] [--json]``; ``schedule pause|resume|run-now|remove ID``.
 
-With ``--as USERNAME`` the command acts in that operator's scope (their endpoints' schedules
-only, as on the Board: another's read as unknown); without it, as the system, over every
-schedule: whoever runs manage.py on the server already has the database. Bad input exits 1 with
-one line naming the field.
+With ``--as USERNAME`` the command acts in that operator's scope (the schedules of the endpoints
+they see, their own and their teams', as on the Board: another's read as unknown); without it,
+as the system, over every schedule: whoever runs manage.py on the server already has the
+database. Bad input exits 1 with one line naming the field.
 """
 
 from __future__ import annotations
