@@ -1,8 +1,11 @@
 """The Board's alerts page (the rail's bell): the open alerts, their history, and the human's
 channels with their rules and last messages; adding a channel, its signing secret shown once,
-"send test alert", disabling and deleting one.
+"send test alert", disabling and deleting one; a channel is made for the human or for a team
+they administer ("Owned by"), and moves into a team ("Move to team") only by a human who manages
+it and administers the team (``switchboard.teams.check_move``), as sources and endpoints do.
 
-Scoped to the channels the logged-in human owns (``alerts.channels.get_visible``); another
+Scoped to the channels the logged-in human sees, their own and their teams'
+(``alerts.channels.get_visible``); another
 human's channel answers 404 exactly like an unknown one, staff included, and nothing changes.
 Every change goes through ``alerts.channels``, the one writer the admin and ``manage.py alert``
 call too: a webhook URL meets the push rings' SSRF guard there (a refused inside address names
@@ -37,12 +40,19 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
-from switchboard.scope import Scope
+from switchboard.models import Team
+from switchboard.scope import Scope, teams_of
+from switchboard.teams import TeamRefused
 
 HISTORY = 50
 PAGE = "alerts/alerts.html"
 # What the add form sends: the kind, and the target as typed (an URL or an address).
-FORM_FIELDS = ("kind", "target", "name")
+FORM_FIELDS = ("kind", "target", "name", "owned_by")
+
+
+def _admin_teams(request: BoardRequest) -> list[Team]:
+    """The teams the human administers: a channel may be made for, or moved into, these."""
+    return list(Team.objects.filter(pk__in=teams_of(request.user.pk, admin=True)).order_by("name"))
 
 
 def _own_channel(request: BoardRequest, channel_id: str) -> AlertChannel:
@@ -56,7 +66,7 @@ def _own_channel(request: BoardRequest, channel_id: str) -> AlertChannel:
 def _page(
     request: BoardRequest, form: dict[str, str] | None = None, errors: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    mine = Scope.of_human(request.user.pk).own("channel__owner")
+    mine = Scope.of_human(request.user.pk).owned("channel__")
     live = Alert.objects.filter(mine).select_related("channel", "endpoint")
     return {
         "section": "alerts",
@@ -65,7 +75,8 @@ def _page(
             live.filter(state__in=[AlertState.RESOLVED, AlertState.EVENT]).order_by("-id")[:HISTORY]
         ),
         "channels": channels.listed(request.user, now=timezone.now()),
-        "form": form or {"kind": ChannelKind.WEBHOOK, "target": "", "name": ""},
+        "form": form or {"kind": ChannelKind.WEBHOOK, "target": "", "name": "", "owned_by": ""},
+        "admin_teams": [t.name for t in _admin_teams(request)],
         "errors": errors or {},
         "kinds": ChannelKind.choices,
         "test_every_seconds": channels.TEST_EVERY_SECONDS,
@@ -84,7 +95,7 @@ def bell(request: BoardRequest) -> HttpResponse:
     """The rail's bell badge: the number of open alerts on the human's channels, or nothing.
     Fetched by the rail after the page loads (htmx), so no page pays a query for it."""
     count = Alert.objects.filter(
-        Scope.of_human(request.user.pk).own("channel__owner"), state=AlertState.OPEN
+        Scope.of_human(request.user.pk).owned("channel__"), state=AlertState.OPEN
     ).count()
     if not count:
         return HttpResponse("")
@@ -107,11 +118,17 @@ def channel_add(request: BoardRequest) -> HttpResponse:
     cap = channels.URL_MAX_CHARS + 1
     form = {name: str(request.POST.get(name, ""))[:cap] for name in FORM_FIELDS}
     kind, target = form["kind"], form["target"]
+    team = None
     try:
         if kind not in ChannelKind.values:
             raise InvalidInput("kind", "a webhook or an email address")
+        if form["owned_by"]:
+            team = next((t for t in _admin_teams(request) if t.name == form["owned_by"]), None)
+            if team is None:
+                raise InvalidInput("owned_by", "you or a team you administer")
         channel, secret = channels.add_channel(
-            request.user,
+            None if team is not None else request.user,
+            team=team,
             webhook=target if kind == ChannelKind.WEBHOOK else None,
             email=target if kind == ChannelKind.EMAIL else None,
             name=form["name"],
@@ -123,8 +140,11 @@ def channel_add(request: BoardRequest) -> HttpResponse:
     if secret is not None:
         stash_shown_once(request, "alert_secret", channel=str(channel.pk), secret=secret)
         return redirect("alert_channel_secret", channel_id=channel.pk)
+    whose = f"team {team.name}'s" if team is not None else "your"
     messages.success(
-        request, f"Added {channel}: it hears dead letters, missed deadlines and budgets."
+        request,
+        f"Added {channel}: it hears dead letters, missed deadlines and budgets on all of"
+        f" {whose} endpoints.",
     )
     return redirect("alerts")
 
@@ -218,3 +238,29 @@ def channel_delete(request: BoardRequest, channel_id: str) -> HttpResponse:
         "alerts/channel_delete.html",
         {"section": "alerts", "channel": channel, "rules": channel.rules.count()},
     )
+
+
+@login_required
+@require_POST
+def channel_move(request: BoardRequest, channel_id: str) -> HttpResponse:
+    """Give the channel to a team: only a human who manages it and administers the team
+    (``channels.move_channel`` refuses anyone else, by name, and changes nothing). Its rules
+    then hear about the team's endpoints only."""
+    channel = _own_channel(request, channel_id)
+    name = str(request.POST.get("team", ""))[:200]
+    team = None if "\x00" in name else Team.objects.filter(name=name).first()
+    try:
+        if team is None:
+            raise TeamRefused(
+                "not_team_admin", f"{request.user.username} does not administer team {name!r}"
+            )
+        channels.move_channel(channel, team, by=request.user)
+    except TeamRefused as exc:
+        messages.error(request, f"Not moved: {exc.message}.")
+    else:
+        messages.success(
+            request,
+            f"Moved {channel} to team {team.name}: its members see and manage it, and its rules"
+            " hear about the team's endpoints only.",
+        )
+    return redirect("alerts")

@@ -171,11 +171,6 @@ class Scope:
             return Q(pk__in=[])
         return owned_by(self.human_id, prefix)
 
-    def own(self, field: str = "owner") -> Q:
-        """``owned`` spelled by the path of the owned row's ``owner`` field (``channel__owner``
-        for alerts), as the alert pages name it: the human's own and its teams'."""
-        return self.owned(field.removesuffix("owner"))
-
     @property
     def sql(self) -> str:
         return ENDPOINT_SCOPE_SQL if self.endpoint_id is not None else HUMAN_SCOPE_SQL

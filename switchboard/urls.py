@@ -88,6 +88,11 @@ urlpatterns = [
         name="alert_channel_enabled",
     ),
     path(
+        "alerts/channels/<str:channel_id>/move",
+        alert_views.channel_move,
+        name="alert_channel_move",
+    ),
+    path(
         "alerts/channels/<str:channel_id>/delete",
         alert_views.channel_delete,
         name="alert_channel_delete",

@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from alerts import channels, deliver
 from alerts.models import AlertChannel, AlertDelivery, RuleKind
+from switchboard import teams
 from switchboard.lib.sql import fetch_all
 from tests.alerts.conftest import Receiver
 from tests.base import Personas
@@ -214,3 +215,48 @@ def test_bob_can_neither_see_nor_act_on_alices_channels(
     assert (hers.enabled, hers.name, list(hers.rules.values_list("id", flat=True))) == before
     assert messages_of(hers) == []
     assert str(hers.pk) in alice.get(reverse("alerts")).content.decode()
+
+
+@pytest.mark.django_db
+def test_a_channel_made_for_a_team_or_moved_into_one_is_its_members_and_no_one_elses(
+    alice: Client, bob: Client, personas: Personas
+) -> None:
+    ops = teams.create_team("ops", personas.alice)  # alice administers ops
+    teams.create_team("bobs", personas.bob)
+
+    # Only a team alice administers is offered, and another team is refused by name.
+    page = alice.get(reverse("alerts")).content.decode()
+    assert 'value="ops"' in page and 'value="bobs"' not in page
+    refused = alice.post(
+        reverse("alert_channel_add"),
+        {"kind": "email", "target": "x@example.com", "owned_by": "bobs"},
+    )
+    assert refused.status_code == 400 and "a team you administer" in refused.content.decode()
+    assert not AlertChannel.objects.exists()
+
+    made = alice.post(
+        reverse("alert_channel_add"),
+        {"kind": "email", "target": "ops@example.com", "name": "ops mail", "owned_by": "ops"},
+        follow=True,
+    )
+    assert "team ops" in made.content.decode()
+    channel = AlertChannel.objects.get(name="ops mail")
+    assert (channel.owner_id, channel.team_id) == (None, ops.pk)
+
+    # Bob joins ops: he sees the channel and may act on it; before, he got 404.
+    assert bob.post(reverse("alert_channel_test", args=[channel.pk])).status_code == 404
+    teams.add_member(ops, personas.bob)
+    assert "ops mail" in bob.get(reverse("alerts")).content.decode()
+    assert bob.post(reverse("alert_channel_test", args=[channel.pk])).status_code == 302
+
+    # Alice's own channel: bob cannot see it to move it, alice cannot give it to a team she does
+    # not administer, and moves it into ops.
+    mine, _ = channels.add_channel(personas.alice, email="alice@example.com", name="mine")
+    move = reverse("alert_channel_move", args=[mine.pk])
+    assert bob.post(move, {"team": "bobs"}).status_code == 404  # not his to see
+    alice.post(move, {"team": "bobs"})
+    mine.refresh_from_db()
+    assert (mine.owner_id, mine.team_id) == (personas.alice.pk, None)  # not hers to give
+    alice.post(move, {"team": "ops"})
+    mine.refresh_from_db()
+    assert (mine.owner_id, mine.team_id) == (None, ops.pk)
