@@ -454,8 +454,8 @@ class Stack:
             if not sweeper.alive:
                 sweeper.start()
 
-    def stop(self) -> None:
-        """Stop everything at once: nothing of it is kept."""
+    def stop(self, *, keep: bool = False) -> None:
+        """Stop everything at once: nothing of it is kept (but the files, with ``keep``)."""
         for proc in [*self.procs, self.redis]:
             proc.kill()
         self.pg.stop(mode="immediate")
@@ -1792,7 +1792,7 @@ def run(args: argparse.Namespace) -> int:
             args.keep = True
         return 1 if failed else 0
     finally:
-        stack.stop()
+        stack.stop(keep=args.keep)
         if args.keep:
             print(f"kept {root}")
         else:
