@@ -112,6 +112,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 from websockets.exceptions import WebSocketException  # noqa: E402
 
+from bench import pgbouncer  # noqa: E402
+from bench.pgbouncer import PgBouncer  # noqa: E402
+
 SQL_DIR = HERE / "sql"
 MODERN = "2026-07-28"
 OPERATOR = "soak"
@@ -397,6 +400,7 @@ class Stack:
     sweepers: list[Proc] = field(default_factory=list)
     database_url: str = ""  # what the product's processes use (the pooler's, with --pgbouncer)
     direct_url: str = ""  # the database itself
+    pooler: PgBouncer | None = None
     _next: int = 0
 
     def web_env(self, secret_key: str) -> dict[str, str]:
@@ -405,6 +409,9 @@ class Stack:
             for key, value in os.environ.items()
             if not key.startswith(("DATABASE_", "SWITCHBOARD_", "REDIS_"))
         }
+        if self.pooler is not None:
+            # Statements through the pooler; the change feed and the pass locks direct.
+            env["DATABASE_DIRECT_URL"] = self.direct_url
         env.update(
             {
                 "DATABASE_URL": self.database_url,
@@ -458,6 +465,8 @@ class Stack:
         """Stop everything at once: nothing of it is kept (but the files, with ``keep``)."""
         for proc in [*self.procs, self.redis]:
             proc.kill()
+        if self.pooler is not None:
+            self.pooler.stop(keep=keep)
         self.pg.stop(mode="immediate")
 
 
@@ -1748,6 +1757,14 @@ def run(args: argparse.Namespace) -> int:
         stack.redis.start()
         stack.direct_url = stack.database_url = stack.pg.url()
         phase(f"PostgreSQL on :{stack.pg.port} ({root}), Redis on :{stack.redis.port}")
+        if args.pgbouncer:
+            stack.pooler = PgBouncer(host="127.0.0.1", port=stack.pg.port, pool_size=20)
+            stack.pooler.start()
+            stack.database_url = stack.pooler.url(DATABASE)
+            phase(
+                f"{pgbouncer.version()} on :{stack.pooler.port}, transaction mode: the"
+                " processes' statements through it, their change feed and pass locks direct"
+            )
         migrate(stack)
         stack.redis.wait_ready()
         phase("migrated")
@@ -1785,6 +1802,13 @@ def run(args: argparse.Namespace) -> int:
         )
         for note in notes:
             print(note)
+        if stack.pooler is not None:
+            pooled = stack.pooler.stats(DATABASE, stack.pg.bin / "psql")
+            print(
+                f"pgbouncer: {pooled.get('total_xact_count', '?')} transactions,"
+                f" {pooled.get('total_query_count', '?')} queries pooled for {DATABASE!r}"
+                " (SHOW STATS)"
+            )
         phase("done")
         failed = [r.name for r in rows if not r.ok]
         if failed:
@@ -1794,6 +1818,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stack.stop(keep=args.keep)
         if args.keep:
+            if stack.pooler is not None:
+                print(f"kept {stack.pooler.directory}")
             print(f"kept {root}")
         else:
             # Removing the cluster's files takes seconds on a busy disk: in the background.
@@ -1817,6 +1843,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sockets", type=int, default=5, help="Board live sockets (5)")
     parser.add_argument("--webs", type=int, default=4, help="web processes (4)")
     parser.add_argument("--sweepers", type=int, default=2, help="sweeper processes (2)")
+    parser.add_argument(
+        "--pgbouncer",
+        action="store_true",
+        help="put PgBouncer (transaction mode) between the processes and the database",
+    )
     parser.add_argument("--seed", type=int, help="random seed (for a repeatable chaos plan)")
     parser.add_argument("--keep", action="store_true", help="keep the data and logs")
     args = parser.parse_args(argv)
