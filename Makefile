@@ -21,16 +21,21 @@ HOST  ?= 127.0.0.1
 PORT  ?= 8000
 export HOST PORT
 
-.PHONY: run test setup setup-dev lock browser lint typecheck pytest screenshots bench clean
+.PHONY: run test setup setup-dev lock browser pgbouncer lint typecheck pytest screenshots bench clean
 
 run: setup
 	$(PY) manage.py serve --host "$(HOST)" --port "$(PORT)"
 
-test: setup-dev browser lint typecheck pytest
+test: setup-dev browser pgbouncer lint typecheck pytest
 
 # Debian's chromium for the browser tests (tests/e2e); only the tests need it, not `make run`.
 browser:
 	sh bin/setup-browser
+
+# Debian's pgbouncer for the tests behind a transaction pooler (tests/switchboard/test_pooler.py);
+# when it cannot be installed those tests are skipped, saying why.
+pgbouncer:
+	sh bin/setup-pgbouncer
 
 setup: $(STAMP)
 

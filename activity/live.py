@@ -42,10 +42,12 @@ The relay runs on the feed's event loop and must not block it. A process with no
 does nothing. It looks the owner up once per endpoint per process, in a thread, and keeps it
 for ``OWNER_TTL_SECONDS`` (an endpoint moved into a team, ``credentials.move_endpoint``, is
 relayed to the team's sockets from then on; one entry per endpoint), and sends in a task of its
-own: a layer that is down is logged, never raised into the feed. A socket's teams are read when
-it connects: a member added later hears the team's changes from the page's next load, and a
-member removed meanwhile is told of changes it can no longer read (each re-read is in its
-human's scope, so it shows nothing: the message is only a hint).
+own: a send the layer refuses is tried again a few times (``SEND_RETRY_SECONDS``: a Redis
+layer refuses the first send on each pooled connection after Redis restarts), then logged,
+never raised into the feed; one socket's refused send holds up no other socket's. A socket's
+teams are read when it connects: a member added later hears the team's changes from the page's
+next load, and a member removed meanwhile is told of changes it can no longer read (each re-read
+is in its human's scope, so it shows nothing: the message is only a hint).
 """
 
 from __future__ import annotations
@@ -99,6 +101,11 @@ LIVE_ROWS_MAX = 1000  # rows a list socket tracks, its first paint's and those i
 CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_FOUND = 4404
 SEND_TIMEOUT_SECONDS = 5.0
+# Waits before each new try of a send the layer refused. A Redis layer refuses the first send on
+# each pooled connection after Redis restarted (the connection died with it); every message makes
+# its socket re-read what it shows, so a late or repeated one is harmless, a dropped one leaves an
+# open page stale until its todo's next change (found by bench/soak.py's Redis restart).
+SEND_RETRY_SECONDS = (0.2, 1.0, 3.0)
 FLUSH_SECONDS = 2.0  # how long flush() waits for sends in flight
 ROWS_MAX = 200  # row ids a list socket watches (a page shows 50)
 _ID_MAX = 64
@@ -182,8 +189,26 @@ async def _relay(change: Change) -> None:
             return
         channels = list(_sockets.get(owner, ()))
         message = {"type": "todo.changed", "todo_id": change.todo_id, "state": change.state}
-    for name in channels:
-        await asyncio.wait_for(layer.send(name, message), SEND_TIMEOUT_SECONDS)
+    sent = await asyncio.gather(
+        *(_send(layer, name, message) for name in channels), return_exceptions=True
+    )
+    failed = [result for result in sent if isinstance(result, BaseException)]
+    if failed:
+        raise failed[0]
+
+
+async def _send(layer: Any, name: str, message: dict[str, Any]) -> None:
+    """Send ``message`` to the socket ``name``, trying again (``SEND_RETRY_SECONDS``) while the
+    layer refuses it; raise the last refusal."""
+    waits = (0.0, *SEND_RETRY_SECONDS)
+    for tries, wait in enumerate(waits, 1):
+        await asyncio.sleep(wait)
+        try:
+            await asyncio.wait_for(layer.send(name, message), SEND_TIMEOUT_SECONDS)
+            return
+        except Exception:
+            if tries == len(waits):
+                raise
 
 
 def flush(timeout: float = FLUSH_SECONDS) -> None:
@@ -443,8 +468,23 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if self.watermark is not None:
             await self._push_trail()
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # However the consumer ends. Its layer's receive raises when Redis goes away (a restart),
+        # and the consumer then dies without its disconnect handler: a socket left registered
+        # would have the relay send every change of its owner's todos to a channel nobody reads
+        # (channels_redis answers ChannelFull once a hundred wait), for as long as the process
+        # lives. bench/soak.py's Redis restart found it.
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._leave()
+
     async def disconnect(self, code: int) -> None:
+        self._leave()
+
+    def _leave(self) -> None:
         if self.joined:
+            self.joined = False
             for key in self.keys:
                 names = _sockets.get(key)
                 if names is not None:

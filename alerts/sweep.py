@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from alerts import deliver, evaluate, sources
 from alerts.evaluate import Firing
 from alerts.models import EVENT_KINDS, RuleKind
 from alerts.sources import BudgetStatusLike
+from switchboard.lib import direct
 from switchboard.lib.sql import fetch_all, fetch_one, load
 
 log = logging.getLogger(__name__)
@@ -164,21 +165,13 @@ def evaluate_all(report: AlertReport, *, now: dt.datetime | None = None) -> None
 
 
 def _locked_evaluate(report: AlertReport) -> None:
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_ALERTS])
-        row = cur.fetchone()
-    if not row or not row[0]:
-        report.skipped = True
-        return
-    try:
+    # A session-level lock, on a session of its own behind a transaction pooler
+    # (switchboard/lib/direct.py).
+    with direct.advisory_lock(LOCK_ALERTS) as held:
+        if not held:
+            report.skipped = True
+            return
         evaluate_all(report)
-    finally:
-        try:
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_unlock(%s)", [LOCK_ALERTS])
-        except DatabaseError:
-            log.warning("could not release the alerts lock; closing the connection")
-            connection.close()
 
 
 def trim(*, force: bool = False) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.utils.csp import CSP
@@ -109,27 +110,60 @@ EMBEDDED_DATABASE = EMBEDDED_PGDATA is not None
 if EMBEDDED_PGDATA is not None:
     DATABASE_URL = embedded.url(EMBEDDED_PGDATA)
 
-_db = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
-if _db["ENGINE"] != "django.db.backends.postgresql":
-    from django.core.exceptions import ImproperlyConfigured
+# DATABASE_DIRECT_URL names the same database without a pooler, when DATABASE_URL goes through
+# one in transaction mode (PgBouncer): the change feed's LISTEN and announcements and the
+# sweepers' pass locks need a session that lasts longer than a transaction, and take it there
+# (switchboard/lib/direct.py; docs/decisions/0041-behind-a-transaction-pooler.md). Unset, they
+# use DATABASE_URL's database, which is then a session of its own.
+DATABASE_DIRECT_URL = env_str("DATABASE_DIRECT_URL")
 
-    raise ImproperlyConfigured("DATABASE_URL must name a PostgreSQL database (postgres://…)")
+
+def _parse_database(name: str, url: str) -> dict[str, Any]:
+    parsed = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    if parsed["ENGINE"] != "django.db.backends.postgresql":
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"{name} must name a PostgreSQL database (postgres://…)")
+    return dict(parsed)
+
+
+def _prepare_threshold(default: int | None) -> int | None:
+    raw = env_str("DATABASE_PREPARE_THRESHOLD").strip().lower()
+    if raw in ("none", "off"):
+        return None
+    return env_int("DATABASE_PREPARE_THRESHOLD", 0, minimum=0) if raw else default
+
+
+_db = _parse_database("DATABASE_URL", DATABASE_URL)
 # Server-side binding lets psycopg prepare a statement after its 5th execution on a connection
 # (Django turns both off by default): planning the lifecycle's CTE statements cost more than
 # running them, and prepared they halve PostgreSQL's CPU per claim + complete
 # (docs/decisions/0001-prepared-statements.md). It takes one statement per execute. Behind a
-# transaction-mode pooler without prepared-statement support, set prepare_threshold to None.
+# transaction-mode pooler (DATABASE_DIRECT_URL set) nothing is prepared by default: the next
+# transaction may run on a server session that never saw the statement. PgBouncer 1.21+ with
+# max_prepared_statements keeps them; DATABASE_PREPARE_THRESHOLD (a count, or none) says so.
 _db["OPTIONS"] = {
     **_db.get("OPTIONS", {}),
     "application_name": "switchboard",
     "server_side_binding": True,
-    "prepare_threshold": 5,
+    "prepare_threshold": _prepare_threshold(None if DATABASE_DIRECT_URL else 5),
 }
+# A server-side cursor (QuerySet.iterator()) outside a transaction would outlive the
+# transaction its pooled session was lent for.
+_db["DISABLE_SERVER_SIDE_CURSORS"] = bool(DATABASE_DIRECT_URL)
 # A socket directory given as ?host=/path (the embedded server's URL) belongs in HOST, where
 # Django and everything that reads settings_dict (tests, tools) look for it.
 if not _db.get("HOST") and str(_db["OPTIONS"].get("host", "")).startswith("/"):
     _db["HOST"] = _db["OPTIONS"].pop("host")
 DATABASES = {"default": _db}
+# The direct session's database (Django's shape: NAME, USER, HOST, …), or None: DATABASE_URL's.
+DATABASE_DIRECT: dict[str, Any] | None = None
+if DATABASE_DIRECT_URL:
+    if EMBEDDED_DATABASE:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("DATABASE_DIRECT_URL needs DATABASE_URL (the pooler's) too")
+    DATABASE_DIRECT = _parse_database("DATABASE_DIRECT_URL", DATABASE_DIRECT_URL)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels --------------------------------------------------------------------------------

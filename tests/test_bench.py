@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "bench/live.py",
         "bench/claims.py",
         "bench/overview.py",
+        "bench/soak.py",
     ],
 )
 def test_the_benchmark_imports_and_parses_its_options(script: str) -> None:

@@ -10,7 +10,8 @@ commits, and releases its row locks, before the next one starts, and a large bac
 retention catch-up, a mass of lapsed leases) never becomes one long transaction holding locks
 on everything it touched. That is why the pass's lock is session-level, not transaction-level:
 it must outlive the batches' commits. It is released when the sweep ends, or with the
-connection if the pass dies with it.
+connection if the pass dies with it. Behind a transaction pooler it is held on a direct session
+of its own (switchboard/lib/direct.py), since a pooled session is lent for one transaction.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import connection
 from django.utils import timezone
 
+from switchboard.lib import direct
 from todos import budgets, lifecycle, limits, overview, push, retention, schedules
 
 log = logging.getLogger(__name__)
@@ -133,23 +135,13 @@ def _locked(key: int, work: Callable[[], None]) -> bool:
 
     ``work`` runs in the caller's transaction state: in autocommit (the sweeper) each of its
     statements commits as it returns. The lock is released when ``work`` ends, however it ends;
-    if the connection is broken the release cannot be sent, and closing the connection releases
-    it instead.
+    it is held on a session of its own when Django's connection goes through a transaction
+    pooler (``switchboard/lib/direct.py``), on Django's connection otherwise.
     """
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        row = cur.fetchone()
-    if not row or not row[0]:
-        return False
-    try:
+    with direct.advisory_lock(key) as held:
+        if not held:
+            return False
         work()
-    finally:
-        try:
-            with connection.cursor() as cur:
-                cur.execute("SELECT pg_advisory_unlock(%s)", [key])
-        except DatabaseError:
-            log.warning("could not release sweep lock %#x; closing the connection", key)
-            connection.close()
     return True
 
 

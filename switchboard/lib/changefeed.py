@@ -30,7 +30,8 @@ Listening
 
 This module holds the one listener of the process (psycopg's async connection on the server's
 event loop, not a Django one: the ORM is sync-only and a LISTEN session must stay open for the
-life of the process) and hands each change to the consumers that subscribed at start-up
+life of the process; direct to the database, not through a transaction pooler:
+``switchboard/lib/direct.py``) and hands each change to the consumers that subscribed at start-up
 (``subscribe``, from their app's ``ready()``): the MCP doorbell, the Board's live relay, the A2A
 waiters, the OTLP refresh. It knows nothing of them: it sits in ``switchboard/lib``.
 
@@ -65,7 +66,8 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from django.db import connection as django_connection
+
+from switchboard.lib import direct
 
 logger = logging.getLogger(__name__)
 
@@ -109,11 +111,6 @@ ANNOUNCE_FLUSH_SECONDS = 2.0
 _ANNOUNCE_SQL = f"SELECT pg_notify('{CHANNEL}', p) FROM unnest(%s::text[]) AS p"
 _RESYNC_PAYLOAD = json.dumps({"kind": RESYNC})
 
-# OPTIONS keys Django's PostgreSQL backend consumes itself; the rest are libpq parameters.
-_DJANGO_ONLY_OPTIONS = frozenset(
-    {"pool", "server_side_binding", "isolation_level", "assume_role", "cursor_factory"}
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Change:
@@ -155,27 +152,10 @@ type Consumer = Callable[[Change], None]
 
 
 def connection_kwargs(application_name: str = APPLICATION_NAME) -> dict[str, Any]:
-    """libpq parameters for a LISTEN connection, from Django's own database settings.
-
-    HOST may be a socket directory (the embedded server's); libpq takes a path as host as is.
-    """
-    db = django_connection.settings_dict
-    options = {k: v for k, v in (db.get("OPTIONS") or {}).items() if k not in _DJANGO_ONLY_OPTIONS}
-    kwargs: dict[str, Any] = {
-        **options,
-        "dbname": db.get("NAME"),
-        "user": db.get("USER") or None,
-        "password": db.get("PASSWORD") or None,
-        "host": db.get("HOST") or None,
-        "port": str(db["PORT"]) if db.get("PORT") else None,
-        # Named, so operators (and the tests) can find it in pg_stat_activity.
-        "application_name": application_name,
-        "connect_timeout": 5,
-    }
-    if kwargs["host"] and not str(kwargs["host"]).startswith("/"):
-        # TCP: notice a peer that vanished without a FIN within about a minute.
-        kwargs.update(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
-    return {k: v for k, v in kwargs.items() if v is not None}
+    """libpq parameters for the listener's (or the announcer's) session: a session of its own,
+    direct to the database when Django's connections go through a transaction pooler
+    (``switchboard/lib/direct.py``)."""
+    return direct.params(application_name)
 
 
 class Feed:

@@ -434,6 +434,76 @@ def test_the_relay_logs_a_layer_that_is_down_and_returns(
     assert "not sent" in caplog.text
 
 
+def test_a_send_the_layer_refuses_once_is_tried_again_so_the_page_is_not_left_stale(
+    personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Redis layer refuses the first send on each pooled connection after Redis restarted
+    (bench/soak.py found it): the relay tries again, and a socket whose send failed hears the
+    change all the same, while another socket's send is not held up by it."""
+    monkeypatch.setattr(live, "SEND_RETRY_SECONDS", (0.05, 0.05))
+    held = claimed(personas.endpoint_a.id)
+    change = Change(changefeed.CHANGED, held.todo.id, personas.endpoint_a.id, "default", "claimed")
+    refused: list[str] = []
+
+    async def go() -> None:
+        layer = get_channel_layer()
+        assert layer is not None
+        flaky, steady = await layer.new_channel(), await layer.new_channel()
+        send = layer.send
+
+        async def refuse_flakys_first(name: str, message: dict[str, Any]) -> None:
+            if name == flaky and not refused:
+                refused.append(name)
+                raise ConnectionError("Connection closed by server.")
+            await send(name, message)
+
+        monkeypatch.setattr(layer, "send", refuse_flakys_first)
+        live._sockets[("human", personas.alice.id)] = {flaky, steady}
+        try:
+            live.relay(change)
+            expected = {"type": "todo.changed", "todo_id": held.todo.id, "state": "claimed"}
+            assert await asyncio.wait_for(layer.receive(steady), WAIT) == expected
+            assert await asyncio.wait_for(layer.receive(flaky), WAIT) == expected
+        finally:
+            live._sockets.clear()
+
+    live_test(go)
+    assert refused  # the first send to the flaky socket was refused, and it still heard
+
+
+def test_a_socket_whose_layer_fails_is_forgotten_by_the_relay(
+    alice_client: Client, personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Redis layer's receive raises when Redis goes away, and the consumer dies without its
+    disconnect handler; it must not stay registered for the relay to fill its channel."""
+    todo_id = new_todo(personas.endpoint_a.id).id
+    path = ws_path(paint(alice_client, f"/todos/{todo_id}"))
+    registered: list[str] = []
+
+    async def go() -> None:
+        layer = get_channel_layer()
+        assert layer is not None
+
+        async def receive_until_redis_goes(channel: str) -> dict[str, Any]:
+            # Once the socket has registered, its layer fails as Redis's does on a restart.
+            while not any(channel in names for names in live._sockets.values()):
+                await asyncio.sleep(0.01)
+            registered.append(channel)
+            raise ConnectionError("Connection closed by server.")
+
+        monkeypatch.setattr(layer, "receive", receive_until_redis_goes)
+        ws = WebsocketCommunicator(
+            application, path, headers=[ORIGIN, (b"cookie", _cookie(alice_client))]
+        )
+        await connected(ws)
+        with pytest.raises(ConnectionError):
+            await ws.wait(WAIT)  # the application ends with its layer's error
+        assert registered
+        assert not any(registered[0] in names for names in live._sockets.values())
+
+    live_test(go)
+
+
 def test_the_relay_sends_only_to_the_owning_humans_sockets_in_this_process(
     personas: Personas,
 ) -> None:

@@ -179,14 +179,15 @@ def _run_settings(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter with ``env`` over a clean environment.
 
-    The environment keeps none of the test run's SWITCHBOARD_ variables (its test mode), names
-    no SECRET_KEY unless given one, and has a data directory of its own that does not exist yet.
-    A value of "" removes a variable (DATABASE_URL="" is the embedded database).
+    The environment keeps none of the test run's SWITCHBOARD_ and DATABASE_ variables (its test
+    mode, its database), names no SECRET_KEY unless given one, and has a data directory of its
+    own that does not exist yet. A value of "" removes a variable (DATABASE_URL="" is the
+    embedded database).
     """
     base = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("SWITCHBOARD_") and k not in ("SECRET_KEY", "DATABASE_URL")
+        if not k.startswith(("SWITCHBOARD_", "DATABASE_")) and k != "SECRET_KEY"
     }
     full = {
         **base,
@@ -329,6 +330,83 @@ def test_settings_refuse_a_malformed_switch_at_import(
     )
     assert done.returncode != 0
     assert message in done.stderr
+
+
+# --- behind a transaction pooler ---------------------------------------------------------------
+
+POOLED = """
+import json
+import django
+django.setup()
+from django.conf import settings
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "prepare_threshold": db["OPTIONS"]["prepare_threshold"],
+    "server_side_cursors_off": db["DISABLE_SERVER_SIDE_CURSORS"],
+    "direct": None if settings.DATABASE_DIRECT is None else [
+        settings.DATABASE_DIRECT["HOST"], settings.DATABASE_DIRECT["PORT"],
+        settings.DATABASE_DIRECT["NAME"],
+    ],
+}))
+"""
+POOLER = "postgres://postgres@127.0.0.1:6432/switchboard"
+DIRECT = "postgres://postgres@10.0.0.5:5432/switchboard"
+
+
+def _pooled(tmp_path: Path, **env: str) -> dict[str, object]:
+    done = _run_settings(tmp_path, POOLED, **env)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_without_a_direct_url_statements_are_prepared_and_no_direct_session_is_named(
+    tmp_path: Path,
+) -> None:
+    assert _pooled(tmp_path, DATABASE_URL=DIRECT) == {
+        "prepare_threshold": 5,
+        "server_side_cursors_off": False,
+        "direct": None,
+    }
+
+
+def test_a_direct_url_says_the_database_url_is_a_pooler_nothing_is_prepared(
+    tmp_path: Path,
+) -> None:
+    assert _pooled(tmp_path, DATABASE_URL=POOLER, DATABASE_DIRECT_URL=DIRECT) == {
+        "prepare_threshold": None,
+        "server_side_cursors_off": True,
+        "direct": ["10.0.0.5", 5432, "switchboard"],
+    }
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("5", 5), ("0", 0), ("none", None), ("off", None)])
+def test_the_prepare_threshold_can_be_set_for_a_pooler_that_keeps_prepared_statements(
+    tmp_path: Path, raw: str, expected: int | None
+) -> None:
+    report = _pooled(
+        tmp_path,
+        DATABASE_URL=POOLER,
+        DATABASE_DIRECT_URL=DIRECT,
+        DATABASE_PREPARE_THRESHOLD=raw,
+    )
+    assert report["prepare_threshold"] == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"DATABASE_URL": "", "DATABASE_DIRECT_URL": DIRECT}, "DATABASE_DIRECT_URL needs"),
+        ({"DATABASE_URL": POOLER, "DATABASE_DIRECT_URL": "mysql://u@h/d"}, "must name a Postg"),
+        ({"DATABASE_URL": POOLER, "DATABASE_PREPARE_THRESHOLD": "-1"}, "must be at least 0"),
+        ({"DATABASE_URL": POOLER, "DATABASE_PREPARE_THRESHOLD": "some"}, "must be an integer"),
+    ],
+)
+def test_settings_refuse_a_pooler_configuration_they_cannot_honour(
+    tmp_path: Path, env: dict[str, str], message: str
+) -> None:
+    done = _run_settings(tmp_path, **env)
+    assert done.returncode != 0
+    assert "ImproperlyConfigured" in done.stderr and message in done.stderr, done.stderr
 
 
 # --- no SQLite anywhere -----------------------------------------------------------------------
