@@ -42,7 +42,7 @@ from switchboard.lib.guards import (
 )
 from switchboard.models import Team
 from switchboard.scope import Scope, teams_of
-from switchboard.teams import TeamRefused
+from switchboard.teams import TeamRefused, named_team
 
 HISTORY = 50
 PAGE = "alerts/alerts.html"
@@ -247,13 +247,8 @@ def channel_move(request: BoardRequest, channel_id: str) -> HttpResponse:
     (``channels.move_channel`` refuses anyone else, by name, and changes nothing). Its rules
     then hear about the team's endpoints only."""
     channel = _own_channel(request, channel_id)
-    name = str(request.POST.get("team", ""))[:200]
-    team = None if "\x00" in name else Team.objects.filter(name=name).first()
     try:
-        if team is None:
-            raise TeamRefused(
-                "not_team_admin", f"{request.user.username} does not administer team {name!r}"
-            )
+        team = named_team(str(request.POST.get("team", "")), request.user)
         channels.move_channel(channel, team, by=request.user)
     except TeamRefused as exc:
         messages.error(request, f"Not moved: {exc.message}.")

@@ -41,7 +41,7 @@ from switchboard.lib.guards import (
 )
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Team, Verb
 from switchboard.scope import Scope, teams_of
-from switchboard.teams import TeamRefused
+from switchboard.teams import TeamRefused, named_team
 from todos import fleet, lifecycle, push
 from todos.models import PushAttempt, Todo
 
@@ -509,13 +509,8 @@ def endpoint_move(request: BoardRequest, slug: str) -> HttpResponse:
     """Give the endpoint to a team: only a human who manages it and administers the team
     (``credentials.move_endpoint`` refuses anyone else, by name, and changes nothing)."""
     endpoint = _own_endpoint(request, slug)
-    name = request.POST.get("team", "")[:200]
-    team = None if "\x00" in name else Team.objects.filter(name=name).first()
     try:
-        if team is None:
-            raise TeamRefused(
-                "not_team_admin", f"{request.user.username} does not administer team {name!r}"
-            )
+        team = named_team(str(request.POST.get("team", "")), request.user)
         credentials.move_endpoint(endpoint, team, by=request.user)
     except TeamRefused as exc:
         messages.error(request, f"Not moved: {exc.message}.")

@@ -103,6 +103,17 @@ def _other_admins(team: Team, human: Human) -> bool:
     return TeamMember.objects.filter(team=team, role=TeamRole.ADMIN).exclude(human=human).exists()
 
 
+def named_team(name: str, by: Human) -> Team:
+    """The team a move names (a form's value, cut to 200 characters); ``TeamRefused``
+    ``not_team_admin`` for a name no team has, the refusal a team ``by`` does not administer
+    gets from ``check_move``, so the name tells nothing of which teams exist."""
+    name = name[:200]
+    team = None if "\x00" in name else Team.objects.filter(name=name).first()
+    if team is None:
+        raise TeamRefused("not_team_admin", f"{by.username} does not administer team {name!r}")
+    return team
+
+
 def check_move(owned: Owned, team: Team, *, by: Human | None) -> None:
     """Refuse moving ``owned`` (an endpoint or a source) into ``team`` unless ``by`` (None: the
     system, a command without ``--as``) administers ``team`` and manages ``owned`` (owns it, or

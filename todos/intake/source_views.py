@@ -63,7 +63,7 @@ from switchboard.lib.guards import (
 )
 from switchboard.models import Team, TeamMember, TeamRole
 from switchboard.scope import managed_by, owned_by, teams_of
-from switchboard.teams import TeamRefused
+from switchboard.teams import TeamRefused, named_team
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
 from todos.intake.traces import present_trace
@@ -496,13 +496,8 @@ def source_move(request: BoardRequest, slug: str) -> HttpResponse:
     (``sources.move_source`` refuses anyone else, by name, and changes nothing). Its rules then
     route to the team's endpoints only."""
     source = _own_source(request, slug)
-    name = request.POST.get("team", "")[:200]
-    team = None if "\x00" in name else Team.objects.filter(name=name).first()
     try:
-        if team is None:
-            raise TeamRefused(
-                "not_team_admin", f"{request.user.username} does not administer team {name!r}"
-            )
+        team = named_team(str(request.POST.get("team", "")), request.user)
         sources.move_source(source, team, by=request.user)
     except TeamRefused as exc:
         messages.error(request, f"Not moved: {exc.message}.")
