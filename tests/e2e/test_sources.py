@@ -200,12 +200,13 @@ def test_a_source_made_on_the_board_routes_a_signed_github_delivery_to_a_todo(
     board.tidy_for_the_docs(secret, MASKED)
     board.shot("source-events")
 
-    # The list counts the rule and both deliveries, and shows the last one's disposition.
+    # The list names its owner, counts the rule and both deliveries, and shows the last one's
+    # disposition.
     page.get_by_role("navigation", name="Board").get_by_role("link", name="Sources").click()
     expect(page.locator("tbody tr.row")).to_have_count(2)
     row = page.locator("tbody tr.row").filter(has_text="GitHub: example/shop")
     expect(row.locator("td")).to_have_text(
-        ["github", "GitHub: example/shop", "verified", "1", "2", re.compile(r"dropped$")]
+        ["github", "GitHub: example/shop", "demo", "verified", "1", "2", re.compile(r"dropped$")]
     )
     board.shot("sources")
 
