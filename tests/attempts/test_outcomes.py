@@ -58,9 +58,7 @@ def _run_timed_out(p: Personas, t: str) -> None:
 
 
 def _over_cost_cap(p: Personas, t: str) -> None:
-    fetch_all(
-        "UPDATE todos SET max_cost_usd = 0.01, cost_usd = 0.02 WHERE id = %(id)s", {"id": t}
-    )
+    fetch_all("UPDATE todos SET max_cost_usd = 0.01, cost_usd = 0.02 WHERE id = %(id)s", {"id": t})
     assert lifecycle.end_over_cap() == (t,)
 
 
