@@ -34,7 +34,10 @@ SPAN_ID_BYTES = 8
 
 
 class TodoSpan(models.Model):
-    pk = models.CompositePrimaryKey("todo", "trace_id", "span_id")
+    # received_at is in the key because the table is partitioned by it (a unique index of a
+    # partitioned table must hold its partition key); one span is still one row: the store
+    # writes a re-sent span over its stored copy (docs/decisions/0040-span-partitions.md).
+    pk = models.CompositePrimaryKey("todo", "trace_id", "span_id", "received_at")
     todo = models.ForeignKey(
         "todos.Todo", on_delete=models.CASCADE, db_column="todo_id", related_name="spans"
     )
