@@ -333,6 +333,9 @@ class Trail:
     waterfalls: Mapping[int, Waterfall] = field(default_factory=dict)
     # The names behind the trail's actors and operator leases (switchboard/actors.py).
     names: Names = field(default_factory=Names)
+    # Spans older than this were removed by span retention (otlp/partitions.py): the waterfalls
+    # say so where an attempt stored more spans than it still holds.
+    span_retention_days: int = 0
 
     @property
     def attempts_not_shown(self) -> int:
@@ -378,6 +381,7 @@ def todo_trail(scope: Scope | int, todo_id: str, known: Mapping[Actor, str] | No
         activity_truncated=len(activity) >= TRAIL_ACTIVITY_LIMIT,
         waterfalls=_waterfalls(todo.id, [b.group.seq for b in blocks if b.group is not None]),
         names=names,
+        span_retention_days=runtime_settings.current().span_retention_days,
     )
 
 
