@@ -275,10 +275,16 @@ def record_refusals(endpoint_id: UUID, *, unbound: int, over_cap: int, invalid: 
     )
 
 
-def spans_for_todo(todo_id: str, seqs: Sequence[int], per_attempt: int) -> dict[int, AttemptSpans]:
+def spans_for_todo(
+    todo_id: str,
+    seqs: Sequence[int],
+    per_attempt: int,
+    since: dt.datetime | None = None,
+) -> dict[int, AttemptSpans]:
     """For each attempt in ``seqs`` that holds spans: its first ``per_attempt`` spans, oldest
     start first, how many it holds and its token totals (one query, for the trail page's
-    waterfalls).
+    waterfalls). ``since``, the todo's creation, spares the read the partitions of the days
+    before it (none of its spans can be there); None reads them all.
 
     Unscoped: it trusts ``todo_id``. Call it only with the id of a todo that an owner-scoped
     read (``todos.queries``) has just returned to the same caller.
@@ -288,7 +294,8 @@ def spans_for_todo(todo_id: str, seqs: Sequence[int], per_attempt: int) -> dict[
         return out
     # Tuples, not dicts: thousands of rows (otlp/sql/spans_for_todo.sql gives their order).
     rows = fetch_tuples(
-        SPANS_FOR_TODO, {"todo_id": todo_id, "seqs": list(seqs), "per_attempt": per_attempt}
+        SPANS_FOR_TODO,
+        {"todo_id": todo_id, "seqs": list(seqs), "per_attempt": per_attempt, "since": since},
     )
     spans: list[SpanView] = []
     for seq, total, input_tokens, output_tokens, *span in rows:

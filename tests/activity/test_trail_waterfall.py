@@ -135,8 +135,12 @@ def test_the_head_says_how_many_spans_retention_removed(
     claim = claimed_with_trace(personas.endpoint_a.id, trace)
     specs = [SpanSpec(trace, name=f"s{n}", start_ns=BASE_NS + n) for n in range(3)]
     spans(claim.todo.id, 1, specs)
-    # Two of them received 40 days ago: moved into that day's partition, which span retention
-    # (30 days by default) then drops whole.
+    # A todo created 41 days ago, two of its spans received 40 days ago: moved into that day's
+    # partition, which span retention (30 days by default) then drops whole.
+    fetch_all(
+        "UPDATE todos SET created_at = now() - interval '41 days' WHERE id = %(id)s",
+        {"id": claim.todo.id},
+    )
     (row,) = fetch_all("SELECT (now() AT TIME ZONE 'UTC')::date - 40 AS day", {})
     fetch_all("SELECT sb_span_partition_add(%(day)s)", row)
     fetch_all(
