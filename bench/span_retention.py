@@ -104,7 +104,9 @@ def endpoint() -> Endpoint:
     human, _ = Human.objects.get_or_create(username="bench", defaults={"is_active": False})
     found = Endpoint.objects.filter(slug=SLUG).first()
     if found is None:
-        found, _, _ = credentials.create_endpoint(human, name="span retention bench", slug=SLUG)
+        found, _, _ = credentials.create_endpoint(
+            human, name="span retention bench", slug=SLUG, verbs=["claim_next"]
+        )
     return found
 
 

@@ -70,14 +70,7 @@ ROLLUP = load(_SQL, "rollup")
 SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
 FORGET = load(_SQL, "forget")
 REFUSALS = load(_SQL, "refusals")
-# The batch's transaction: committed without waiting for its WAL flush (0010), and its prepared
-# statements run on their generic plans, pruned at run time: a custom plan of counts.sql, made
-# again on every batch, considers every partition of todo_spans (6 ms of planning a batch with
-# 34 of them; docs/decisions/0040-span-partitions.md).
-TRANSACTION_SETTINGS = (
-    "SELECT set_config('synchronous_commit', 'off', true) AS previous,"
-    " set_config('plan_cache_mode', 'force_generic_plan', true) AS plans"
-)
+ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
 
 Key = tuple[str, bytes, bytes]
 
@@ -223,14 +216,16 @@ def store(
     todo_ids = sorted({r.todo_id for r in unique})
     with transaction.atomic():
         # Committed without waiting for the WAL flush: telemetry must not make the lifecycle's
-        # commits queue behind its WAL (docs/decisions/0010-spans-commit-asynchronously.md);
-        # generic plans (TRANSACTION_SETTINGS says why).
-        fetch_all(TRANSACTION_SETTINGS, {})
-        fetch_all(LOCK, {"lock_class": LOCK_CLASS, "todo_ids": todo_ids})
+        # commits queue behind its WAL (docs/decisions/0010-spans-commit-asynchronously.md).
+        fetch_all(ASYNC_COMMIT, {})
+        (locked,) = fetch_all(LOCK, {"lock_class": LOCK_CLASS, "todo_ids": todo_ids})
         counts = fetch_all(
             COUNTS,
             {
                 "todo_ids": todo_ids,
+                # A value, not a subquery: the plan then holds only the days since the todos
+                # were created (docs/decisions/0040-span-partitions.md).
+                "since": locked["since"],
                 "key_todos": [r.todo_id for r in unique],
                 "key_traces": [r.trace_id for r in unique],
                 "key_spans": [r.span_id for r in unique],
