@@ -54,7 +54,8 @@ LOAD = """
 INSERT INTO todo_spans (todo_id, trace_id, span_id, parent_span_id, attempt_seq, name, kind,
                         category, tool, status_code, service_name, start_at, end_at, attributes,
                         received_at, model, input_tokens, output_tokens)
-SELECT %(prefix)s || (i %% %(todos)s), decode(md5(%(prefix)s || (i %% %(todos)s)), 'hex'),
+SELECT 'td_' || substr(translate(md5(%(prefix)s || (i %% %(todos)s)), '0189', 'wxyz'), 1, 20),
+       decode(md5(%(prefix)s || (i %% %(todos)s)), 'hex'),
        substr(decode(md5(%(prefix)s || i), 'hex'), 1, 8), NULL, NULL,
        (ARRAY['chat claude-sonnet-4', 'execute_tool read_file', 'invoke_agent fixer'])[i %% 3 + 1],
        'internal', (ARRAY['llm', 'tool', 'agent'])[i %% 3 + 1], 'read_file', 'ok', 'bench-agent',
@@ -69,7 +70,8 @@ SELECT %(prefix)s || (i %% %(todos)s), decode(md5(%(prefix)s || (i %% %(todos)s)
 """
 TODOS = """
 INSERT INTO todos (id, endpoint_id, queue, title, state, finished_at)
-SELECT %(prefix)s || i, %(endpoint)s, 'retention', 'span retention bench ' || i, 'completed',
+SELECT 'td_' || substr(translate(md5(%(prefix)s || i), '0189', 'wxyz'), 1, 20), %(endpoint)s,
+       'retention', 'span retention bench ' || i, 'completed',
        now()
   FROM generate_series(0, %(todos)s - 1) AS i
 """
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         days = {"drop": today_minus(60 + 2 * round_no), "delete": today_minus(61 + 2 * round_no)}
         loaded = 0.0
         for what, day in days.items():
-            prefix = f"td_{what[:3]}{uuid.uuid4().hex[:8]}_"
+            prefix = f"{what}-{uuid.uuid4().hex}-"
             with connection.cursor() as cur:
                 cur.execute("SELECT sb_span_partition_drop(%s::date)", [day])
                 cur.execute("SELECT sb_span_partition_add(%s::date)", [day])
