@@ -6,7 +6,9 @@ so that later spans of the same trace follow it without the attribute. Both go w
 (ON DELETE CASCADE). Rows are written only by ``otlp.store`` (its SQL in ``otlp/sql/``); these
 models serve reads and the admin. The tables, their CHECKs (byte caps, id lengths, the status
 list, the size of ``attributes``) and their indexes are the hand-written SQL of
-``migrations/0001_spans.py``; ``StatusCode`` equals its CHECK list (``tests/otlp/test_schema.py``).
+``migrations/0001_spans.py``; ``todo_spans`` is partitioned by the day of ``received_at`` since
+``migrations/0006_partitioned_spans.py`` (its partitions: ``otlp/partitions.py``); ``StatusCode``
+equals its CHECK list (``tests/otlp/test_admin_schema.py``).
 The todo is referenced by name, so that ``todos`` can import this app's admin without a cycle.
 """
 
