@@ -69,6 +69,9 @@ def test_the_store_announces_each_todo_it_wrote_spans_for_once_at_commit(
         translate(c, claim.todo.id, claim.attempt_seq, False)
         for c in collect(request(specs)).candidates
     ]
+    # The claim's own announcement leaves after its commit, from the announcer's thread: sent
+    # before the listener starts, so the listener hears only the store's.
+    assert changefeed.ANNOUNCER.flush()
     with raw_connection(autocommit=True) as listener:
         listener.execute(f"LISTEN {changefeed.CHANNEL}")
         store(rows, set(), attempt_cap=100, todo_cap=100)
