@@ -392,9 +392,7 @@ def trail_push(human_id: int, watermark: Watermark, csrf_token: str | None) -> s
                 # New spans of the open attempt redraw its waterfall (otlp/refresh.py
                 # announces them).
                 heartbeat = attempt_heartbeat_html(open_group, tz, oob=True)
-                waterfall = attempt_waterfall_html(
-                    todo, open_group, row, trail.waterfalls.get(open_group.seq), oob=True
-                )
+                waterfall = attempt_waterfall_html(trail, open_group, row, oob=True)
                 open_group_html += f"\n{heartbeat}\n{waterfall}"
             else:
                 open_group_html += "\n"

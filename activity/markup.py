@@ -23,8 +23,6 @@ from django.utils.safestring import SafeString, mark_safe
 from activity.trail import CLAIM, END, ActivityRow, AttemptGroup, TimelineEntry, Trail
 from attempts.models import Outcome
 from otlp.markup import waterfall_html
-from otlp.waterfall import Waterfall
-from todos.models import Todo
 from todos.present import AttemptRow, attempt_row
 
 
@@ -175,15 +173,23 @@ def attempt_heartbeat_html(group: AttemptGroup, tz: dt.tzinfo, *, oob: bool) -> 
 
 
 def attempt_waterfall_html(
-    todo: Todo, group: AttemptGroup, row: AttemptRow, waterfall: Waterfall | None, *, oob: bool
+    trail: Trail, group: AttemptGroup, row: AttemptRow, *, oob: bool
 ) -> SafeString:
-    """An attempt group's waterfall (``otlp.markup.waterfall_html``), by its page id."""
+    """An attempt group's waterfall (``otlp.markup.waterfall_html``), by its page id: its spans
+    in ``trail``, and how many of the spans stored for it span retention has removed since
+    (the attempt's count of spans stored, less those it still holds; none for a forgotten todo,
+    whose spans forgetting erased)."""
+    waterfall = trail.waterfalls.get(group.seq)
+    held = 0 if waterfall is None else waterfall.total
+    forgotten = trail.todo.forgotten_at is not None
     return waterfall_html(
         waterfall,
-        anchor=f"waterfall-{todo.id}-{group.seq}",
+        anchor=f"waterfall-{trail.todo.id}-{group.seq}",
         spans_dropped=row.view.spans_dropped,
         oob=oob,
         usage=row.view.usage,
+        aged_out=0 if forgotten else max(0, row.view.spans_stored - held),
+        retention_days=trail.span_retention_days,
     )
 
 
@@ -203,9 +209,7 @@ def _group_html(trail: Trail, group: AttemptGroup, row: AttemptRow | None, tz: d
     heartbeat = waterfall = ""
     if row is not None:
         heartbeat = attempt_heartbeat_html(group, tz, oob=False)
-        waterfall = attempt_waterfall_html(
-            trail.todo, group, row, trail.waterfalls.get(group.seq), oob=False
-        )
+        waterfall = attempt_waterfall_html(trail, group, row, oob=False)
     end = "" if group.end is None else entry_html(group.end, row, tz)
     head = attempt_head_html(group, row, trail.todo.max_attempts, oob=False)
     return (

@@ -337,6 +337,9 @@ class Trail:
     waterfalls: Mapping[int, Waterfall] = field(default_factory=dict)
     # The names behind the trail's actors and operator leases (switchboard/actors.py).
     names: Names = field(default_factory=Names)
+    # Spans older than this were removed by span retention (otlp/partitions.py): the waterfalls
+    # say so where an attempt stored more spans than it still holds.
+    span_retention_days: int = 0
 
     @property
     def attempts_not_shown(self) -> int:
@@ -380,19 +383,22 @@ def todo_trail(scope: Scope | int, todo_id: str, known: Mapping[Actor, str] | No
         activity=activity,
         blocks=blocks,
         activity_truncated=len(activity) >= TRAIL_ACTIVITY_LIMIT,
-        waterfalls=_waterfalls(todo.id, [b.group.seq for b in blocks if b.group is not None]),
+        waterfalls=_waterfalls(
+            todo.id, [b.group.seq for b in blocks if b.group is not None], todo.created_at
+        ),
         names=names,
+        span_retention_days=runtime_settings.current().span_retention_days,
     )
 
 
-def _waterfalls(todo_id: str, seqs: Sequence[int]) -> dict[int, Waterfall]:
+def _waterfalls(todo_id: str, seqs: Sequence[int], created_at: dt.datetime) -> dict[int, Waterfall]:
     """Each attempt's waterfall, up to ``waterfall_max_spans`` bars, the rest counted."""
     if not seqs:
         return {}
     limit = runtime_settings.current().waterfall_max_spans
     return {
         seq: build_waterfall(attempt, limit)
-        for seq, attempt in spans.spans_for_todo(todo_id, seqs, limit).items()
+        for seq, attempt in spans.spans_for_todo(todo_id, seqs, limit, created_at).items()
     }
 
 

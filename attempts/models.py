@@ -89,6 +89,9 @@ class TodoAttempt(models.Model):
     # counted in spans_dropped (migrations/0003_trace).
     trace_id = models.BinaryField(null=True, blank=True, editable=False)
     spans_dropped = models.IntegerField(db_default=0, default=0)
+    # Spans the ingest stored for the attempt, ever (migrations/0008_spans_stored): span
+    # retention and forgetting remove spans, never this count, so the trail can say what went.
+    spans_stored = models.IntegerField(db_default=0, default=0)
 
     # Token usage and cost of the attempt's model calls, kept by the OTLP ingest (otlp/store.py),
     # never recomputed on read; cost_usd counts priced spans only, unpriced_tokens the rest.

@@ -147,6 +147,9 @@ class AttemptView:
     trace_id: str | None = None
     spans_dropped: int = 0
     usage: Usage = NO_USAGE
+    # Spans the ingest stored for the attempt, ever: span retention and forgetting remove
+    # spans, never this count (attempts/migrations/0008_spans_stored.py).
+    spans_stored: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
@@ -159,6 +162,7 @@ class AttemptView:
         values["summary_truncated"] = bool(values["summary_truncated"])
         values["notes_dropped"] = values["notes_dropped"] or 0
         values["spans_dropped"] = values["spans_dropped"] or 0
+        values["spans_stored"] = values["spans_stored"] or 0
         values["trace_id"] = trace_hex(values["trace_id"])
         return cls(**values)
 

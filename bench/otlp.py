@@ -14,7 +14,9 @@ serves the product), waits for ``/healthz``, and stops it on exit. Then:
   by trace to the client's own claimed todo, five GenAI attributes a span), for ``--seconds``,
   ``--rounds`` times. A span counts once the server answered 200 without rejecting it: it was
   committed before the answer. Reported: spans/s (median over rounds), the server process's
-  CPU per span (user + system, from /proc), and the median request latency.
+  CPU per span (user + system, from /proc), PostgreSQL's CPU per span (its backends serving
+  this database, from /proc when it runs on this machine: steadier than spans/s on a shared
+  one), and the median request latency.
 - **lifecycle under ingest**: claim_next + complete through ``todos.lifecycle`` on one thread in
   this process, for ``--seconds``, while 4 clients pour spans in (``--pour-rate`` spans/s, then
   flat out unless ``--paced-only``), each such run between two runs alone; reported as cycles/s
@@ -87,6 +89,25 @@ def _cpu_seconds(pid: int) -> float:
     raw = Path(f"/proc/{pid}/stat").read_text()
     fields = raw[raw.rfind(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _backends_cpu() -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend of this database but this process's own
+    (the server's connections, its announcer, autovacuum), from /proc: the database's side of
+    ingest, when PostgreSQL runs on this machine (empty otherwise)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pid FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        pids = [row[0] for row in cur.fetchall()]
+    out = {}
+    for pid in pids:
+        try:
+            out[pid] = _cpu_seconds(pid)
+        except OSError:  # not on this machine, or gone meanwhile
+            continue
+    return out
 
 
 def otlp_url(server: DevServer) -> str:
@@ -212,7 +233,8 @@ def pour(
     seconds: float,
     interval: float = 0.0,
 ) -> tuple[list[Tally], float, float]:
-    """Run one client per trace for ``seconds``; the tallies, the elapsed time, server CPU."""
+    """Run one client per trace for ``seconds``; the tallies, the elapsed time, the server's CPU
+    and PostgreSQL's (None when its backends are not on this machine)."""
     tallies = [Tally() for _ in traces]
     stop_at = time.monotonic() + seconds
     threads = [
@@ -221,16 +243,19 @@ def pour(
         )
         for trace, tally in zip(traces, tallies, strict=True)
     ]
+    pg0 = _backends_cpu()
     cpu0, t0 = _cpu_seconds(server.process.pid), time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed, cpu = time.monotonic() - t0, _cpu_seconds(server.process.pid) - cpu0
+    pg1 = _backends_cpu()
+    pg_cpu = sum(used - pg0.get(pid, 0.0) for pid, used in pg1.items()) if pg1 else None
     for tally in tallies:
         if tally.error is not None:
             raise RuntimeError(f"a client failed: {tally.error}\n{server.tail(2000)}")
-    return tallies, elapsed, cpu
+    return tallies, elapsed, cpu, pg_cpu
 
 
 def lifecycle_loop(endpoint: Endpoint, seconds: float, out: list[int]) -> None:
@@ -358,21 +383,27 @@ def main(argv: list[str] | None = None) -> int:
             f"database {database_url}; {args.batch}-span protobuf batches; "
             f"{args.seconds:g} s x {args.rounds} rounds"
         )
-        print(f"{'clients':>7}  {'spans/s':>9}  {'server CPU/span':>15}  {'p50 request':>11}")
+        print(
+            f"{'clients':>7}  {'spans/s':>9}  {'server CPU/span':>15}  {'PG CPU/span':>15}"
+            f"  {'p50 request':>11}"
+        )
         for n in [] if args.skip_ingest else counts:
-            rates, cpus, p50s = [], [], []
+            rates, cpus, pg_cpus, p50s = [], [], [], []
             for _round in range(args.rounds + 1):  # the first round warms up, uncounted
                 traces = [claimed_trace(endpoint, f"ingest-{n}-{i}") for i in range(n)]
-                tallies, elapsed, cpu = pour(server, key, traces, args.batch, args.seconds)
+                tallies, elapsed, cpu, pg_cpu = pour(server, key, traces, args.batch, args.seconds)
                 spans = sum(t.spans for t in tallies)
                 if _round == 0:
                     continue
                 rates.append(spans / elapsed)
                 cpus.append(cpu / max(spans, 1) * 1000)
+                if pg_cpu is not None:
+                    pg_cpus.append(pg_cpu / max(spans, 1) * 1000)
                 p50s.append(statistics.median(x for t in tallies for x in t.latencies) * 1000)
+            pg = f"{statistics.median(pg_cpus):>12.3f} ms" if pg_cpus else f"{'-':>15}"
             print(
                 f"{n:>7}  {statistics.median(rates):>9,.0f}  "
-                f"{statistics.median(cpus):>12.3f} ms  {statistics.median(p50s):>8.1f} ms"
+                f"{statistics.median(cpus):>12.3f} ms  {pg}  {statistics.median(p50s):>8.1f} ms"
             )
 
         if args.ingest_only:

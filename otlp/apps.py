@@ -13,7 +13,11 @@ class OtlpConfig(AppConfig):
     def ready(self) -> None:
         # The store announces the todos it wrote spans for; the refresh throttles them for the
         # trail pages (otlp/refresh.py), on this process's one change feed.
-        from otlp import refresh
+        from otlp import partitions, refresh
         from switchboard.lib import changefeed
+        from todos import sweeps
 
         changefeed.FEED.subscribe(refresh.heard)
+        # The sweeper's spans step: todos/sweeps.py runs the steps registered with it, so the
+        # todos core never imports this app (otlp/partitions.py).
+        sweeps.register_step("spans", partitions.step)

@@ -61,17 +61,21 @@ def waterfall_html(
     spans_dropped: int,
     oob: bool,
     usage: Usage | None = None,
+    aged_out: int = 0,
+    retention_days: int = 0,
 ) -> SafeString:
     """An attempt's waterfall whole, escaped: its head (how many spans, dropped over the cap,
-    over how long, the tokens) and its rows, in an element with id ``anchor``; with ``oob``
-    for a live update to swap it in place. Empty when the attempt has no spans and dropped
-    none. The one render path for the trail page's first paint and its live updates. ``usage``
-    is the attempt's (kept on its row by the ingest): its cost and tokens replace the head's
-    token sums when it has any."""
+    removed by span retention, over how long, the tokens) and its rows, in an element with id
+    ``anchor``; with ``oob`` for a live update to swap it in place. Empty when the attempt has
+    no spans and none was dropped or removed. The one render path for the trail page's first
+    paint and its live updates. ``usage`` is the attempt's (kept on its row by the ingest): its
+    cost and tokens replace the head's token sums when it has any. ``aged_out`` spans were
+    stored and are gone, their days' partitions dropped for being older than
+    ``retention_days`` (docs/decisions/0040-span-partitions.md)."""
     rows = waterfall.rows if waterfall is not None else []
     body = ""
-    if rows or spans_dropped:
-        more = dropped = duration = tokens = table = ""
+    if rows or spans_dropped or aged_out:
+        more = dropped = gone = duration = tokens = table = ""
         if waterfall is not None:
             more = f" drawn, {waterfall.more} more" if waterfall.more else ""
             duration = f'<span class="muted">over {escape(waterfall.duration)}</span>'
@@ -84,11 +88,19 @@ def waterfall_html(
                 )
         if spans_dropped:
             dropped = f'<span class="badge failed">{int(spans_dropped)} dropped over the cap</span>'
+        if aged_out:
+            n, days = int(aged_out), int(retention_days)
+            gone = (
+                f'<span class="muted">{n} span{"" if n == 1 else "s"} older than {days}'
+                f" day{'' if days == 1 else 's'} {'was' if n == 1 else 'were'} removed by"
+                " retention</span>\n    "
+            )
         if rows and waterfall is not None:
             table = f"{_WATERFALL_TABLE}{rows_html(waterfall)}\n    </tbody>\n  </table>\n  "
         body = (
             '\n  <div class="waterfall-head small">\n    <strong>Spans</strong>\n'
-            f"    <span>{len(rows)}{more}</span>\n    {dropped}\n    {duration}\n    {tokens}\n"
+            f"    <span>{len(rows)}{more}</span>\n    {dropped}\n    {gone}{duration}\n"
+            f"    {tokens}\n"
             f"  </div>\n  {table}"
         )
     swap = ' hx-swap-oob="true"' if oob else ""

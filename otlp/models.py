@@ -6,7 +6,9 @@ so that later spans of the same trace follow it without the attribute. Both go w
 (ON DELETE CASCADE). Rows are written only by ``otlp.store`` (its SQL in ``otlp/sql/``); these
 models serve reads and the admin. The tables, their CHECKs (byte caps, id lengths, the status
 list, the size of ``attributes``) and their indexes are the hand-written SQL of
-``migrations/0001_spans.py``; ``StatusCode`` equals its CHECK list (``tests/otlp/test_schema.py``).
+``migrations/0001_spans.py``; ``todo_spans`` is partitioned by the day of ``received_at`` since
+``migrations/0006_partitioned_spans.py`` (its partitions: ``otlp/partitions.py``); ``StatusCode``
+equals its CHECK list (``tests/otlp/test_admin_schema.py``).
 The todo is referenced by name, so that ``todos`` can import this app's admin without a cycle.
 """
 
@@ -34,7 +36,10 @@ SPAN_ID_BYTES = 8
 
 
 class TodoSpan(models.Model):
-    pk = models.CompositePrimaryKey("todo", "trace_id", "span_id")
+    # received_at is in the key because the table is partitioned by it (a unique index of a
+    # partitioned table must hold its partition key); one span is still one row: the store
+    # writes a re-sent span over its stored copy (docs/decisions/0040-span-partitions.md).
+    pk = models.CompositePrimaryKey("todo", "trace_id", "span_id", "received_at")
     todo = models.ForeignKey(
         "todos.Todo", on_delete=models.CASCADE, db_column="todo_id", related_name="spans"
     )

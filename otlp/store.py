@@ -11,20 +11,26 @@ The caps
 A todo keeps at most ``spans_max_per_todo`` spans and an attempt at most
 ``spans_max_per_attempt`` (runtime settings). Spans past a cap are not stored; they are counted
 on the attempt (``todo_attempts.spans_dropped``) or the todo (``todos.spans_dropped``). This
-module writes those two counters with its own SQL: the lifecycle (``todos.lifecycle``) is the
-writer of todos and attempts in every other respect, and a counter of refused spans is the
-receiver's to keep (docs/architecture.md, the writes table).
+module writes those two counters with its own SQL, and the attempt's count of spans stored
+(``todo_attempts.spans_stored``, which span retention and forgetting never lower, so the trail
+can say what they removed): the lifecycle (``todos.lifecycle``) is the writer of todos and
+attempts in every other respect, and a count of spans is the receiver's to keep
+(docs/architecture.md, the writes table). Span retention drops whole days of spans
+(``otlp/partitions.py``); the counts of what is stored, and so the caps, count what is left.
 
 Concurrency argument
 --------------------
-Two batches for one todo must not both pass a cap, so each batch first locks, ``FOR UPDATE``,
-the newest attempt row of every todo it binds to (``sql/lock.sql``, in todo order, so two
-batches never wait on each other in a cycle), then counts (``sql/counts.sql``, a new statement:
-in READ COMMITTED its snapshot is taken after the lock was granted and sees every batch that
-committed before), then writes. Every batch for a todo locks the same row, whichever attempt its
-spans belong to, so the per-todo count is serialised too. (A claim that opens a new attempt
-between a batch's bind and its lock makes a later batch lock the new row: for that instant two
-batches may each pass the per-todo cap by one batch's worth. It is a bound, not a leak.)
+Two batches for one todo must not both pass a cap, nor both store a span they both carry:
+``todo_spans`` is partitioned by ``received_at``, so no unique index on the span's key alone
+can refuse the second copy (docs/decisions/0040-span-partitions.md). So each batch first takes
+a transaction-level advisory lock per todo it binds to (``sql/lock.sql``: keyed by the todo
+id's hash, in key order, so two batches never wait on each other in a cycle), then locks, ``FOR
+UPDATE``, the newest attempt row of each of those todos (in todo order), then counts and finds
+the spans already stored (``sql/counts.sql``, a new statement: in READ COMMITTED its snapshot is
+taken after the locks were granted and sees every batch that committed before), then writes,
+a re-sent span over its stored copy. Every batch for a todo takes the same advisory lock, with
+or without an attempt, whichever attempt its spans belong to, so everything it counts and
+writes for the todo is serialised. Only batches take these locks.
 
 Why the attempt row and nothing else: the lifecycle locks a todo's row before its attempt rows
 (every transition's attempt arm joins the updated todo). This transaction never locks a todo
@@ -38,6 +44,7 @@ the two loses that count, never a span.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +59,9 @@ from otlp.types import AttemptSpans, SpanView
 from switchboard.lib.sql import fetch_all, fetch_tuples, load
 
 _SQL = Path(__file__).parent / "sql"
+# The first half of a batch's per-todo advisory lock (sql/lock.sql): the two-integer form, so
+# it never meets a sweep's one-bigint session lock (todos/sweeps.py, otlp/partitions.py).
+LOCK_CLASS = 0x5B_0203
 LOCK = load(_SQL, "lock")
 COUNTS = load(_SQL, "counts")
 STORE = load(_SQL, "store")
@@ -89,6 +99,8 @@ class _Decision:
     keep: list[Row]
     attempt_drops: Counter[tuple[str, int | None]]
     todo_drops: Counter[str]
+    # The received_at of each kept span's stored copy: the store writes it over that copy.
+    stored_at: dict[Key, dt.datetime]
 
 
 def _decide(
@@ -101,14 +113,15 @@ def _decide(
     no cap; a new one is refused once its attempt, or its todo, holds its cap."""
     per_attempt: Counter[tuple[str, int | None]] = Counter()
     per_todo: Counter[str] = Counter()
-    stored: set[Key] = set()
+    stored: dict[Key, dt.datetime] = {}
     for count in counts:
         if count["what"] == "count":
             per_attempt[(count["todo_id"], count["attempt_seq"])] += count["n"]
             per_todo[count["todo_id"]] += count["n"]
         else:
-            stored.add((count["todo_id"], bytes(count["trace_id"]), bytes(count["span_id"])))
-    decision = _Decision([], Counter(), Counter())
+            key = (count["todo_id"], bytes(count["trace_id"]), bytes(count["span_id"]))
+            stored[key] = count["received_at"]
+    decision = _Decision([], Counter(), Counter(), stored)
     for row in rows:
         if _key(row) not in stored:
             attempt = (row.todo_id, row.attempt_seq)
@@ -124,8 +137,9 @@ def _decide(
     return decision
 
 
-def _columns(rows: Sequence[Row]) -> dict[str, list[Any]]:
+def _columns(rows: Sequence[Row], stored_at: dict[Key, dt.datetime]) -> dict[str, list[Any]]:
     return {
+        "received_ats": [stored_at.get(_key(r)) for r in rows],
         "todo_ids": [r.todo_id for r in rows],
         "trace_ids": [r.trace_id for r in rows],
         "span_ids": [r.span_id for r in rows],
@@ -204,11 +218,14 @@ def store(
         # Committed without waiting for the WAL flush: telemetry must not make the lifecycle's
         # commits queue behind its WAL (docs/decisions/0010-spans-commit-asynchronously.md).
         fetch_all(ASYNC_COMMIT, {})
-        fetch_all(LOCK, {"todo_ids": todo_ids})
+        (locked,) = fetch_all(LOCK, {"lock_class": LOCK_CLASS, "todo_ids": todo_ids})
         counts = fetch_all(
             COUNTS,
             {
                 "todo_ids": todo_ids,
+                # A value, not a subquery: the plan then holds only the days since the todos
+                # were created (docs/decisions/0040-span-partitions.md).
+                "since": locked["since"],
                 "key_todos": [r.todo_id for r in unique],
                 "key_traces": [r.trace_id for r in unique],
                 "key_spans": [r.span_id for r in unique],
@@ -223,7 +240,7 @@ def store(
         written = fetch_all(
             STORE,
             {
-                **_columns(decision.keep),
+                **_columns(decision.keep, decision.stored_at),
                 "binding_todos": [todo for todo, _ in bindings],
                 "binding_traces": [trace for _, trace in bindings],
                 "drop_todos": [k[0] for k, _ in attempt_drops],
@@ -261,10 +278,16 @@ def record_refusals(endpoint_id: UUID, *, unbound: int, over_cap: int, invalid: 
     )
 
 
-def spans_for_todo(todo_id: str, seqs: Sequence[int], per_attempt: int) -> dict[int, AttemptSpans]:
+def spans_for_todo(
+    todo_id: str,
+    seqs: Sequence[int],
+    per_attempt: int,
+    since: dt.datetime | None = None,
+) -> dict[int, AttemptSpans]:
     """For each attempt in ``seqs`` that holds spans: its first ``per_attempt`` spans, oldest
     start first, how many it holds and its token totals (one query, for the trail page's
-    waterfalls).
+    waterfalls). ``since``, the todo's creation, spares the read the partitions of the days
+    before it (none of its spans can be there); None reads them all.
 
     Unscoped: it trusts ``todo_id``. Call it only with the id of a todo that an owner-scoped
     read (``todos.queries``) has just returned to the same caller.
@@ -274,7 +297,8 @@ def spans_for_todo(todo_id: str, seqs: Sequence[int], per_attempt: int) -> dict[
         return out
     # Tuples, not dicts: thousands of rows (otlp/sql/spans_for_todo.sql gives their order).
     rows = fetch_tuples(
-        SPANS_FOR_TODO, {"todo_id": todo_id, "seqs": list(seqs), "per_attempt": per_attempt}
+        SPANS_FOR_TODO,
+        {"todo_id": todo_id, "seqs": list(seqs), "per_attempt": per_attempt, "since": since},
     )
     spans: list[SpanView] = []
     for seq, total, input_tokens, output_tokens, *span in rows:

@@ -88,6 +88,11 @@ class Waterfall:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    @property
+    def total(self) -> int:
+        """The spans the attempt holds, drawn or not."""
+        return len(self.rows) + self.more
+
 
 def _tree_order(spans: Sequence[SpanView]) -> list[tuple[SpanView, int]]:
     """Depth-first order with depths; siblings by start time. Iterative: a chain of thousands

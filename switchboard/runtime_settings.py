@@ -41,6 +41,13 @@ class RuntimeSettings:
     retention_max_terminal: int = _setting(
         10_000, 1, 10_000_000, "Terminal todos kept per endpoint, newest first."
     )
+    span_retention_days: int = _setting(
+        30,
+        1,
+        3_650,
+        "Spans received more than this many days ago are dropped, a whole day at a time, by the"
+        " sweeper (whatever their todo's age).",
+    )
     activity_max_per_todo: int = _setting(500, 10, 100_000, "Activity rows kept per todo.")
     notes_max_per_attempt: int = _setting(
         100, 1, 10_000, "Progress notes kept per attempt; later ones are counted, not stored."

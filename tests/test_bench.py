@@ -25,11 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
         "bench/otlp.py",
         "bench/ablations/lifecycle_ablations.py",
         "bench/ablations/search_table.py",
+        "bench/ablations/span_store.py",
         "bench/activity.py",
         "bench/live.py",
         "bench/claims.py",
         "bench/overview.py",
         "bench/soak.py",
+        "bench/span_retention.py",
     ],
 )
 def test_the_benchmark_imports_and_parses_its_options(script: str) -> None:

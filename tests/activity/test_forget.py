@@ -195,6 +195,41 @@ def test_forget_and_retention_leave_no_row_pointing_at_a_missing_todo(personas: 
     assert {table: orphans(table) for table in tables_with_a_todo_id()} == before
 
 
+def test_forget_erases_the_spans_in_every_partition_they_sit_in(personas: Personas) -> None:
+    todo_id = lived(personas)
+    day = fetch_one("SELECT (now() AT TIME ZONE 'UTC')::date - 3 AS day", {})
+    assert day is not None
+    fetch_all("SELECT sb_span_partition_add(%(day)s)", day)
+    trace = trace_id()
+    for n in range(3):
+        spans = [SpanSpec(trace, name=f"more {n}", attributes={"switchboard.todo.id": todo_id})]
+        ingest.ingest(
+            personas.endpoint_a.id, request(spans).SerializeToString(), PROTOBUF, None, 1 << 20
+        )
+    # One span received three days ago (its day's partition), one on a day that has no
+    # partition (the default one), the rest today.
+    fetch_all(
+        "UPDATE todo_spans SET received_at = %(day)s::timestamp AT TIME ZONE 'UTC'"
+        " WHERE todo_id = %(id)s AND name = 'more 0'",
+        {**day, "id": todo_id},
+    )
+    fetch_all(
+        "UPDATE todo_spans SET received_at = now() - interval '400 days'"
+        " WHERE todo_id = %(id)s AND name = 'more 1'",
+        {"id": todo_id},
+    )
+    where = fetch_all(
+        "SELECT DISTINCT tableoid::regclass::text AS part FROM todo_spans WHERE todo_id = %(id)s",
+        {"id": todo_id},
+    )
+    assert len(where) == 3 and {"part": "todo_spans_default"} in where
+
+    forget.forget(personas.alice.id, [todo_id])
+
+    assert rows_of(todo_id)["todo_spans"] == []
+    assert fetch_all("SELECT 1 FROM todo_spans WHERE todo_id = %(id)s", {"id": todo_id}) == []
+
+
 # --- the Board and the command -------------------------------------------------------------------
 
 
@@ -219,6 +254,8 @@ def test_the_trail_page_forgets_after_a_tick_and_shows_the_tombstone(
 
     shown = alice.post(url, {"understood": "on"}, follow=True).content.decode()
     assert "Forgotten" in shown and "by alice" in shown
+    # Its attempt still counts the span it stored; forgetting, not retention, took it.
+    assert "removed by retention" not in shown
     assert SECRET not in shown and "Forget the todo" not in shown
     again = alice.post(url, {"understood": "on"})
     assert again.status_code == 409

@@ -447,9 +447,7 @@ def test_the_trail_builders_draw_their_golden_copy() -> None:
                 [
                     attempt_head_html(open_group, rows[3], full.todo.max_attempts, oob=True),
                     attempt_heartbeat_html(open_group, tz, oob=True),
-                    attempt_waterfall_html(
-                        full.todo, open_group, rows[3], full.waterfalls.get(3), oob=True
-                    ),
+                    attempt_waterfall_html(full, open_group, rows[3], oob=True),
                 ]
             ),
             "groups without their attempt": _blocks(gone, now),

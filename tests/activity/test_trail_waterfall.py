@@ -10,8 +10,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from otlp import partitions
 from otlp.store import store
 from otlp.translate import collect, translate
+from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.otlp.helpers import SpanSpec, claimed_with_trace, request, trace_id
 
@@ -124,3 +126,42 @@ def test_spans_dropped_over_the_cap_are_counted_in_the_head(
     assert "<span>1</span>" in head.group(0)
     assert '<span class="badge failed">2 dropped over the cap</span>' in head.group(0)
     assert len(re.findall(r'class="sb-bar ', html)) == 1
+
+
+def test_the_head_says_how_many_spans_retention_removed(
+    alice_client: Client, personas: Personas
+) -> None:
+    trace = trace_id()
+    claim = claimed_with_trace(personas.endpoint_a.id, trace)
+    specs = [SpanSpec(trace, name=f"s{n}", start_ns=BASE_NS + n) for n in range(3)]
+    spans(claim.todo.id, 1, specs)
+    # A todo created 41 days ago, two of its spans received 40 days ago: moved into that day's
+    # partition, which span retention (30 days by default) then drops whole.
+    fetch_all(
+        "UPDATE todos SET created_at = now() - interval '41 days' WHERE id = %(id)s",
+        {"id": claim.todo.id},
+    )
+    (row,) = fetch_all("SELECT (now() AT TIME ZONE 'UTC')::date - 40 AS day", {})
+    fetch_all("SELECT sb_span_partition_add(%(day)s)", row)
+    fetch_all(
+        "UPDATE todo_spans SET received_at = %(day)s::timestamp AT TIME ZONE 'UTC'"
+        " WHERE todo_id = %(id)s AND name <> 's2'",
+        {**row, "id": claim.todo.id},
+    )
+    assert "removed by retention" not in page(alice_client, claim.todo.id)
+
+    assert partitions.maintain().dropped == [row["day"]]
+
+    html = page(alice_client, claim.todo.id)
+    head = re.search(r'<div class="waterfall-head small">.*?</div>', html, re.S)
+    assert head, "no waterfall head"
+    assert "<span>1</span>" in head.group(0)
+    assert (
+        '<span class="muted">2 spans older than 30 days were removed by retention</span>'
+        in head.group(0)
+    )
+    assert len(re.findall(r'class="sb-bar ', html)) == 1
+
+    fetch_all("DELETE FROM todo_spans WHERE todo_id = %(id)s", {"id": claim.todo.id})
+    html = page(alice_client, claim.todo.id)
+    assert "3 spans older than 30 days were removed by retention" in html

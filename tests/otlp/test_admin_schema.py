@@ -102,8 +102,9 @@ def _indexdef(name: str) -> str:
             " WHERE (trace_id IS NOT NULL)",
         ),
         (
+            # A partitioned index (ON ONLY the parent): each day's partition has its own copy.
             "idx_todo_spans_attempt",
-            "CREATE INDEX idx_todo_spans_attempt ON public.todo_spans USING btree"
+            "CREATE INDEX idx_todo_spans_attempt ON ONLY public.todo_spans USING btree"
             " (todo_id, attempt_seq, start_at)",
         ),
         (

@@ -35,7 +35,8 @@ def span(n: int, name: str, start: float, seconds: float, **fields: object) -> S
 
 
 def waterfalls() -> dict[str, tuple[Waterfall | None, int]]:
-    """Each case: the waterfall (None: no spans read) and the spans dropped over the cap."""
+    """Each case: the waterfall (None: no spans read) and the spans dropped over the cap, or
+    (the cases named "removed") removed by span retention."""
     tree = AttemptSpans(
         spans=[
             span(1, "invoke_agent fixer", 0, 90, category="agent"),
@@ -54,6 +55,8 @@ def waterfalls() -> dict[str, tuple[Waterfall | None, int]]:
         "no spans read, some dropped": (None, 3),
         "a tree, capped, tokens, dropped": (build_waterfall(tree, 4), 2),
         "one instant span": (build_waterfall(instant, 10), 0),
+        "one instant span, one removed": (build_waterfall(instant, 10), 1),
+        "no spans left, all removed": (None, 5),
     }
 
 
@@ -61,8 +64,14 @@ def test_the_waterfall_draws_its_golden_copy() -> None:
     parts = []
     for name, (waterfall, dropped) in waterfalls().items():
         for oob in (False, True):
+            removed = "removed" in name
             html = waterfall_html(
-                waterfall, anchor="waterfall-td_x-1", spans_dropped=dropped, oob=oob
+                waterfall,
+                anchor="waterfall-td_x-1",
+                spans_dropped=0 if removed else dropped,
+                oob=oob,
+                aged_out=dropped if removed else 0,
+                retention_days=30,
             )
             parts.append(f"<!-- {name}{', out of band' if oob else ''} -->\n{html}\n")
     text = "".join(parts)

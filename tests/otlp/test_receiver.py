@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from attempts.models import TodoAttempt
 from otlp.models import TodoSpan, TodoTraceBinding
 from tests.base import Personas
 from tests.live import LiveServer
@@ -323,9 +324,13 @@ def test_an_identical_retry_changes_nothing_and_a_corrected_end_is_kept(
 
     spec.duration_ns *= 3
     post_proto(live, personas.key_a, request([spec]))
+    # Corrected over its stored copy, in its partition: received_at is when it was first stored
+    # (the partition key, docs/decisions/0040-span-partitions.md), and it is still one span.
     span = TodoSpan.objects.get(todo_id=claim.todo.id)
-    assert span.received_at > received
+    assert span.received_at == received
     assert (span.end_at - span.start_at).total_seconds() == pytest.approx(0.003)
+    stored = TodoAttempt.objects.get(todo_id=claim.todo.id, seq=1).spans_stored
+    assert stored == 1
 
 
 def test_the_answer_to_a_json_request_is_json_and_its_int64_a_string(
