@@ -41,8 +41,8 @@ from switchboard.lib.guards import (
     stash_shown_once,
 )
 from switchboard.models import Team
-from switchboard.scope import Scope, teams_of
-from switchboard.teams import TeamRefused, named_team
+from switchboard.scope import Scope
+from switchboard.teams import TeamRefused, administered, named_team
 
 HISTORY = 50
 PAGE = "alerts/alerts.html"
@@ -52,7 +52,7 @@ FORM_FIELDS = ("kind", "target", "name", "owned_by")
 
 def _admin_teams(request: BoardRequest) -> list[Team]:
     """The teams the human administers: a channel may be made for, or moved into, these."""
-    return list(Team.objects.filter(pk__in=teams_of(request.user.pk, admin=True)).order_by("name"))
+    return administered(request.user.pk)
 
 
 def _own_channel(request: BoardRequest, channel_id: str) -> AlertChannel:

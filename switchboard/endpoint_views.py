@@ -40,8 +40,8 @@ from switchboard.lib.guards import (
     stash_shown_once,
 )
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Team, Verb
-from switchboard.scope import Scope, teams_of
-from switchboard.teams import TeamRefused, named_team
+from switchboard.scope import Scope
+from switchboard.teams import TeamRefused, administered, named_team
 from todos import fleet, lifecycle, push
 from todos.models import PushAttempt, Todo
 
@@ -142,7 +142,7 @@ def _refused(request: BoardRequest, endpoint: Endpoint) -> HttpResponse:
 
 
 def _admin_teams(request: BoardRequest) -> list[Team]:
-    return list(Team.objects.filter(pk__in=teams_of(request.user.id, admin=True)))
+    return administered(request.user.id)
 
 
 KEY_ENV = "SWITCHBOARD_KEY"

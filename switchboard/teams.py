@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from switchboard.models import Human, Owned, Team, TeamMember, TeamRole
-from switchboard.scope import administers, managed_by
+from switchboard.scope import administers, managed_by, teams_of
 
 # Names kept from teams: a page word under /teams/ (switchboard/urls.py has none at that level
 # yet; "new" is kept for a form of its own, as /endpoints/new and /sources/new are).
@@ -101,6 +101,12 @@ def set_role(team: Team, human: Human, *, admin: bool) -> TeamMember:
 
 def _other_admins(team: Team, human: Human) -> bool:
     return TeamMember.objects.filter(team=team, role=TeamRole.ADMIN).exclude(human=human).exists()
+
+
+def administered(human_id: int) -> list[Team]:
+    """The teams ``human_id`` administers, by name: what they may make an endpoint, a source or
+    a channel for, or move one into."""
+    return list(Team.objects.filter(pk__in=teams_of(human_id, admin=True)).order_by("name"))
 
 
 def named_team(name: str, by: Human) -> Team:

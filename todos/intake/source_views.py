@@ -62,8 +62,8 @@ from switchboard.lib.guards import (
     stash_shown_once,
 )
 from switchboard.models import Team, TeamMember, TeamRole
-from switchboard.scope import managed_by, owned_by, teams_of
-from switchboard.teams import TeamRefused, named_team
+from switchboard.scope import managed_by, owned_by
+from switchboard.teams import TeamRefused, administered, named_team
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
 from todos.intake.traces import present_trace
@@ -174,7 +174,7 @@ def _own_source(request: BoardRequest, slug: str) -> Source:
 
 def _admin_teams(request: BoardRequest) -> list[Team]:
     """The teams the human administers: a source may be made for, or moved into, these."""
-    return list(Team.objects.filter(pk__in=teams_of(request.user.id, admin=True)))
+    return administered(request.user.id)
 
 
 def _own_rule(source: Source, rule_id: int) -> Rule:
