@@ -54,6 +54,8 @@ def test_a_todo_enqueued_while_the_list_is_open_appears_without_a_reload(
     selected = first.get_attribute("id")
     page.evaluate("window.__marker = 'same page'")
     page.evaluate("window.scrollTo(0, 0)")  # opening the drawer scrolled to it
+    # Back at the top before the todo comes (scrolled away, it would wait behind "N new").
+    wait_true(page, "window.scrollY === 0")
 
     todo = lifecycle.create(demo.endpoint_id, queue="ci-new", title="Appeared by itself")
     lifecycle.create(demo.endpoint_id, queue="triage", title="Not this filter")
