@@ -215,9 +215,11 @@ def _ensure_database(admin_url: str, database: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
+        # Processes starting together (pytest's workers, a server and its sweeper) take turns:
+        # two CREATE DATABASE at once fail on the catalog's unique index (UniqueViolation),
+        # not with DuplicateDatabase. The lock is the session's and ends with the connection.
+        conn.execute("SELECT pg_advisory_lock(hashtext('switchboard.embedded.create'))")
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if not exists:
-            # Another process may create it between our check and our CREATE.
-            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
             log.info("created database %s in the embedded server (pid %s)", database, os.getpid())

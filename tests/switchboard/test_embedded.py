@@ -163,21 +163,25 @@ def _product_env(data_dir: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def start_holder(pgdata: Path) -> Iterator[Callable[[], Holder]]:
+def start_holders(pgdata: Path) -> Iterator[Callable[[int], list[Holder]]]:
+    """Start holders all at once (none waits for another), then wait for each to report."""
     started: list[subprocess.Popen[str]] = []
 
-    def start() -> Holder:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(pgdata)],
-            cwd=REPO,
-            env=_product_env(pgdata.parent),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        started.append(proc)
-        return Holder(proc, json.loads(_read_line(proc, START_TIMEOUT)))
+    def start(count: int) -> list[Holder]:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", HOLDER, str(pgdata)],
+                cwd=REPO,
+                env=_product_env(pgdata.parent),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(count)
+        ]
+        started.extend(procs)
+        return [Holder(proc, json.loads(_read_line(proc, START_TIMEOUT))) for proc in procs]
 
     yield start
 
@@ -189,6 +193,27 @@ def start_holder(pgdata: Path) -> Iterator[Callable[[], Holder]]:
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+@pytest.fixture
+def start_holder(start_holders: Callable[[int], list[Holder]]) -> Callable[[], Holder]:
+    return lambda: start_holders(1)[0]
+
+
+def test_processes_starting_together_on_a_new_data_directory_share_one_server_and_database(
+    pgdata: Path, start_holders: Callable[[int], list[Holder]]
+) -> None:
+    # pytest's workers all import the ASGI application at once on a fresh checkout: each
+    # attaches and each finds the database missing; only one may create it.
+    holders = start_holders(4)
+
+    assert {h.info["answer"] for h in holders} == {42}
+    assert len({h.info["postmaster_pid"] for h in holders}) == 1
+    assert len({h.info["url"] for h in holders}) == 1
+    assert sorted(_handles(pgdata)) == sorted(h.info["pid"] for h in holders)
+    for holder in holders:
+        holder.release()
+    assert _server_stops(pgdata)
 
 
 def test_a_second_process_attaches_to_the_running_server_instead_of_starting_another(
