@@ -36,6 +36,29 @@ def wait_open(board: Board) -> None:
 
 
 WATCH_OPEN = "document.addEventListener('htmx:wsOpen', () => { window.__open = true; });"
+# The drawer's swap scrolls it into view (hx-swap "show:#drawer:top") when it settles, which may
+# be after its content is visible.
+WATCH_DRAWER = (
+    "document.addEventListener('htmx:afterSettle', (e) => {"
+    " if (e.detail.target && e.detail.target.id === 'drawer') window.__drawer = true; });"
+)
+
+
+def stay_at_top(page: Page, seconds: float = 10, still: float = 0.5) -> None:
+    """Scroll to the top until the page stays there for ``still`` seconds."""
+    deadline = time.monotonic() + seconds
+    since = None
+    while True:
+        now = time.monotonic()
+        if page.evaluate("window.scrollY") != 0:
+            page.evaluate("window.scrollTo(0, 0)")
+            since = None
+        elif since is None:
+            since = now
+        elif now - since >= still:
+            return
+        assert now < deadline, f"the page did not stay at the top for {still} s"
+        page.wait_for_timeout(50)
 
 
 def test_a_todo_enqueued_while_the_list_is_open_appears_without_a_reload(
@@ -44,6 +67,7 @@ def test_a_todo_enqueued_while_the_list_is_open_appears_without_a_reload(
     board = open_board({"width": 1280, "height": 500})
     page = board.page
     page.add_init_script(WATCH_OPEN)
+    page.add_init_script(WATCH_DRAWER)
     board.login("demo")
     board.goto("/?queue=ci-*")
     wait_open(board)
@@ -51,11 +75,12 @@ def test_a_todo_enqueued_while_the_list_is_open_appears_without_a_reload(
     first = page.locator("#todo-rows tr.row").first
     first.locator("td.title a").click()
     expect(page.locator("#drawer")).to_be_visible()
+    wait_true(page, "window.__drawer === true")
     selected = first.get_attribute("id")
     page.evaluate("window.__marker = 'same page'")
-    page.evaluate("window.scrollTo(0, 0)")  # opening the drawer scrolled to it
-    # Back at the top before the todo comes (scrolled away, it would wait behind "N new").
-    wait_true(page, "window.scrollY === 0")
+    # Opening the drawer scrolled to it: back at the top before the todo comes (scrolled away,
+    # it would wait behind "N new").
+    stay_at_top(page)
 
     todo = lifecycle.create(demo.endpoint_id, queue="ci-new", title="Appeared by itself")
     lifecycle.create(demo.endpoint_id, queue="triage", title="Not this filter")

@@ -57,6 +57,9 @@ def test_a_pass_lock_another_session_holds_is_not_taken(direct_settings: dict[st
         other.execute("SELECT pg_advisory_lock(%s)", [KEY])
         with direct.advisory_lock(KEY) as held:
             assert not held
+        # Unlocked, not left to the close: a closed connection's backend ends (and lets go of
+        # its locks) a moment after the client has moved on.
+        other.execute("SELECT pg_advisory_unlock(%s)", [KEY])
     with direct.advisory_lock(KEY) as held:
         assert held
 
