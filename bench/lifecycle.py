@@ -61,7 +61,7 @@ from psycopg.types.json import Jsonb  # noqa: E402
 
 from switchboard import credentials, embedded, runtime_settings  # noqa: E402
 from switchboard.lib import changefeed  # noqa: E402
-from switchboard.lib.sql import NOTIFIED, load  # noqa: E402
+from switchboard.lib.sql import NOTIFIED, load, numbered  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
 from todos.lifecycle.statements import NOTIFY_CHANGED_SQL  # noqa: E402
@@ -300,7 +300,9 @@ class BareClient:
             prepare_threshold=5 if prepare else None,
             application_name="switchboard-bench",
         )
-        self.cur = self.conn.cursor()
+        # As the product's kept cursor sends them (switchboard/lib/sql.py): placeholders
+        # numbered once a statement, not parsed again on every execute.
+        self.cur = psycopg.RawCursor(self.conn)
         self._notified: dict[str, int | None] = {}  # statement → its `notified` column
         self.base = {"endpoint_id": target.endpoint_id, "owner": owner, "token_hash": None}
         self.claim_params = {
@@ -316,8 +318,13 @@ class BareClient:
             "trace_id": None,
         }
 
+    def _execute(self, sql: str, params: dict[str, Any]) -> None:
+        text, order = numbered(sql)
+        assert isinstance(order, tuple)
+        self.cur.execute(text, [params[name] for name in order])
+
     def claim(self) -> str | None:
-        self.cur.execute(self.sql.claim, self.claim_params)
+        self._execute(self.sql.claim, self.claim_params)
         row = self.cur.fetchone()
         if row is not None:
             self._announce(self.sql.claim, row)
@@ -341,13 +348,13 @@ class BareClient:
             "summary_truncated": False,
             "artifact": None,
         }
-        self.cur.execute(self.sql.complete, params)
+        self._execute(self.sql.complete, params)
         if (row := self.cur.fetchone()) is None:
             raise RuntimeError(f"complete missed {todo_id}")
         self._announce(self.sql.complete, row)
 
     def heartbeat(self, todo_id: str) -> None:
-        self.cur.execute(
+        self._execute(
             self.sql.heartbeat,
             {**self.base, "id": todo_id, "ttl_seconds": TTL_SECONDS, "ttl_default": TTL_SECONDS},
         )

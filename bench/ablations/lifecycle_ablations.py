@@ -198,7 +198,7 @@ class LimitedClient(core.BareClient):
         got = super().claim()
         if got is None:
             with self.conn.transaction():
-                self.cur.execute(LOCK_QUEUE_LIMITS, self.claim_params)
+                self._execute(LOCK_QUEUE_LIMITS, self.claim_params)
                 self.cur.fetchall()
                 got = super().claim()
         return got
@@ -227,7 +227,7 @@ class UnfoldedClient(core.BareClient):
     def claim(self) -> str | None:
         todo_id = super().claim()
         if todo_id is not None:
-            self.cur.execute(PRIOR_ATTEMPTS, {**self.base, "id": todo_id})
+            self._execute(PRIOR_ATTEMPTS, {**self.base, "id": todo_id})
             self.cur.fetchone()
         return todo_id
 

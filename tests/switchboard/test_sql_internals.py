@@ -18,7 +18,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.db import DEFAULT_DB_ALIAS, DataError, connection, connections, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DataError,
+    ProgrammingError,
+    connection,
+    connections,
+    transaction,
+)
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 from django.db.transaction import TransactionManagementError
@@ -38,7 +45,6 @@ METHODS = (
     "ensure_connection",
     "validate_thread_sharing",
     "validate_no_broken_transaction",
-    "create_cursor",
     "cursor",
 )
 ATTRIBUTES = (
@@ -74,11 +80,6 @@ def test_the_database_wrapper_still_has_every_member_fetch_all_uses() -> None:
     assert not missing, _changed(f"DatabaseWrapper no longer has {missing}")
     not_callable = [name for name in METHODS if not callable(getattr(db, name))]
     assert not not_callable, _changed(f"no longer methods: {not_callable}")
-    # create_cursor() must still make a plain (unnamed) cursor when called with no name.
-    parameters = inspect.signature(db.create_cursor).parameters
-    assert all(p.default is not p.empty for p in parameters.values()), _changed(
-        f"create_cursor now requires {list(parameters)}"
-    )
     # The kept cursor's slot on the wrapper must stay ours.
     assert not hasattr(BaseDatabaseWrapper, "_switchboard_cursor"), _changed(
         "Django now defines _switchboard_cursor itself"
@@ -161,15 +162,16 @@ def test_database_errors_come_out_as_djangos(db: None) -> None:
     )
 
 
-def test_the_kept_cursor_is_djangos_server_binding_cursor_with_the_compiled_loader(
+def test_the_kept_cursor_is_a_server_binding_cursor_with_the_compiled_loader(
     db: None,
 ) -> None:
     fetch_all("SELECT 1 AS one", {})
     cur = connection._switchboard_cursor  # type: ignore[attr-defined]
-    assert cur.connection is connection.connection, _changed("create_cursor's connection")
-    # Server-side binding (prepared statements) comes from the OPTIONS Django passes through.
+    assert cur.connection is connection.connection, _changed("the kept cursor's connection")
+    # Server-side binding (prepared statements), with the statement's placeholders numbered once.
+    assert isinstance(cur, psycopg.RawCursor), f"the kept cursor is a {type(cur)}; see {RECORD}"
     assert not isinstance(cur, psycopg.ClientCursor), (
-        f"Django's cursor binds on the client: prepared statements are off; see {PREPARED_RECORD}"
+        f"the kept cursor binds on the client: prepared statements are off; see {PREPARED_RECORD}"
     )
     assert connection.connection.prepare_threshold == 5, (
         f"psycopg does not prepare after five executions; see {PREPARED_RECORD}"
@@ -212,3 +214,55 @@ def test_a_failed_fetch_tuples_leaves_the_kept_cursor_on_dicts(db: None) -> None
     with pytest.raises(DataError), transaction.atomic():
         fetch_tuples("SELECT 1 / 0 AS boom", {})
     assert fetch_all("SELECT 1 AS one", {}) == [{"one": 1}]
+
+
+# --- placeholders, numbered once a statement ------------------------------------------------
+
+
+def test_named_placeholders_are_numbered_once_each_name_in_order_of_first_use() -> None:
+    text, order = sql.numbered("SELECT %(b)s, %(a)s, %(b)s WHERE x LIKE 'a%%'")
+    assert text == "SELECT $1, $2, $1 WHERE x LIKE 'a%'"
+    assert order == ("b", "a")
+    assert sql._positional("SELECT %(b)s, %(a)s", {"a": 1, "b": 2, "unused": 3}) == (
+        "SELECT $1, $2",
+        [2, 1],
+    )
+
+
+def test_positional_placeholders_are_numbered_in_turn() -> None:
+    assert sql._positional("SELECT %s, %s", [1, "x"]) == ("SELECT $1, $2", [1, "x"])
+    assert sql._positional("SELECT 1", {}) == ("SELECT 1", [])
+
+
+@pytest.mark.parametrize(
+    ("statement", "params", "message"),
+    [
+        ("SELECT %(a)s", {}, "query parameter missing: a"),
+        ("SELECT %(a)s", [1], "named placeholders need a mapping"),
+        ("SELECT %s, %s", [1], "2 placeholders but 1 parameters"),
+        ("SELECT %s", {"a": 1}, "1 placeholders"),
+        ("SELECT %(a)s, %s", {"a": 1}, "named and positional"),
+        ("SELECT %(a)b", {"a": b"x"}, "only %s placeholders"),
+    ],
+)
+def test_a_statement_and_parameters_that_do_not_match_are_refused_as_djangos_error(
+    db: None, statement: str, params: Any, message: str
+) -> None:
+    with pytest.raises(ProgrammingError, match=message), transaction.atomic():
+        fetch_all(statement, params)
+
+
+def test_a_statement_longer_than_psycopgs_cache_reads_as_through_djangos_cursor(db: None) -> None:
+    # psycopg converts a statement over 4 KiB anew on every execute; the kept cursor takes it
+    # numbered once. The rows are the same as Django's cursor's, every time (prepared after 5).
+    padding = " ".join(f"%(p{i % 7})s AS c{i}," for i in range(300))
+    statement = f"SELECT {padding} %(last)s::text AS last, '100%%' AS pct"
+    assert len(statement.encode()) > 4096
+    params = {**{f"p{i}": i for i in range(7)}, "last": "end"}
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        columns = [c.name for c in cursor.description]
+        expected = dict(zip(columns, cursor.fetchone(), strict=True))
+    for _ in range(7):
+        assert fetch_all(statement, params) == [expected]
+    assert expected["pct"] == "100%" and expected["c8"] == 1
