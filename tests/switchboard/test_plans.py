@@ -25,6 +25,7 @@ from tests.base import Personas
 from tests.plans import plan_nodes
 from tests.reach import OWNER, claimed
 from todos import lifecycle
+from todos.lifecycle import statements
 
 # Every parameter the statements below take, with its type.
 TYPES = {
@@ -441,3 +442,45 @@ def test_the_claims_paused_queue_probe_is_one_index_lookup_per_queue(
         loops += node["Actual Loops"]
     assert loops <= probes, plan
     assert plan["Actual Rows"] == 1  # the claim took a todo: triage and build are not paused
+
+
+@pytest.fixture
+def scheduled_todos(personas: Personas) -> Personas:
+    """Scheduled todos everywhere but where the claim asks: 5,000 of endpoint B on its queue
+    "later", due tomorrow; 3,000 of endpoint A on "bulk", due tomorrow; 50 of A on "later", due
+    the day after. Then fresh statistics."""
+    a, b = personas.endpoint_a.id, personas.endpoint_b.id
+    with connection.cursor() as cur:
+        for endpoint_id, queue, n, days in (
+            (b, "later", 5000, 1),
+            (a, "bulk", 3000, 1),
+            (a, "later", 50, 2),
+        ):
+            cur.execute(
+                """INSERT INTO todos (id, endpoint_id, queue, title, not_before)
+                   SELECT 'td_' || substr(translate(md5(%s || i), '0189', 'wxyz'), 1, 20),
+                          %s, %s, 'scheduled ' || i,
+                          now() + %s * interval '1 day' + i * interval '1 s'
+                     FROM generate_series(1, %s) AS i""",
+                [f"{endpoint_id}:{queue}:", endpoint_id, queue, days, n],
+            )
+        cur.execute("ANALYZE todos")
+    return personas
+
+
+@pytest.mark.django_db
+def test_an_empty_claims_earliest_not_before_is_one_probe_of_its_queue(
+    scheduled_todos: Personas,
+) -> None:
+    # On the generic plan (what an agent's idle poll runs, prepared), the earliest not_before
+    # of each asked queue is one probe of the endpoint's own entries for that queue
+    # (todos_queue_not_before_idx), not a walk of the scheduled todos due sooner on other
+    # queues and endpoints through the sweeps' todos_not_before_idx: the planner cannot tell
+    # which queue q.queue is, and guessed that a quarter of them matched
+    # (todos/sql/_earliest_not_before.sql).
+    values = {**_values(scheduled_todos), "queues": ["idle", "later"]}
+    plan = _generic_plan(statements.CLAIM_EMPTY, values, analyze=True)
+
+    probes = [n for n in _todo_reads(plan) if n.get("Index Name") == "todos_queue_not_before_idx"]
+    assert probes and all(n["Actual Rows"] <= 1 for n in probes), plan
+    assert not any(n.get("Index Name") == "todos_not_before_idx" for n in _todo_reads(plan)), plan

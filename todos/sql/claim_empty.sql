@@ -8,7 +8,9 @@
 --   claims_per_minute, tokens_now, next_token_at (with a rate above 0 and no token now),
 --   claimable, not_before.
 -- Uses index: queue_pauses_open_idx; queue_settings_queue_key; todos_board_state_idx for the
---   held count; todos_claim_queue_idx for claimable work, one probe per queue.
+--   held count; todos_claim_queue_idx for claimable work, one probe per queue;
+--   todos_queue_not_before_idx for the earliest scheduled one, one probe per queue
+--   (_earliest_not_before.sql).
 SELECT q.queue,
        EXISTS (SELECT 1 FROM queue_pauses qp
                 WHERE qp.endpoint_id = %(endpoint_id)s AND qp.queue = q.queue
