@@ -433,7 +433,8 @@ def progress(detail: TodoDetail, notes: int = NOTES_SHOWN) -> Progress:
     """The newest ``notes`` progress notes of the todo ``detail`` holds and its spans counted,
     in one query (``todo_progress.sql``). ``detail`` is what the owner-scoped read returned
     (``todos.queries.todo_detail``), so this never reads a todo outside the caller's scope."""
-    row = fetch_all(_PROGRESS, {"todo_id": detail.todo.id, "notes": notes})[0]
+    params = {"todo_id": detail.todo.id, "notes": notes, "since": detail.todo.created_at}
+    row = fetch_all(_PROGRESS, params)[0]
     return Progress(
         notes=tuple(
             Note(attempt_seq, at, text, truncated)

@@ -3,7 +3,9 @@
 --   notes (heartbeat notes), newest first, as parallel arrays, and its stored spans counted,
 --   all of them and those whose status is error. Unscoped: activity/trail.py runs it only for
 --   a todo an owner-scoped read has just returned.
--- params: todo_id, notes
+-- params: todo_id, notes, since (the todo's created_at: its spans were all received after it,
+--   so the count probes only the day partitions of todo_spans since then, pruned when the
+--   statement starts, not every day kept: docs/decisions/0040-span-partitions.md)
 -- returns: one row: note_attempts, note_at, note_texts, note_truncated (arrays, newest first),
 --   spans, span_errors.
 -- Uses index: todo_activity_pkey (todo_id, seq) read backwards and stopped after `notes`
@@ -23,4 +25,5 @@ SELECT a.note_attempts, a.note_at, a.note_texts, a.note_truncated, c.spans, c.sp
  CROSS JOIN (SELECT count(*) AS spans,
                     count(*) FILTER (WHERE s.status_code = 'error') AS span_errors
                FROM todo_spans s
-              WHERE s.todo_id = %(todo_id)s) c
+              WHERE s.todo_id = %(todo_id)s
+                AND s.received_at >= %(since)s::timestamptz) c

@@ -11,19 +11,22 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection, connections, transaction
 from django.db.migrations.executor import MigrationExecutor
 
+from activity.trail import _PROGRESS
 from attempts.models import TodoAttempt
 from otlp import partitions
 from otlp.models import TodoSpan
 from otlp.store import store
 from otlp.translate import Row, collect, translate
-from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.lib.sql import fetch_all, fetch_one, numbered
 from tests.base import Personas
 from tests.concurrency.harness import raw_connection
 from tests.otlp.helpers import SpanSpec, claimed_with_trace, request, trace_id
+from tests.plans import plan_nodes
 from todos import lifecycle, sweeps
 from todos.models import Todo
 
@@ -397,3 +400,29 @@ def test_the_migration_moves_stored_spans_into_their_days_and_back(
         "relkind": "r"
     }
     assert where(claim.todo.id) == {"s0": "todo_spans", "s1": "todo_spans"}
+
+
+@pytest.mark.django_db
+def test_a_todos_span_counts_read_only_the_days_since_it_was_created(
+    personas: Personas,
+) -> None:
+    # activity/sql/todo_progress.sql (the MCP App's counts): its spans were all received after
+    # the todo was created, so a day before that is never probed.
+    earlier = today() - dt.timedelta(days=5)
+    add(earlier)
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    put(rows(claim.todo.id, 3))
+    params = {"todo_id": claim.todo.id, "notes": 5, "since": claim.todo.created_at}
+    assert fetch_all(_PROGRESS, params)[0]["spans"] == 3
+
+    text, order = numbered(_PROGRESS)
+    assert isinstance(order, tuple)
+    raw = connection.connection
+    assert raw is not None
+    cur = psycopg.RawCursor(raw)
+    cur.execute(f"EXPLAIN (FORMAT JSON) {text}", [params[n] for n in order])
+    found = cur.fetchone()
+    assert found is not None
+    scanned = {node.get("Relation Name") for node in plan_nodes(found[0][0]["Plan"])}
+    assert name(today()) in scanned
+    assert name(earlier) not in scanned
