@@ -38,6 +38,9 @@ oauth_patterns = (
     "oauth2_provider",
 )
 
+# A page whose database connection failed answers 503, not 500 (switchboard/views.py).
+handler500 = "switchboard.views.server_error"
+
 urlpatterns = [
     path("", include(oauth_patterns)),
     re_path(

@@ -5,6 +5,10 @@ database answers a query. ``/readyz`` is readiness: that, and every migration on
 so a load balancer sends no traffic to code whose schema is not there yet (an upgrade in
 progress, a migrate step that failed).
 
+``server_error`` is the pages' 500 handler: when what failed was the connection to the database
+(a restart, a failover), it answers 503 with ``Retry-After`` instead, without touching the
+database again (no session, no user, no template that reads either).
+
 ``/metrics`` shows request counts, paths and queue activity: it answers only a scraper that
 sends ``SWITCHBOARD_METRICS_TOKEN`` as a bearer or connects from ``SWITCHBOARD_METRICS_ALLOW``
 (loopback by default), and 404 to anyone else, as if it did not exist.
@@ -12,8 +16,10 @@ sends ``SWITCHBOARD_METRICS_TOKEN`` as a bearer or connects from ``SWITCHBOARD_M
 
 from __future__ import annotations
 
+import sys
+
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils.crypto import constant_time_compare
@@ -28,6 +34,32 @@ def _database_down(exc: DatabaseError) -> JsonResponse:
     # Drop the broken connection so the next check reconnects instead of reusing it.
     connection.close_if_unusable_or_obsolete()
     return JsonResponse({"status": "unavailable", "database": type(exc).__name__}, status=503)
+
+
+_UNAVAILABLE_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Switchboard is unavailable</title></head>
+<body><h1>The database is unavailable</h1>
+<p>Switchboard cannot reach its database just now. Try again in a moment.</p></body></html>
+"""
+_ERROR_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Server error</title></head>
+<body><h1>Server error</h1><p>Something went wrong on our side; it has been logged.</p></body>
+</html>
+"""
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """The 500 handler (``handler500``), called while the request's exception is handled: 503
+    and ``Retry-After`` when the database connection failed (``OperationalError``,
+    ``InterfaceError``: a restart, a failover, a connection it ended); 500 for the rest."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, OperationalError | InterfaceError):
+        # Drop the broken connection so the next request reconnects.
+        connection.close_if_unusable_or_obsolete()
+        response = HttpResponse(_UNAVAILABLE_PAGE, status=503)
+        response["Retry-After"] = "5"
+        return response
+    return HttpResponse(_ERROR_PAGE, status=500)
 
 
 @never_cache
