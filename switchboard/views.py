@@ -51,15 +51,27 @@ _ERROR_PAGE = """<!doctype html>
 def server_error(request: HttpRequest) -> HttpResponse:
     """The 500 handler (``handler500``), called while the request's exception is handled: 503
     and ``Retry-After`` when the database connection failed (``OperationalError``,
-    ``InterfaceError``: a restart, a failover, a connection it ended); 500 for the rest."""
+    ``InterfaceError``: a restart, a failover, a connection it ended); 500 for the rest. HTML
+    for a client that takes it, JSON for one that does not."""
     exc = sys.exc_info()[1]
+    # A client that takes no HTML (an OAuth client, a script asking for JSON) gets JSON.
+    html = request.accepts("text/html")
+    response: HttpResponse
     if isinstance(exc, OperationalError | InterfaceError):
         # Drop the broken connection so the next request reconnects.
         connection.close_if_unusable_or_obsolete()
-        response = HttpResponse(_UNAVAILABLE_PAGE, status=503)
+        if html:
+            response = HttpResponse(_UNAVAILABLE_PAGE, status=503)
+        else:
+            response = JsonResponse(
+                {"error": "unavailable", "detail": "the database is unavailable; retry later"},
+                status=503,
+            )
         response["Retry-After"] = "5"
         return response
-    return HttpResponse(_ERROR_PAGE, status=500)
+    if html:
+        return HttpResponse(_ERROR_PAGE, status=500)
+    return JsonResponse({"error": "server_error", "detail": "an error on our side"}, status=500)
 
 
 @never_cache

@@ -66,3 +66,19 @@ def test_any_other_failure_is_a_500_without_details() -> None:
     assert b"Server error" in response.content
     assert b"ValueError" not in response.content
     assert "Retry-After" not in response
+
+
+@pytest.mark.urls("tests.switchboard.test_server_error")
+@pytest.mark.django_db(transaction=True)
+def test_a_client_that_takes_no_html_gets_json() -> None:
+    client = Client(raise_request_exception=False)
+
+    unavailable = client.get("/ended/", headers={"Accept": "application/json"})
+    bug = client.get("/bug/", headers={"Accept": "application/json"})
+
+    assert unavailable.status_code == 503 and unavailable["Retry-After"] == "5"
+    assert unavailable.json()["error"] == "unavailable"
+    assert bug.status_code == 500 and bug.json() == {
+        "error": "server_error",
+        "detail": "an error on our side",
+    }
