@@ -31,6 +31,7 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import F, Prefetch, Window
 from django.db.models.functions import RowNumber
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from alerts.models import (
     DEFAULT_KINDS,
@@ -229,6 +230,23 @@ def rotate_secret(channel: AlertChannel) -> str:
     channel.secret = routing.new_standard_secret()
     channel.save(update_fields=["secret"])
     return channel.secret
+
+
+def secret_fingerprint(secret: str) -> str:
+    """A short keyed digest of a channel's ``secret``, safe to put in a page: it names which
+    secret a rotation form was drawn against, so a reloaded rotation is told from a fresh one."""
+    return salted_hmac("switchboard.alerts.secret", secret).hexdigest()[:24]
+
+
+def rotate_secret_if_current(channel_id: UUID, fingerprint: str) -> tuple[AlertChannel, str | None]:
+    """Rotate the webhook channel's secret only if it is still the one ``fingerprint`` names;
+    return the channel and the new secret, or ``None`` when it was rotated meanwhile (a reloaded
+    or concurrent POST). Its messages already queued are signed when sent, with the new one."""
+    with transaction.atomic():
+        channel = AlertChannel.objects.select_for_update().get(pk=channel_id)
+        if not constant_time_compare(secret_fingerprint(channel.secret or ""), fingerprint):
+            return channel, None
+        return channel, rotate_secret(channel)
 
 
 def move_channel(channel: AlertChannel, team: Team, *, by: Human | None) -> AlertChannel:

@@ -158,8 +158,8 @@ def channel_secret(request: BoardRequest, channel_id: str) -> HttpResponse:
     if shown is None or not shown.get("secret"):
         messages.info(
             request,
-            "A signing secret is shown only once. If it was not copied, delete the channel and"
-            " add it again.",
+            "A signing secret is shown only once. If it was not copied, rotate it: the channel"
+            " then signs with a new one.",
         )
         return redirect("alerts")
     response = render(
@@ -168,6 +168,36 @@ def channel_secret(request: BoardRequest, channel_id: str) -> HttpResponse:
         {"section": "alerts", "channel": channel, "secret": shown["secret"]},
     )
     return holds_secret(response)
+
+
+@login_required
+@require_POST
+def channel_rotate(request: BoardRequest, channel_id: str) -> HttpResponse:
+    """Ask first; then give a webhook channel a new signing secret, shown once: the old one stops
+    signing at once. A POST without ``confirm=yes`` (the page's button) shows the question."""
+    channel = _own_channel(request, channel_id)
+    if channel.kind != ChannelKind.WEBHOOK:
+        messages.error(request, f"{channel} is an email channel: it has no signing secret.")
+        return redirect("alerts")
+    if not confirmed(request):
+        # The question names the secret it was asked about: a reloaded answer rotates nothing.
+        current = channels.secret_fingerprint(channel.secret or "")
+        return render(
+            request,
+            "alerts/channel_rotate.html",
+            {"section": "alerts", "channel": channel, "current": current},
+        )
+    current = str(request.POST.get("current", ""))[:64]
+    channel, secret = channels.rotate_secret_if_current(channel.pk, current)
+    if secret is None:
+        messages.info(
+            request,
+            f"The secret of {channel} was already rotated from this page; a secret is shown only"
+            " once. Rotate again if it was lost.",
+        )
+        return redirect("alerts")
+    stash_shown_once(request, "alert_secret", channel=str(channel.pk), secret=secret)
+    return redirect("alert_channel_secret", channel_id=channel.pk)
 
 
 @login_required

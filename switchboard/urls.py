@@ -81,6 +81,11 @@ urlpatterns = [
         name="alert_channel_secret",
     ),
     path(
+        "alerts/channels/<str:channel_id>/rotate",
+        alert_views.channel_rotate,
+        name="alert_channel_rotate",
+    ),
+    path(
         "alerts/channels/<str:channel_id>/test",
         alert_views.channel_test,
         name="alert_channel_test",

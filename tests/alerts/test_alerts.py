@@ -352,6 +352,21 @@ def test_the_command_adds_a_channel_prints_its_secret_once_and_sends_a_test(
             "alert", "channel", "add", "--owner", "alice", "--webhook", "gopher://x", stdout=out
         )
 
+    # A new secret, printed once: the receiver that still has the old one refuses what follows.
+    out = StringIO()
+    call_command("alert", "channel", "rotate", channel_id, stdout=out)
+    rotated = out.getvalue().splitlines()[0].split("(shown once): ")[1]
+    assert rotated != receiver.secret
+    assert AlertChannel.objects.get(id=channel_id).secret == rotated
+    call_command("alert", "test", channel_id, stdout=StringIO())
+    assert receiver.verified == [True, False]
+    receiver.secret = rotated
+    call_command("alert", "test", channel_id, stdout=StringIO())
+    assert receiver.verified == [True, False, True]
+    email, _ = channels.add_channel(personas.alice, email="ops@example.com")
+    with pytest.raises(CommandError, match="email channel has no signing secret"):
+        call_command("alert", "channel", "rotate", str(email.pk))
+
 
 @pytest.mark.django_db
 def test_the_bell_shows_the_open_alerts_and_tests_only_ones_own_channel(

@@ -260,3 +260,53 @@ def test_a_channel_made_for_a_team_or_moved_into_one_is_its_members_and_no_one_e
     alice.post(move, {"team": "ops"})
     mine.refresh_from_db()
     assert (mine.owner_id, mine.team_id) == (None, ops.pk)
+
+
+@pytest.mark.django_db
+def test_a_webhook_channels_secret_is_rotated_after_confirming_and_shown_once(
+    alice: Client, bob: Client, personas: Personas, receiver: Receiver
+) -> None:
+    channel, old = channels.add_channel(personas.alice, webhook=receiver.url)
+    queued = channels.queue_test(channel, guarded=False)  # queued before the rotation
+    rotate = reverse("alert_channel_rotate", args=[channel.pk])
+    assert "Rotate secret…" in alice.get(reverse("alerts")).content.decode()
+
+    assert bob.post(rotate).status_code == 404
+    asked = alice.post(rotate)  # the list's button: the question, nothing rotated
+    assert asked.status_code == 200 and "Yes, rotate the secret" in asked.content.decode()
+    current = re.search(r'name="current" value="([0-9a-f]+)"', asked.content.decode())
+    assert current is not None
+    channel.refresh_from_db()
+    assert channel.secret == old
+
+    done = alice.post(rotate, {"confirm": "yes", "current": current.group(1)})
+    assert done["Location"] == reverse("alert_channel_secret", args=[channel.pk])
+    channel.refresh_from_db()
+    assert channel.secret != old
+    shown = alice.get(done["Location"]).content.decode()
+    assert SECRET_RE.findall(shown) == [channel.secret]
+
+    # The answer sent again (a reload) rotates nothing and shows no secret.
+    again = alice.post(rotate, {"confirm": "yes", "current": current.group(1)}, follow=True)
+    assert "already rotated" in again.content.decode()
+    new = channel.secret
+    channel.refresh_from_db()
+    assert channel.secret == new and new not in again.content.decode()
+
+    # What was queued before goes out signed with the new secret.
+    receiver.secret = new
+    assert deliver.send_due(only=queued.delivery_id).delivered == 1
+    assert receiver.verified == [True]
+
+
+@pytest.mark.django_db
+def test_an_email_channel_has_no_secret_to_rotate(alice: Client, personas: Personas) -> None:
+    channel, _ = channels.add_channel(personas.alice, email="ops@example.com")
+    assert "Rotate secret…" not in alice.get(reverse("alerts")).content.decode()
+
+    page = alice.post(
+        reverse("alert_channel_rotate", args=[channel.pk]), {"confirm": "yes"}, follow=True
+    )
+    assert "has no signing secret" in page.content.decode()
+    channel.refresh_from_db()
+    assert channel.secret == ""

@@ -31,7 +31,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
-        channel = actions.add_parser("channel", help="Add or list channels.")
+        channel = actions.add_parser("channel", help="Add, list, move or rotate channels.")
         channel_actions = channel.add_subparsers(dest="channel_action", required=True)
         add = channel_actions.add_parser("add", help="Add a channel; print its id (and secret).")
         owner = add.add_mutually_exclusive_group(required=True)
@@ -57,6 +57,10 @@ class Command(BaseCommand):
             help="Move as this operator (must administer the team and own or administer the"
             " channel); default: the system.",
         )
+        rotate = channel_actions.add_parser(
+            "rotate", help="Give a webhook channel a new signing secret; print it once."
+        )
+        rotate.add_argument("channel_id")
         rule = actions.add_parser("rule", help="Add a rule to a channel.")
         rule_actions = rule.add_subparsers(dest="rule_action", required=True)
         rule_add = rule_actions.add_parser("add")
@@ -144,6 +148,12 @@ class Command(BaseCommand):
         by = self._human(options["as_user"]) if options["as_user"] is not None else None
         channels.move_channel(channel, team, by=by)
         self.stdout.write(f"Moved channel {channel.pk} to team {team.name}.")
+
+    def channel_rotate(self, options: dict[str, Any]) -> None:
+        channel = self._channel(options["channel_id"])
+        secret = channels.rotate_secret(channel)
+        self.stdout.write(f"signing secret of {channel.pk} (shown once): {secret}")
+        self.stdout.write("The old secret no longer signs; messages queued go out with this one.")
 
     def rule_add(self, options: dict[str, Any]) -> None:
         channel = self._channel(options["channel_id"])
