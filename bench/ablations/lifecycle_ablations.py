@@ -45,6 +45,9 @@ What each prices (the decisions the schema already made are in docs/decisions/):
 - ``b+trace``, ``b+trace-traceidx``: a trace id on every claim (an agent that sends spans), with
   and without ``idx_todo_attempts_trace`` (``b``'s claims send none, so the partial index skips
   them);
+- ``hb-fa``, ``hb-ft``: the heartbeat statement through ``fetch_all`` alone (Django's
+  connection, its guards, dict rows; no ``TodoView``, no counters), and with tuple rows: what
+  ``lifecycle.heartbeat``'s own Python and the dict rows cost against ``hb-a``;
 - ``hb-c+leaseidx``, ``hb-c+ff100``: an index on ``lease_expires_at`` (heartbeats no longer
   HOT), or ``todos`` at fillfactor 100.
 """
@@ -71,8 +74,10 @@ from django.db import close_old_connections  # noqa: E402
 
 from bench import lifecycle as core  # noqa: E402
 from switchboard.lib import changefeed  # noqa: E402
-from switchboard.lib.sql import fetch_all, load  # noqa: E402
+from switchboard.lib.sql import fetch_all, fetch_tuples, load  # noqa: E402
+from switchboard.scope import Scope  # noqa: E402
 from todos import lifecycle  # noqa: E402
+from todos.lifecycle import core as core_lifecycle  # noqa: E402
 from todos.lifecycle.statements import (  # noqa: E402
     LOCK_QUEUE_LIMITS,
     NOTIFY_CHANGED_SQL,
@@ -176,6 +181,31 @@ class PerRequestClient(core.DjangoClient):
     def heartbeat(self, todo_id: str) -> None:
         close_old_connections()
         super().heartbeat(todo_id)
+
+
+class FetchAllHeartbeatClient(core.DjangoClient):
+    """``hb-a`` without the lifecycle's Python: the heartbeat statement through ``fetch_all``
+    (Django's connection, its guards, dict rows) with its parameters made once, no
+    ``TodoView``, no counters: what ``lifecycle.heartbeat`` adds is ``hb-a`` against this."""
+
+    rows: Callable[[str, Any], Any] = staticmethod(fetch_all)
+
+    def __init__(self, target: core.Target, owner: str) -> None:
+        super().__init__(target, owner)
+        self.params = {
+            **core_lifecycle.holder_params(target.endpoint_id, owner, None),
+            **core_lifecycle.extend_ttl(core.TTL_SECONDS),
+            **Scope.of_endpoint(target.endpoint_id).params,
+        }
+
+    def heartbeat(self, todo_id: str) -> None:
+        self.rows(lifecycle.HEARTBEAT, {"id": todo_id, **self.params})
+
+
+class FetchTuplesHeartbeatClient(FetchAllHeartbeatClient):
+    """``hb-fa`` with tuple rows (``fetch_tuples``): what the dict rows cost."""
+
+    rows = staticmethod(fetch_tuples)
 
 
 class TwoQueueClient(core.BareClient):
@@ -590,6 +620,20 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
             LimitedClient,
             "b",
             limited,
+        ),
+        Variant(
+            "hb-fa",
+            "heartbeat",
+            "the heartbeat statement through fetch_all, no lifecycle Python",
+            FetchAllHeartbeatClient,
+            "hb-a",
+        ),
+        Variant(
+            "hb-ft",
+            "heartbeat",
+            "hb-fa with tuple rows (fetch_tuples)",
+            FetchTuplesHeartbeatClient,
+            "hb-fa",
         ),
         Variant(
             "hb-c+leaseidx",
