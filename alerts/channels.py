@@ -31,7 +31,6 @@ from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import F, Prefetch, Window
 from django.db.models.functions import RowNumber
-from django.utils.crypto import constant_time_compare, salted_hmac
 
 from alerts.models import (
     DEFAULT_KINDS,
@@ -41,7 +40,7 @@ from alerts.models import (
     ChannelKind,
     RuleKind,
 )
-from switchboard.lib import jsonlimits, webhook_out
+from switchboard.lib import jsonlimits, rotation, webhook_out
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.lib.text import strip_control
@@ -232,10 +231,12 @@ def rotate_secret(channel: AlertChannel) -> str:
     return channel.secret
 
 
+_ROTATION_PURPOSE = "switchboard.alerts.secret"
+
+
 def secret_fingerprint(secret: str) -> str:
-    """A short keyed digest of a channel's ``secret``, safe to put in a page: it names which
-    secret a rotation form was drawn against, so a reloaded rotation is told from a fresh one."""
-    return salted_hmac("switchboard.alerts.secret", secret).hexdigest()[:24]
+    """The fingerprint a channel's rotation question carries (switchboard/lib/rotation.py)."""
+    return rotation.fingerprint(secret, _ROTATION_PURPOSE)
 
 
 def rotate_secret_if_current(channel_id: UUID, fingerprint: str) -> tuple[AlertChannel, str | None]:
@@ -244,7 +245,7 @@ def rotate_secret_if_current(channel_id: UUID, fingerprint: str) -> tuple[AlertC
     or concurrent POST). Its messages already queued are signed when sent, with the new one."""
     with transaction.atomic():
         channel = AlertChannel.objects.select_for_update().get(pk=channel_id)
-        if not constant_time_compare(secret_fingerprint(channel.secret or ""), fingerprint):
+        if not rotation.still_current(channel.secret or "", _ROTATION_PURPOSE, fingerprint):
             return channel, None
         return channel, rotate_secret(channel)
 

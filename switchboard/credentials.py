@@ -28,9 +28,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Now
-from django.utils.crypto import constant_time_compare, salted_hmac
 
-from switchboard.lib import webhook_out
+from switchboard.lib import rotation, webhook_out
 from switchboard.models import Endpoint, EndpointKey, Human, Team, Verb
 from switchboard.teams import check_move
 
@@ -238,10 +237,12 @@ def rotate_push_secret(endpoint: Endpoint) -> str:
     return endpoint.push_secret
 
 
+_PUSH_ROTATION_PURPOSE = "switchboard.endpoints.push_secret"
+
+
 def push_secret_fingerprint(secret: str) -> str:
-    """A short keyed digest of a push secret, safe to put in a page: it names which secret a
-    confirmation was drawn against, so a replayed rotation (a reload) is told from a fresh one."""
-    return salted_hmac("switchboard.endpoints.push_secret", secret).hexdigest()[:24]
+    """The fingerprint a push secret's rotation question carries (switchboard/lib/rotation.py)."""
+    return rotation.fingerprint(secret, _PUSH_ROTATION_PURPOSE)
 
 
 def rotate_push_secret_if_current(endpoint_id: uuid.UUID, fingerprint: str) -> str | None:
@@ -250,10 +251,9 @@ def rotate_push_secret_if_current(endpoint_id: uuid.UUID, fingerprint: str) -> s
     concurrent POST, revoked, or no push URL)."""
     with transaction.atomic():
         endpoint = Endpoint.objects.select_for_update().get(pk=endpoint_id)
-        current = push_secret_fingerprint(endpoint.push_secret)
         if not endpoint.push_url or endpoint.is_revoked:
             return None
-        if not constant_time_compare(current, fingerprint):
+        if not rotation.still_current(endpoint.push_secret, _PUSH_ROTATION_PURPOSE, fingerprint):
             return None
         return rotate_push_secret(endpoint)
 

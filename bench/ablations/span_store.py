@@ -42,13 +42,8 @@ import django  # noqa: E402
 django.setup()
 
 from django.db import connection  # noqa: E402
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
-    ExportTraceServiceRequest,
-)
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue  # noqa: E402
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource  # noqa: E402
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span  # noqa: E402
 
+from bench.otlp import template  # noqa: E402
 from otlp import store  # noqa: E402
 from otlp.translate import Row, collect, translate  # noqa: E402
 from switchboard import credentials  # noqa: E402
@@ -80,39 +75,8 @@ def claimed() -> tuple[str, bytes]:
 
 
 def batch(todo_id: str, trace: bytes) -> list[Row]:
-    now = time.time_ns()
-    spans = []
-    for i in range(100):
-        kind = ("chat", "execute_tool", "invoke_agent")[i % 3]
-        attributes: dict[str, int | str] = {
-            "gen_ai.operation.name": kind,
-            "gen_ai.request.model": "claude-sonnet-4",
-            "gen_ai.usage.input_tokens": 1200 + i,
-            "gen_ai.usage.output_tokens": 80,
-            "gen_ai.tool.name": "read_file",
-        }
-        spans.append(
-            Span(
-                trace_id=trace,
-                span_id=secrets.token_bytes(8),
-                name=f"{kind} step {i}",
-                kind=Span.SPAN_KIND_INTERNAL,
-                start_time_unix_nano=now + i * 1_000_000,
-                end_time_unix_nano=now + i * 1_000_000 + 500_000,
-                attributes=[
-                    KeyValue(
-                        key=k,
-                        value=AnyValue(int_value=v)
-                        if isinstance(v, int)
-                        else AnyValue(string_value=v),
-                    )
-                    for k, v in attributes.items()
-                ],
-            )
-        )
-    message = ExportTraceServiceRequest(
-        resource_spans=[ResourceSpans(resource=Resource(), scope_spans=[ScopeSpans(spans=spans)])]
-    )
+    """A 100-span batch shaped as ``bench/otlp.py`` sends it, translated as the receiver does."""
+    message = template(trace, 100)
     return [translate(c, todo_id, 1, False) for c in collect(message).candidates]
 
 

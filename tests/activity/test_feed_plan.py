@@ -22,7 +22,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -31,7 +30,7 @@ from activity import feed
 from activity.feed import FeedFilters, feed_page
 from switchboard.models import Endpoint, Human
 from tests.base import Personas
-from tests.plans import plan_nodes
+from tests.plans import generic_plan, plan_nodes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -266,34 +265,7 @@ TYPES = {
 
 
 def _generic_plan(sql: str, values: dict[str, Any]) -> dict[str, Any]:
-    """The plan PostgreSQL keeps for ``sql`` once prepared, for any values (PostgreSQL 15 has no
-    EXPLAIN (GENERIC_PLAN): PREPARE with declared types, then EXPLAIN EXECUTE under
-    plan_cache_mode = force_generic_plan, as tests/switchboard/test_plans.py does)."""
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    text = re.sub(r"%\((\w+)\)s", number, sql)
-    raw = connection.connection
-    assert raw is not None
-    cur = psycopg.ClientCursor(raw)
-    cur.execute("SET plan_cache_mode = force_generic_plan")
-    cur.execute(f"PREPARE feed_probe ({', '.join(TYPES[n] for n in names)}) AS {text}")
-    try:
-        args = ", ".join(f"%s::{TYPES[n]}" for n in names)
-        cur.execute(
-            f"EXPLAIN (FORMAT JSON) EXECUTE feed_probe ({args})", [values.get(n) for n in names]
-        )
-        row = cur.fetchone()
-    finally:
-        cur.execute("DEALLOCATE feed_probe")
-        cur.execute("RESET plan_cache_mode")
-    assert row is not None
-    plan: dict[str, Any] = row[0][0]["Plan"]
-    return plan
+    return generic_plan(sql, values, TYPES)
 
 
 @pytest.mark.parametrize(

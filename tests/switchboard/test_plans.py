@@ -17,12 +17,11 @@ import json
 import re
 from typing import Any
 
-import psycopg
 import pytest
 from django.db import connection
 
 from tests.base import Personas
-from tests.plans import plan_nodes
+from tests.plans import generic_plan, plan_nodes
 from tests.reach import OWNER, claimed
 from todos import lifecycle
 from todos.lifecycle import statements
@@ -143,32 +142,7 @@ def few_leases_in_the_statistics(personas: Personas) -> Personas:
 
 
 def _generic_plan(sql: str, values: dict[str, Any], *, analyze: bool = False) -> dict[str, Any]:
-    names: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    text = re.sub(r"%\((\w+)\)s", number, sql)
-    raw = connection.connection
-    assert raw is not None
-    cur = psycopg.ClientCursor(raw)
-    cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-    cur.execute(f"PREPARE plan_probe ({', '.join(TYPES[n] for n in names)}) AS {text}")
-    try:
-        args = ", ".join(f"%s::{TYPES[n]}" for n in names)
-        # ANALYZE runs the statement: inside the test's transaction, rolled back after.
-        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
-        cur.execute(
-            f"EXPLAIN ({options}) EXECUTE plan_probe ({args})", [values.get(n) for n in names]
-        )
-        row = cur.fetchone()
-    finally:
-        cur.execute("DEALLOCATE plan_probe")
-    assert row is not None
-    plan: dict[str, Any] = row[0][0]["Plan"]
-    return plan
+    return generic_plan(sql, values, TYPES, analyze=analyze)
 
 
 def _values(personas: Personas) -> dict[str, Any]:

@@ -24,9 +24,9 @@ from typing import Any, Literal
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, QuerySet
-from django.utils.crypto import constant_time_compare, salted_hmac
 
 from switchboard import credentials
+from switchboard.lib import rotation
 from switchboard.models import Endpoint, Human, Team
 from switchboard.teams import check_move
 from todos.intake import routing
@@ -134,10 +134,12 @@ def rotate_secret(source: Source) -> str:
     return source.secret
 
 
+_ROTATION_PURPOSE = "switchboard.sources.secret"
+
+
 def secret_fingerprint(secret: str) -> str:
-    """A short keyed digest of ``secret``, safe to put in a page: it names which secret a form
-    was drawn against, so a replayed rotation (a reload) is told from a fresh one."""
-    return salted_hmac("switchboard.sources.secret", secret).hexdigest()[:24]
+    """The fingerprint a source's rotation question carries (switchboard/lib/rotation.py)."""
+    return rotation.fingerprint(secret, _ROTATION_PURPOSE)
 
 
 def rotate_secret_if_current(source_id: int, fingerprint: str) -> tuple[Source, str | None]:
@@ -145,7 +147,7 @@ def rotate_secret_if_current(source_id: int, fingerprint: str) -> tuple[Source, 
     the new secret, or ``None`` when it was rotated meanwhile (a reloaded or concurrent POST)."""
     with transaction.atomic():
         source = Source.objects.select_for_update().get(pk=source_id)
-        if not constant_time_compare(secret_fingerprint(source.secret), fingerprint):
+        if not rotation.still_current(source.secret, _ROTATION_PURPOSE, fingerprint):
             return source, None
         return source, rotate_secret(source)
 
