@@ -101,6 +101,26 @@ class TodoTraceBinding(models.Model):
         return f"{self.todo_id}/{bytes(self.trace_id).hex()}"
 
 
+class TodoSpanCount(models.Model):
+    """How many spans a todo stored for one attempt (``attempt_seq`` 0: with no attempt), ever:
+    what the caps count (migrations/0007_span_counts.py). Written by ``otlp/sql/store.sql``
+    only, under the todo's advisory lock; span retention leaves it as it is."""
+
+    pk = models.CompositePrimaryKey("todo", "attempt_seq")
+    todo = models.ForeignKey(
+        "todos.Todo", on_delete=models.CASCADE, db_column="todo_id", related_name="span_counts"
+    )
+    attempt_seq = models.IntegerField()
+    spans = models.IntegerField()
+
+    class Meta:
+        db_table = "todo_span_counts"
+        ordering = ["todo_id", "attempt_seq"]
+
+    def __str__(self) -> str:
+        return f"{self.todo_id}#{self.attempt_seq}: {self.spans}"
+
+
 class SpanRefusals(models.Model):
     """Spans an endpoint's exporters sent that were not stored, counted per minute and reason
     (migrations/0003): the fleet's "refused spans" over the last hour and day. Written by

@@ -15,8 +15,11 @@ module writes those two counters with its own SQL, and the attempt's count of sp
 (``todo_attempts.spans_stored``, which span retention and forgetting never lower, so the trail
 can say what they removed): the lifecycle (``todos.lifecycle``) is the writer of todos and
 attempts in every other respect, and a count of spans is the receiver's to keep
-(docs/architecture.md, the writes table). Span retention drops whole days of spans
-(``otlp/partitions.py``); the counts of what is stored, and so the caps, count what is left.
+(docs/architecture.md, the writes table). The caps read ``todo_span_counts``, one row per todo
+and attempt that the same statement keeps (a span written adds one, the stored copy it replaced
+takes one back), so a batch's count does not grow with the spans its todo holds
+(docs/decisions/0042-span-counts-on-rows.md). They count every span the todo stored: span
+retention drops whole days of spans (``otlp/partitions.py``) and leaves the counts as they are.
 
 Concurrency argument
 --------------------
@@ -25,12 +28,12 @@ Two batches for one todo must not both pass a cap, nor both store a span they bo
 can refuse the second copy (docs/decisions/0040-span-partitions.md). So each batch first takes
 a transaction-level advisory lock per todo it binds to (``sql/lock.sql``: keyed by the todo
 id's hash, in key order, so two batches never wait on each other in a cycle), then locks, ``FOR
-UPDATE``, the newest attempt row of each of those todos (in todo order), then counts and finds
-the spans already stored (``sql/counts.sql``, a new statement: in READ COMMITTED its snapshot is
-taken after the locks were granted and sees every batch that committed before), then writes,
-a re-sent span over its stored copy. Every batch for a todo takes the same advisory lock, with
-or without an attempt, whichever attempt its spans belong to, so everything it counts and
-writes for the todo is serialised. Only batches take these locks.
+UPDATE``, the newest attempt row of each of those todos (in todo order), then reads the counts
+and finds the spans already stored (``sql/counts.sql``, a new statement: in READ COMMITTED its
+snapshot is taken after the locks were granted and sees every batch that committed before),
+then writes, a re-sent span over its stored copy. Every batch for a todo takes the same
+advisory lock, with or without an attempt, whichever attempt its spans belong to, so
+everything it counts and writes for the todo is serialised. Only batches take these locks.
 
 Why the attempt row and nothing else: the lifecycle locks a todo's row before its attempt rows
 (every transition's attempt arm joins the updated todo). This transaction never locks a todo
@@ -45,6 +48,7 @@ the two loses that count, never a span.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -137,33 +141,40 @@ def _decide(
     return decision
 
 
-def _columns(rows: Sequence[Row], stored_at: dict[Key, dt.datetime]) -> dict[str, list[Any]]:
-    return {
-        "received_ats": [stored_at.get(_key(r)) for r in rows],
-        "todo_ids": [r.todo_id for r in rows],
-        "trace_ids": [r.trace_id for r in rows],
-        "span_ids": [r.span_id for r in rows],
-        "parent_ids": [r.parent_span_id for r in rows],
-        "attempt_seqs": [r.attempt_seq for r in rows],
-        "names": [r.name for r in rows],
-        "kinds": [r.kind for r in rows],
-        "categories": [r.category for r in rows],
-        "tools": [r.tool for r in rows],
-        "status_codes": [r.status_code for r in rows],
-        "status_messages": [r.status_message for r in rows],
-        "service_names": [r.service_name for r in rows],
-        "start_us": [r.start_us for r in rows],
-        "end_us": [r.end_us for r in rows],
-        "attributes": [r.attributes for r in rows],
-        "truncated": [r.truncated for r in rows],
-        "models": [r.model for r in rows],
-        "input_tokens": [r.input_tokens for r in rows],
-        "output_tokens": [r.output_tokens for r in rows],
-        "cache_read_tokens": [r.cache_read_tokens for r in rows],
-        "cache_write_tokens": [r.cache_write_tokens for r in rows],
-        "reasoning_tokens": [r.reasoning_tokens for r in rows],
-        "cost_usd": [r.cost_usd for r in rows],
-    }
+def _spans(rows: Sequence[Row], stored_at: dict[Key, dt.datetime]) -> str:
+    """The rows as store.sql's ``spans`` parameter: one JSON array, a span an array of columns."""
+    out = []
+    for r in rows:
+        received = stored_at.get(_key(r))
+        out.append(
+            (
+                r.todo_id,
+                r.trace_id.hex(),
+                r.span_id.hex(),
+                None if r.parent_span_id is None else r.parent_span_id.hex(),
+                r.attempt_seq,
+                r.name,
+                r.kind,
+                r.category,
+                r.tool,
+                r.status_code,
+                r.status_message,
+                r.service_name,
+                r.start_us,
+                r.end_us,
+                r.attributes,
+                r.truncated,
+                r.model,
+                r.input_tokens,
+                r.output_tokens,
+                r.cache_read_tokens,
+                r.cache_write_tokens,
+                r.reasoning_tokens,
+                None if r.cost_usd is None else str(r.cost_usd),
+                None if received is None else received.isoformat(),
+            )
+        )
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
 
 
 def roll_up(changes: Sequence[Sequence[Any]]) -> tuple[str, ...]:
@@ -226,9 +237,9 @@ def store(
                 # A value, not a subquery: the plan then holds only the days since the todos
                 # were created (docs/decisions/0040-span-partitions.md).
                 "since": locked["since"],
-                "key_todos": [r.todo_id for r in unique],
-                "key_traces": [r.trace_id for r in unique],
-                "key_spans": [r.span_id for r in unique],
+                "keys": json.dumps(
+                    [(r.todo_id, r.trace_id.hex(), r.span_id.hex()) for r in unique]
+                ),
             },
         )
         decision = _decide(unique, counts, attempt_cap, todo_cap)
@@ -240,7 +251,8 @@ def store(
         written = fetch_all(
             STORE,
             {
-                **_columns(decision.keep, decision.stored_at),
+                "spans": _spans(decision.keep, decision.stored_at),
+                "resent": bool(decision.stored_at),
                 "binding_todos": [todo for todo, _ in bindings],
                 "binding_traces": [trace for _, trace in bindings],
                 "drop_todos": [k[0] for k, _ in attempt_drops],

@@ -134,6 +134,9 @@ CONTENT = (
     "output.value",
 )
 _CONTENT_KEYS = frozenset(CONTENT)
+# Each kept name's place: the attributes, then (captured) the contents.
+_ATTRIBUTE_ORDER = {key: i for i, key in enumerate(ATTRIBUTES)}
+_CAPTURED_ORDER = {key: i for i, key in enumerate((*ATTRIBUTES, *CONTENT))}
 
 # --- the category rules (first hit wins) -----------------------------------------------------
 
@@ -520,24 +523,36 @@ class Row:
 def _attributes(
     attributes: Mapping[str, AnyValue], capture_content: bool, cuts: _Cuts
 ) -> dict[str, Any]:
-    """The allow-listed attributes, cleaned."""
+    """The allow-listed attributes, cleaned, in the allow-lists' order (``_fit`` drops from
+    the end). Walks the few the span carries, not the sixty names it might."""
+    order = _CAPTURED_ORDER if capture_content else _ATTRIBUTE_ORDER
+    present = sorted((order[key], key) for key in attributes if key in order)
     kept: dict[str, Any] = {}
-    for key in ATTRIBUTES:
-        value = attributes.get(key)
-        if value is not None:
+    for _, key in present:
+        value = attributes[key]
+        if key in _CONTENT_KEYS:
+            kept[key] = _content(value, cuts)
+        else:
             kept[key] = _plain(value, cuts, VALUE_MAX_BYTES)
-    if capture_content:
-        for key in CONTENT:
-            value = attributes.get(key)
-            if value is not None:
-                kept[key] = _content(value, cuts)
     return kept
 
 
-def _fit(kept: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """``kept`` under the attributes CHECK: contents dropped first, then the last keys."""
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _fit(kept: dict[str, Any]) -> tuple[str, bool]:
+    """``kept`` under the attributes CHECK, as the compact JSON text stored: contents dropped
+    first, then the last keys; and whether any was dropped."""
+    text = _compact(kept)
+    # jsonb prints a space after each ',' and ':' between items; counting every ',' and ':' in
+    # the compact text (those inside strings too) bounds its size from above without a second
+    # encoding, and the exact size is needed only when the bound is over the cap.
+    size = len(text) if text.isascii() else len(text.encode())
+    if size + text.count(",") + text.count(":") <= ATTRIBUTES_MAX_BYTES:
+        return text, False
     if _json_size(kept) <= ATTRIBUTES_MAX_BYTES:
-        return kept, False
+        return text, False
     order = [k for k in kept if k in _CONTENT_KEYS][::-1] + [
         k for k in kept if k not in _CONTENT_KEYS
     ][::-1]
@@ -546,7 +561,7 @@ def _fit(kept: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         del fitted[key]
         if _json_size(fitted) <= ATTRIBUTES_MAX_BYTES:
             break
-    return fitted, True
+    return _compact(fitted), True
 
 
 def translate(
@@ -565,7 +580,7 @@ def translate(
     cuts.any |= cut
     # The rules read the values as sent (names of operations and tools, never contents).
     plain = {k: _scalar(v) for k, v in candidate.attributes.items() if k in _RULE_KEYS}
-    fitted, dropped = _fit(_attributes(candidate.attributes, capture_content, cuts))
+    attributes, dropped = _fit(_attributes(candidate.attributes, capture_content, cuts))
     tool = tool_label(raw_name, plain)
     if tool is not None:
         tool, cut = clean(tool, TOOL_MAX_BYTES)
@@ -596,7 +611,7 @@ def translate(
         service_name=candidate.resource.service_name,
         start_us=start_us,
         end_us=span.end_time_unix_nano // 1000,
-        attributes=json.dumps(fitted, ensure_ascii=False, separators=(",", ":")),
+        attributes=attributes,
         truncated=cuts.any or dropped,
         model=None if usage is None else usage.model,
         input_tokens=None if usage is None else usage.input,

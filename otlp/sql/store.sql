@@ -1,6 +1,6 @@
 -- store: write a batch's spans in one statement, with the trace bindings it made, the spans
 --   each attempt refused at its cap, and what the batch changed of each attempt's usage and
---   stored-span count.
+--   stored-span count, and each todo's span counts (todo_span_counts, what the caps read).
 --   A span already stored is updated only when its end moved (an exporter's retry of the same
 --   data changes nothing; a span re-sent with a corrected end is corrected). It is found by its
 --   stored copy's received_at (counts.sql read it, under the todo's lock: lock.sql), which it
@@ -16,32 +16,35 @@
 --   adds after commit (otlp/store.py: this transaction never locks a todo row).
 -- Stored spans: each attempt's spans_stored counts the spans written to it, less the stored
 --   copies they replaced (so a corrected span that moved attempt moves its count too).
--- params: the span columns as arrays (todo_ids … cost_usd, one element per span, no key
---   twice), received_ats (the stored copy's, NULL for a new span); binding_todos,
+-- The spans arrive as one JSON array, a span an array of its columns in the order `input`
+--   reads them (otlp/store.py, _spans): one encode in C on the way out, where 24 arrays cost
+--   the driver a Python loop and an escaping pass per element.
+-- params: spans (json: [todo_id, trace_id hex, span_id hex, parent_span_id hex, attempt_seq,
+--   name, kind, category, tool, status_code, status_message, service_name, start_us, end_us,
+--   attributes (JSON text), truncated, model, input_tokens, output_tokens, cache_read_tokens,
+--   cache_write_tokens, reasoning_tokens, cost_usd (decimal text), received_at (the stored
+--   copy's, ISO text; null for a new span)] per span, no key twice); resent (boolean: some
+--   span has a stored copy); binding_todos,
 --   binding_traces; drop_todos, drop_seqs, drop_counts
 -- returns: written (rows inserted or updated), bound (new bindings), dropped (attempts bumped),
 --   notified (the announcements, one of kind `spans` per todo written, sent after commit),
 --   changes (json: [todo_id, hour epoch, input, output, cache_read, cache_write, reasoning,
 --   unpriced, cost] per todo and hour whose usage moved; NULL when none did)
 -- Uses index: todo_spans_pkey (the conflict's arbiter in the partition received_at routes to;
---   `old` by the whole key, one partition per span), todo_trace_bindings_pkey,
+--   `old` by the whole key, one partition per span), todo_span_counts_pkey,
+--   todo_trace_bindings_pkey,
 --   todo_attempts_pkey, todos_pkey.
 WITH input AS (
-    SELECT *
-      FROM unnest(%(todo_ids)s::text[], %(trace_ids)s::bytea[], %(span_ids)s::bytea[],
-                  %(parent_ids)s::bytea[], %(attempt_seqs)s::int[], %(names)s::text[],
-                  %(kinds)s::text[], %(categories)s::text[], %(tools)s::text[],
-                  %(status_codes)s::text[], %(status_messages)s::text[],
-                  %(service_names)s::text[], %(start_us)s::bigint[], %(end_us)s::bigint[],
-                  %(attributes)s::jsonb[], %(truncated)s::boolean[], %(models)s::text[],
-                  %(input_tokens)s::bigint[], %(output_tokens)s::bigint[],
-                  %(cache_read_tokens)s::bigint[], %(cache_write_tokens)s::bigint[],
-                  %(reasoning_tokens)s::bigint[], %(cost_usd)s::numeric[],
-                  %(received_ats)s::timestamptz[])
-           AS i(todo_id, trace_id, span_id, parent_span_id, attempt_seq, name, kind, category,
-                tool, status_code, status_message, service_name, start_us, end_us, attributes,
-                truncated, model, input_tokens, output_tokens, cache_read_tokens,
-                cache_write_tokens, reasoning_tokens, cost_usd, received_at)
+    SELECT e->>0 AS todo_id, decode(e->>1, 'hex') AS trace_id, decode(e->>2, 'hex') AS span_id,
+           decode(e->>3, 'hex') AS parent_span_id, (e->>4)::int AS attempt_seq, e->>5 AS name,
+           e->>6 AS kind, e->>7 AS category, e->>8 AS tool, e->>9 AS status_code,
+           e->>10 AS status_message, e->>11 AS service_name, (e->>12)::bigint AS start_us,
+           (e->>13)::bigint AS end_us, (e->>14)::jsonb AS attributes,
+           (e->>15)::boolean AS truncated, e->>16 AS model, (e->>17)::bigint AS input_tokens,
+           (e->>18)::bigint AS output_tokens, (e->>19)::bigint AS cache_read_tokens,
+           (e->>20)::bigint AS cache_write_tokens, (e->>21)::bigint AS reasoning_tokens,
+           (e->>22)::numeric AS cost_usd, (e->>23)::timestamptz AS received_at
+      FROM jsonb_array_elements(%(spans)s::jsonb) AS e
 ),
 written AS (
     INSERT INTO todo_spans AS s (todo_id, trace_id, span_id, parent_span_id, attempt_seq, name,
@@ -74,14 +77,20 @@ written AS (
               s.reasoning_tokens, s.cost_usd
 ),
 -- The stored copies of the spans just updated, as they were (the statement's snapshot); by the
--- whole key, so each is looked up in its one partition.
+-- whole key, so each is looked up in its one partition. A probe per written span, never a join
+-- the planner may cost from a day's partition while it was still empty (a plan kept for the
+-- connection would then read the whole day every batch), and none when the batch re-sent
+-- nothing (`resent`, counts.sql found no stored copy).
 old AS (
     SELECT s.todo_id, s.attempt_seq, s.start_at, s.input_tokens, s.output_tokens,
            s.cache_read_tokens, s.cache_write_tokens, s.reasoning_tokens, s.cost_usd
       FROM written w
-      JOIN todo_spans s
-        ON s.todo_id = w.todo_id AND s.trace_id = w.trace_id AND s.span_id = w.span_id
-       AND s.received_at = w.received_at
+     CROSS JOIN LATERAL (
+           SELECT s.*
+             FROM todo_spans s
+            WHERE %(resent)s AND s.todo_id = w.todo_id AND s.trace_id = w.trace_id
+              AND s.span_id = w.span_id AND s.received_at = w.received_at
+            LIMIT 1) s
 ),
 -- Each model call's usage, + for the written copy and - for the stored one it replaced.
 moved AS (
@@ -121,6 +130,20 @@ per_attempt AS (
               FROM unnest(%(drop_todos)s::text[], %(drop_seqs)s::int[], %(drop_counts)s::int[])
                    AS d(todo_id, seq, n)) x
      GROUP BY todo_id, seq
+),
+-- Each todo's stored spans per attempt (0: no attempt), + for a span written and - for the
+-- stored copy it replaced: the rows counts.sql reads for the caps. A -1 is always for a row
+-- the store made when it wrote that copy, so no count goes below zero.
+counted AS (
+    INSERT INTO todo_span_counts AS c (todo_id, attempt_seq, spans)
+    SELECT x.todo_id, x.seq, sum(x.n)
+      FROM (SELECT w.todo_id, coalesce(w.attempt_seq, 0) AS seq, 1 AS n FROM written w
+            UNION ALL
+            SELECT o.todo_id, coalesce(o.attempt_seq, 0), -1 FROM old o) x
+     GROUP BY x.todo_id, x.seq
+    HAVING sum(x.n) <> 0
+    ON CONFLICT (todo_id, attempt_seq) DO UPDATE SET spans = c.spans + EXCLUDED.spans
+    RETURNING 1
 ),
 bound AS (
     INSERT INTO todo_trace_bindings (todo_id, trace_id)

@@ -41,6 +41,7 @@ This module is pure: no I/O, no Django, no app imports.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,6 +161,10 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "token": ("token", "api_key", "api-key", "apikey", "access_key", "access-key", "accesskey"),
 }
 _TRIGGERS = tuple(sorted({t for triggers in TRIGGERS.values() for t in triggers}))
+# One pass of the standard library's matcher over the folded text finds any of them: literals
+# only (no repetition, so nothing to backtrack into), and in C, where a Python loop over thirty
+# substring checks cost three times as much on the short texts spans carry.
+_TRIGGERED = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
 
 
 def mask(text: str) -> tuple[str, bool]:
@@ -169,8 +174,7 @@ def mask(text: str) -> tuple[str, bool]:
     Precondition: ``text`` is already cut to its column's cap (a few KiB at most); see the
     module docstring for why, and for cutting the result again.
     """
-    folded = text.casefold()
-    if not any(trigger in folded for trigger in _TRIGGERS):
+    if _TRIGGERED.search(text.casefold()) is None:
         return text, False
     masked = text
     for pattern, replace in _REPLACERS:

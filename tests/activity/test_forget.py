@@ -228,6 +228,7 @@ def test_forget_erases_the_spans_in_every_partition_they_sit_in(personas: Person
 
     assert rows_of(todo_id)["todo_spans"] == []
     assert fetch_all("SELECT 1 FROM todo_spans WHERE todo_id = %(id)s", {"id": todo_id}) == []
+    assert rows_of(todo_id)["todo_span_counts"] == []
 
 
 # --- the Board and the command -------------------------------------------------------------------

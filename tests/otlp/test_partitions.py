@@ -401,6 +401,25 @@ def test_the_migration_moves_stored_spans_into_their_days_and_back(
     assert where(claim.todo.id) == {"s0": "todo_spans", "s1": "todo_spans"}
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_span_counts_migration_counts_the_stored_spans_and_goes_back(
+    personas: Personas, restore_migrations: None
+) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    put(rows(claim.todo.id, 3))
+    put(rows(claim.todo.id, 2, seq=None))
+    _migrate([("otlp", "0006_partitioned_spans")])
+    assert fetch_one("SELECT to_regclass('todo_span_counts') AS t", {}) == {"t": None}
+
+    _migrate([("otlp", "0007_span_counts")])
+
+    counts = fetch_all(
+        "SELECT attempt_seq, spans FROM todo_span_counts WHERE todo_id = %(id)s ORDER BY 1",
+        {"id": claim.todo.id},
+    )
+    assert counts == [{"attempt_seq": 0, "spans": 2}, {"attempt_seq": 1, "spans": 3}]
+
+
 @pytest.mark.django_db
 def test_a_todos_span_counts_read_only_the_days_since_it_was_created(
     personas: Personas,

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from django.db import connection, connections
 
 from attempts.models import TodoAttempt
-from otlp.models import TodoSpan
+from otlp.models import TodoSpan, TodoSpanCount
 from otlp.store import Stored, spans_for_todo, store
 from otlp.translate import Row, collect, translate
 from tests.base import Personas
@@ -123,6 +124,55 @@ def test_a_span_sent_twice_in_one_batch_is_written_once_and_accepted_twice(
 
     assert put([span, span]) == Stored(2, 0, 0)
     assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == 1
+
+
+def span_counts(todo_id: str) -> dict[int, int]:
+    """todo_span_counts of the todo: attempt (0: none) -> spans."""
+    return {c.attempt_seq: c.spans for c in TodoSpanCount.objects.filter(todo_id=todo_id)}
+
+
+@pytest.mark.django_db
+def test_the_span_counts_follow_what_is_stored_per_attempt(personas: Personas) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    lifecycle.release(personas.endpoint_a.id, claim.todo.id, owner="endpoint:agent")
+    lifecycle.claim(personas.endpoint_a.id, claim.todo.id, owner="endpoint:agent")
+    first = rows(claim.todo.id, 3, seq=1)
+    put(first)
+    put(rows(claim.todo.id, 2, seq=2))
+    put(rows(claim.todo.id, 1, seq=None))
+    assert span_counts(claim.todo.id) == {0: 1, 1: 3, 2: 2}
+
+    put(first)  # an exporter's retry: nothing written, nothing counted
+    assert span_counts(claim.todo.id) == {0: 1, 1: 3, 2: 2}
+
+    # Re-sent with a corrected end and bound to the second attempt: the count moves with it.
+    moved = replace(first[0], end_us=first[0].end_us + 5, attempt_seq=2)
+    assert put([moved]) == Stored(1, 0, 0)
+    assert span_counts(claim.todo.id) == {0: 1, 1: 2, 2: 3}
+    assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == 6
+
+
+@pytest.mark.django_db
+def test_the_caps_read_the_counts_not_the_spans(personas: Personas) -> None:
+    # The count is what the caps hold to (docs/decisions/0042-span-counts-on-rows.md): spans
+    # gone from the table (as retention drops a day) leave it, and the room, as it was.
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    put(rows(claim.todo.id, 4), attempt_cap=5)
+    TodoSpan.objects.filter(todo_id=claim.todo.id).delete()
+
+    assert put(rows(claim.todo.id, 3), attempt_cap=5) == Stored(1, 2, 0)
+    assert span_counts(claim.todo.id) == {1: 5}
+
+
+@pytest.mark.django_db
+def test_spans_with_no_attempt_are_held_to_the_attempt_cap_among_themselves(
+    personas: Personas,
+) -> None:
+    claim = claimed_with_trace(personas.endpoint_a.id, trace_id())
+    put(rows(claim.todo.id, 2, seq=1), attempt_cap=3)
+
+    assert put(rows(claim.todo.id, 4, seq=None), attempt_cap=3) == Stored(3, 1, 0)
+    assert span_counts(claim.todo.id) == {0: 3, 1: 2}
 
 
 @pytest.mark.django_db

@@ -278,4 +278,4 @@ def test_the_module_imports_nothing_but_the_standard_library_and_re2() -> None:
         if isinstance(node, ast.ImportFrom)
     }
 
-    assert imported == {"__future__", "dataclasses", "typing", "re2"}
+    assert imported == {"__future__", "dataclasses", "typing", "re", "re2"}
