@@ -74,7 +74,6 @@ ROLLUP = load(_SQL, "rollup")
 SPANS_FOR_TODO = load(_SQL, "spans_for_todo")
 FORGET = load(_SQL, "forget")
 REFUSALS = load(_SQL, "refusals")
-ASYNC_COMMIT = "SELECT set_config('synchronous_commit', 'off', true) AS previous"
 
 Key = tuple[str, bytes, bytes]
 
@@ -226,9 +225,9 @@ def store(
     unique = list(latest.values())
     todo_ids = sorted({r.todo_id for r in unique})
     with transaction.atomic():
-        # Committed without waiting for the WAL flush: telemetry must not make the lifecycle's
-        # commits queue behind its WAL (docs/decisions/0010-spans-commit-asynchronously.md).
-        fetch_all(ASYNC_COMMIT, {})
+        # Its first statement: it also sets the commit not to wait for the WAL flush (telemetry
+        # must not make the lifecycle's commits queue behind its WAL: docs/decisions/
+        # 0010-spans-commit-asynchronously.md) and the generic plans (sql/lock.sql).
         (locked,) = fetch_all(LOCK, {"lock_class": LOCK_CLASS, "todo_ids": todo_ids})
         counts = fetch_all(
             COUNTS,

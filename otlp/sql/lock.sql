@@ -8,17 +8,29 @@
 --   of attempts in the order every batch takes them (otlp/store.py sets out why this row and
 --   nothing else of the lifecycle's is locked). Two ids sharing a hash share a lock: more
 --   waiting, never less.
+-- First it sets two things for the rest of the batch's transaction (it is the first statement
+--   run in it): the commit does not wait for its WAL flush (otlp/store.py,
+--   docs/decisions/0010-spans-commit-asynchronously.md), and the statements after it run their
+--   kept generic plans: custom ones made store.sql plan anew every batch (about 2 ms of
+--   PostgreSQL's CPU, a third of a batch's), and counts.sql and store.sql read todo_spans by one
+--   probe per key, a plan no day's statistics can turn into a scan
+--   (docs/decisions/0042-span-counts-on-rows.md).
 -- Also returns when the oldest of the todos was created: none of their spans was received
 --   before it (their foreign key), so counts.sql reads only the partitions of the days since.
 -- params: lock_class (int: the advisory key's first half, otlp/store.py), todo_ids (text[],
 --   sorted)
 -- returns: one row: since (timestamptz, NULL when no todo was found), locked (attempt rows).
 -- Uses index: todos_pkey, todo_attempts_pkey.
-WITH keyed AS MATERIALIZED (
+WITH configured AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', 'off', true) AS sync,
+           set_config('plan_cache_mode', 'force_generic_plan', true) AS plans
+),
+keyed AS MATERIALIZED (
     SELECT pg_advisory_xact_lock(%(lock_class)s::int, k.key) AS locked
       FROM (SELECT DISTINCT hashtext(id) AS key
               FROM unnest(%(todo_ids)s::text[]) AS id
              ORDER BY 1) k
+     WHERE (SELECT count(*) FROM configured) >= 0
 ),
 locked AS MATERIALIZED (
     SELECT a.todo_id, a.seq
