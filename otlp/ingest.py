@@ -42,7 +42,9 @@ class Outcome:
                 " earlier span of the trace matched a todo of this endpoint)"
             )
         if self.dropped_cap:
-            reasons.append(f"{self.dropped_cap} over cap (the attempt or todo holds its spans)")
+            reasons.append(
+                f"{self.dropped_cap} over cap (the attempt or todo has stored its cap of spans)"
+            )
         if self.invalid:
             reasons.append(f"{self.invalid} invalid (malformed trace or span id, or times)")
         if not reasons:

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
 
 from otlp.translate import Row
@@ -176,6 +177,12 @@ def _spans(rows: Sequence[Row], stored_at: dict[Key, dt.datetime]) -> str:
     return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
 
 
+def _kept_plans() -> bool:
+    """Whether this process prepares its statements (not behind a transaction pooler:
+    switchboard/settings.py, docs/decisions/0041-behind-a-transaction-pooler.md)."""
+    return settings.DATABASES["default"]["OPTIONS"].get("prepare_threshold") is not None
+
+
 def roll_up(changes: Sequence[Sequence[Any]]) -> tuple[str, ...]:
     """Add a committed batch's usage changes (store.sql's ``changes``) to its todos and to
     usage_hours, in a transaction of its own; the todos now at or past their cost cap.
@@ -228,13 +235,15 @@ def store(
         # Its first statement: it also sets the commit not to wait for the WAL flush (telemetry
         # must not make the lifecycle's commits queue behind its WAL: docs/decisions/
         # 0010-spans-commit-asynchronously.md) and the generic plans (sql/lock.sql).
-        (locked,) = fetch_all(LOCK, {"lock_class": LOCK_CLASS, "todo_ids": todo_ids})
+        (locked,) = fetch_all(
+            LOCK, {"lock_class": LOCK_CLASS, "todo_ids": todo_ids, "kept_plans": _kept_plans()}
+        )
         counts = fetch_all(
             COUNTS,
             {
                 "todo_ids": todo_ids,
-                # A value, not a subquery: the plan then holds only the days since the todos
-                # were created (docs/decisions/0040-span-partitions.md).
+                # A value, not a subquery: the probes then read only the days since the todos
+                # were created, pruned as the statement starts (docs/decisions/0040 and 0042).
                 "since": locked["since"],
                 "keys": json.dumps(
                     [(r.todo_id, r.trace_id.hex(), r.span_id.hex()) for r in unique]

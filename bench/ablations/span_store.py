@@ -11,8 +11,10 @@ uncounted, with
 - ``--bound``: ``product`` (counts.sql reads from the todos' creation on, a value from
   lock.sql, so the plan holds only the days since), or ``none`` (every partition: the
   statement as it would be without the bound);
-- ``--plan-cache-mode``: the session's setting (``auto``, PostgreSQL's default, re-plans a
-  statement whose generic plan looks dearer than its custom ones).
+- ``--plans``: ``kept`` (the product: the batch's first statement sets its transaction to the
+  kept generic plans, otlp/sql/lock.sql) or ``session`` (the session's setting decides);
+- ``--plan-cache-mode``: the session's setting, for ``--plans session`` (``auto``, PostgreSQL's
+  default, re-plans a statement whose generic plan looks dearer than its custom ones).
 
 It prints PostgreSQL's CPU per batch (its backend's, from /proc, when it runs on this machine),
 the wall time per batch, and each statement's median time as the client sees it. Give it a
@@ -148,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=("auto", "force_generic_plan", "force_custom_plan"),
         default="auto",
     )
+    parser.add_argument(
+        "--plans",
+        choices=("kept", "session"),
+        default="kept",
+        help="kept: the batch's statements run their kept generic plans, as the product's do"
+        " (lock.sql); session: --plan-cache-mode decides",
+    )
     parser.add_argument("--batches", type=int, default=60)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 10 batches")
     args = parser.parse_args(argv)
@@ -155,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         args.batches = 10
     if args.bound == "none":
         unbounded(store)
+    if args.plans == "session":
+        store._kept_plans = lambda: False  # type: ignore[assignment]
     todo_id, trace = claimed()
     with connection.cursor() as cur:
         cur.execute("SELECT set_config('plan_cache_mode', %s, false)", [args.plan_cache_mode])
@@ -183,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
             parts = row[0] if row else 0
     shown = "-" if cpu is None else f"{cpu * 1000:.2f} ms"
     print(
-        f"{parts} partitions, bound {args.bound}, plans {args.plan_cache_mode}:"
+        f"{parts} partitions, bound {args.bound}, plans"
+        f" {'kept' if args.plans == 'kept' else args.plan_cache_mode}:"
         f" PostgreSQL CPU {shown} a batch,"
         f" wall {wall * 1000:.2f} ms a batch ({args.batches} batches of 100 spans)"
     )

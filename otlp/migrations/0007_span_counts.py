@@ -19,8 +19,9 @@ counts every span it ever stored. Forgetting a todo deletes its rows with its sp
 (``otlp/sql/forget.sql``); deleting it, by cascade.
 
 Forward: the table, then today's counts from ``todo_spans``, read under a SHARE lock that holds
-off span batches until the migration commits (a batch waits, it is not refused). Reverse: the
-table goes; the counts are again read from the spans.
+off span batches until the migration commits (a batch waits, it is not refused). Stop the old
+receivers first (docs/guides/operations.md, "Upgrading"): spans their code stores afterwards are
+not counted. Reverse: the table goes; the counts are again read from the spans.
 """
 
 import django.db.models.deletion

@@ -9,12 +9,12 @@
 --   (docs/decisions/0042-span-counts-on-rows.md). The keys are one probe each (a key is stored
 --   at most once), never a join the planner may cost from a day's partition while it was still
 --   empty: a plan kept for the connection would then read the whole day every batch. Each
---   probe is bounded by received_at, from
---   `since` (lock.sql's: when the oldest of the todos was created; their spans were all
---   received after it) to this statement's start (every batch this snapshot sees began before
---   it), so that the planner and the executor open only the partitions of the days between,
---   not every day span retention keeps: a partition costs planning time and an index descent
---   per key.
+--   probe is bounded by received_at, from `since` (lock.sql's: when the oldest of the todos was
+--   created; their spans were all received after it) to this statement's start (every batch
+--   this snapshot sees began before it), so that only the partitions of the days between are
+--   searched, not every day span retention keeps: the kept generic plan prunes the others as
+--   it starts (a custom one, behind a pooler, as it is planned), and a partition searched is an
+--   index descent per key.
 -- params: todo_ids (text[]); since (timestamptz; NULL reads every day); keys (json: the
 --   batch's keys, [todo_id, trace_id hex, span_id hex] each, one encode in C as store.sql's
 --   spans)

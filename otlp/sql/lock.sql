@@ -11,19 +11,22 @@
 -- First it sets two things for the rest of the batch's transaction (it is the first statement
 --   run in it): the commit does not wait for its WAL flush (otlp/store.py,
 --   docs/decisions/0010-spans-commit-asynchronously.md), and the statements after it run their
---   kept generic plans: custom ones made store.sql plan anew every batch (about 2 ms of
---   PostgreSQL's CPU, a third of a batch's), and counts.sql and store.sql read todo_spans by one
---   probe per key, a plan no day's statistics can turn into a scan
---   (docs/decisions/0042-span-counts-on-rows.md).
+--   kept generic plans when statements are prepared (`kept_plans`; not behind a transaction
+--   pooler, where every statement is sent unnamed and a forced generic plan would be planned
+--   anew each time without pruning the days before `since`): custom ones made store.sql plan
+--   anew every batch, and counts.sql and store.sql read todo_spans by one probe per key, a plan
+--   no day's statistics can turn into a scan (docs/decisions/0042-span-counts-on-rows.md).
 -- Also returns when the oldest of the todos was created: none of their spans was received
 --   before it (their foreign key), so counts.sql reads only the partitions of the days since.
 -- params: lock_class (int: the advisory key's first half, otlp/store.py), todo_ids (text[],
---   sorted)
+--   sorted), kept_plans (boolean: statements are prepared on this connection)
 -- returns: one row: since (timestamptz, NULL when no todo was found), locked (attempt rows).
 -- Uses index: todos_pkey, todo_attempts_pkey.
 WITH configured AS MATERIALIZED (
     SELECT set_config('synchronous_commit', 'off', true) AS sync,
-           set_config('plan_cache_mode', 'force_generic_plan', true) AS plans
+           set_config('plan_cache_mode',
+                      CASE WHEN %(kept_plans)s THEN 'force_generic_plan'
+                           ELSE current_setting('plan_cache_mode') END, true) AS plans
 ),
 keyed AS MATERIALIZED (
     SELECT pg_advisory_xact_lock(%(lock_class)s::int, k.key) AS locked

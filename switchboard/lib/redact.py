@@ -28,13 +28,14 @@ It is a floor, not a scanner: a credential in none of these shapes passes throug
 
 Callers cut first, then mask, and pass at most a few KiB (an activity note's 512 bytes, a span
 attribute's cap). Every pattern is compiled by RE2 (``google-re2``), whose matching time is
-linear in the input whatever the text, so no input can make a pattern backtrack; ``mask`` still
-walks the text once per rule, and cutting first keeps that cost bounded. A secret that straddles
-the cut is masked when the part kept still has its pattern's shape (the length floors in
-``RULES`` are well under the full lengths for that reason). The result can be longer than the
-input, by a marker's length per value, so a caller writing into a capped column cuts the masked
-text again: a cut never uncovers anything, and masking the cut text changes nothing (a value
-that is already a marker, whole or cut short, is kept).
+linear in the input whatever the text, so no input can make a pattern backtrack (the one
+standard-library expression, the triggers' scan, is an alternation of literals); ``mask``
+still walks the text once per rule that may match, and cutting first keeps that cost bounded.
+A secret that straddles the cut is masked when the part kept still has its pattern's shape
+(the length floors in ``RULES`` are well under the full lengths for that reason). The result
+can be longer than the input, by a marker's length per value, so a caller writing into a
+capped column cuts the masked text again: a cut never uncovers anything, and masking the cut
+text changes nothing (a value that is already a marker, whole or cut short, is kept).
 
 This module is pure: no I/O, no Django, no app imports.
 """
