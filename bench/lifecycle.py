@@ -61,7 +61,7 @@ from psycopg.types.json import Jsonb  # noqa: E402
 
 from switchboard import credentials, embedded, runtime_settings  # noqa: E402
 from switchboard.lib import changefeed  # noqa: E402
-from switchboard.lib.sql import NOTIFIED, load, numbered  # noqa: E402
+from switchboard.lib.sql import NOTIFIED, load, positional  # noqa: E402
 from switchboard.models import Endpoint, Human  # noqa: E402
 from todos import lifecycle  # noqa: E402
 from todos.lifecycle.statements import NOTIFY_CHANGED_SQL  # noqa: E402
@@ -319,9 +319,7 @@ class BareClient:
         }
 
     def _execute(self, sql: str, params: dict[str, Any]) -> None:
-        text, order = numbered(sql)
-        assert isinstance(order, tuple)
-        self.cur.execute(text, [params[name] for name in order])
+        self.cur.execute(*positional(sql, params))
 
     def claim(self) -> str | None:
         self._execute(self.sql.claim, self.claim_params)

@@ -140,7 +140,7 @@ def _fetch(sql: str, params: Mapping[str, Any] | Sequence[Any], rows: RowFactory
     db.validate_thread_sharing()
     db.validate_no_broken_transaction()
     with db.wrap_database_errors:
-        query, args = _positional(sql, params)
+        query, args = positional(sql, params)
         cur = _cursor(db)
         if rows is dict_row:
             cur.execute(query, args)
@@ -187,7 +187,7 @@ def numbered(sql: str) -> tuple[str, tuple[str, ...] | int]:
     return text, (tuple(names) if names else positional)
 
 
-def _positional(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> tuple[str, list[Any]]:
+def positional(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> tuple[str, list[Any]]:
     """The statement and its parameters as ``RawCursor`` takes them: what psycopg's own
     conversion would send, missing parameters refused as psycopg refuses them."""
     text, order = numbered(sql)

@@ -223,15 +223,15 @@ def test_named_placeholders_are_numbered_once_each_name_in_order_of_first_use() 
     text, order = sql.numbered("SELECT %(b)s, %(a)s, %(b)s WHERE x LIKE 'a%%'")
     assert text == "SELECT $1, $2, $1 WHERE x LIKE 'a%'"
     assert order == ("b", "a")
-    assert sql._positional("SELECT %(b)s, %(a)s", {"a": 1, "b": 2, "unused": 3}) == (
+    assert sql.positional("SELECT %(b)s, %(a)s", {"a": 1, "b": 2, "unused": 3}) == (
         "SELECT $1, $2",
         [2, 1],
     )
 
 
 def test_positional_placeholders_are_numbered_in_turn() -> None:
-    assert sql._positional("SELECT %s, %s", [1, "x"]) == ("SELECT $1, $2", [1, "x"])
-    assert sql._positional("SELECT 1", {}) == ("SELECT 1", [])
+    assert sql.positional("SELECT %s, %s", [1, "x"]) == ("SELECT $1, $2", [1, "x"])
+    assert sql.positional("SELECT 1", {}) == ("SELECT 1", [])
 
 
 @pytest.mark.parametrize(
