@@ -10,8 +10,9 @@ registration); this module is what it leaves to the site:
   ``switchboard.scope``) and the scopes, and Allow or Deny, CSRF-checked. PKCE must be S256; a
   ``resource`` the client names must be one of this server's OAuth resources on an endpoint the
   human owns, and is then the endpoint; the token is bound to exactly that resource URL (RFC
-  8707). The redirect URI must match the client's registration exactly (the toolkit's check,
-  run again on the POST), and ``state`` goes back with the answer, an error included.
+  8707). The redirect URI must match the client's registration exactly (the toolkit's check on
+  the GET; on the POST, whose hidden field could be anything, checked again before any
+  redirect, a Deny's included), and ``state`` goes back with the answer, an error included.
 - **Errors** are RFC 6749's: a redirect carrying ``error=`` when the redirect URI is known good,
   else a JSON ``{"error", "error_description"}``, never an HTML page or a 500.
 - **Registration** (``/oauth/register/``, RFC 7591, kept for older clients): open, as chat apps
@@ -226,6 +227,13 @@ class ConsentView(dot_views.AuthorizationView):
         application = get_application_model().objects.filter(client_id=data["client_id"]).first()
         if application is None:
             return oauth_error("invalid_client", "unknown client")
+        # The hidden redirect_uri is only the form's word: checked against the client's
+        # registration before anything here redirects (a Deny, a refusal, a code), so a
+        # tampered POST is answered in JSON and never sends the browser elsewhere.
+        if not data["redirect_uri"] or not application.redirect_uri_allowed(data["redirect_uri"]):
+            return oauth_error(
+                "invalid_request", "the redirect_uri does not match the client's registration"
+            )
         credentials: dict[str, Any] = {
             "client_id": data["client_id"],
             "redirect_uri": data["redirect_uri"],

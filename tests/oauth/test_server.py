@@ -368,3 +368,36 @@ def test_the_admin_shows_oauth_rows_read_only(admin_client: Client) -> None:
         listing = admin_client.get(f"/admin/oauth2_provider/{model}/")
         assert listing.status_code == 200
         assert admin_client.get(f"/admin/oauth2_provider/{model}/add/").status_code == 403
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        pytest.param({"deny": "true"}, id="deny"),
+        pytest.param({"allow": "true"}, id="allow"),
+        pytest.param({"allow": "true", "code_challenge_method": ""}, id="missing-pkce"),
+        pytest.param(
+            {"allow": "true", "resource": "https://elsewhere.example/mcp/mine/oauth"},
+            id="invalid-target",
+        ),
+        pytest.param({"allow": "true", "endpoint": "theirs"}, id="foreign-endpoint"),
+        pytest.param({"allow": "true", "scopes": []}, id="no-scope"),
+    ],
+)
+def test_a_tampered_redirect_uri_on_the_consent_post_is_never_followed(
+    client: Client, operator: Any, tamper: dict[str, Any]
+) -> None:
+    EndpointFactory(owner=operator, slug="mine")
+    EndpointFactory(slug="theirs")
+    registered = flow.register(client)
+    auth = flow.authorization(registered["client_id"], "mine")
+    fields = flow.form_fields(client.get(auth.url()).content.decode())
+    posted = {**fields, "endpoint": "mine", "scopes": ["todos:read"], **tamper}
+    posted["redirect_uri"] = "https://evil.example/"
+
+    response = client.post(auth.url(), posted)
+
+    body = assert_oauth_error(response, 400, "invalid_request")
+    assert "redirect" in body["error_description"]
+    assert "Location" not in response
+    assert not Grant.objects.exists() and not granted().exists()
