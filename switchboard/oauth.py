@@ -394,6 +394,9 @@ def redirect_uri_problem(uri: str) -> str | None:
 # --- client metadata documents ------------------------------------------------------------------
 
 _MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)", re.IGNORECASE)
+# Named when the guard refuses a document's private address: the switch for this fetch, not the
+# push rings' (docs/configuration.md).
+CIMD_PRIVATE_SETTING = "SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE"
 
 
 def _check_client_id_url(client_id: str) -> None:
@@ -440,6 +443,7 @@ class GuardedMetadataFetcher:
                 allow_private=bool(settings.SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE),
                 max_bytes=int(oauth2_settings.CIMD_MAX_DOCUMENT_SIZE),
                 https_only=True,
+                private_setting=CIMD_PRIVATE_SETTING,
             )
         except (webhook_out.TargetRefused, webhook_out.TooLarge) as exc:
             raise CIMDError(str(exc)) from None

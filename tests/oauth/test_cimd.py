@@ -1,7 +1,8 @@
 """Client ID Metadata Documents through Switchboard's fetcher (``switchboard.oauth``
 ``GuardedMetadataFetcher``): a document is kept as long as its ``Cache-Control`` says, within
-django-oauth-toolkit's bounds (5 minutes to a day). The documents are served over HTTPS on
-loopback by ``metadata_host`` and fetched in this process by the consent page."""
+django-oauth-toolkit's bounds (5 minutes to a day), and a private address is refused naming the
+setting that allows it for OAuth clients, not the push rings'. The documents are served over
+HTTPS on loopback by ``metadata_host`` and fetched in this process by the consent page."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.utils import timezone
+from oauth2_provider.cimd import CIMDError
 from oauth2_provider.models import Application
 
+from switchboard.oauth import GuardedMetadataFetcher
 from tests.factories import HumanFactory
 from tests.oauth import flow
 from tests.oauth.conftest import MetadataHost
@@ -61,3 +64,17 @@ def test_a_documents_cache_control_says_how_long_it_is_kept(
     assert "Cached Client" in page.content.decode()
     expires = Application.objects.get(client_id=client_id).cimd_expires_at
     assert before + timedelta(seconds=kept) <= expires <= after + timedelta(seconds=kept)
+
+
+def test_a_document_on_a_private_address_is_refused_naming_the_oauth_setting(
+    settings: Any,
+) -> None:
+    settings.SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE = False
+
+    with pytest.raises(CIMDError) as refused:
+        GuardedMetadataFetcher().fetch("https://127.0.0.1:9/clients/app.json")
+
+    message = str(refused.value)
+    assert "private, loopback or link-local" in message
+    assert "SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE=true" in message
+    assert "SWITCHBOARD_PUSH_ALLOW_PRIVATE" not in message
