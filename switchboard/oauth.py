@@ -56,9 +56,11 @@ from switchboard.scope import Scope
 
 MCP = "mcp"
 A2A = "a2a"
+# An endpoint's slug as the resource paths spell it (no character a regular expression or a
+# SQL/JSON path string would read as anything but itself: ``_for_endpoint`` relies on it).
+_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
 # The path of each surface's OAuth resource, and the well-known prefix its metadata sits under
 # (RFC 9728 §3.1: inserted before the resource's path).
-_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _RESOURCE_PATH = re.compile(
     rf"^/(?:(?P<mcp>mcp)/(?P<mslug>{_SLUG.pattern})/oauth|a2a/(?P<aslug>{_SLUG.pattern}))$"
 )
