@@ -277,7 +277,7 @@ async def answer_call(caller: tools.Caller, name: str, arguments: Mapping[str, A
     if name not in tools.TOOLS:
         raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {name}", data=name)
     if not verbs.allows(caller.endpoint, name):
-        verb = verbs.VERB_OF.get(name, name)
+        verb = verbs.verb_of(name)
         return tool_error("forbidden", f"this endpoint's verbs do not include {verb}")
     if (problem := _argument_error(name, arguments)) is not None:
         return tool_error("invalid", problem)

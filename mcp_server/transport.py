@@ -47,7 +47,7 @@ from switchboard.auth import BearerRejected, aresolve_endpoint_bearer, bearer_to
 from switchboard.credentials import hash_key
 from switchboard.lib import asgi, dbthread, frontdoor, oauth_scopes, todowatch
 from switchboard.lib.asgi import Message, Receive, Scope, Send
-from switchboard.models import Endpoint
+from switchboard.models import Endpoint, Verb
 
 logger = logging.getLogger(__name__)
 
@@ -334,16 +334,20 @@ async def _token_caller(scope: Scope, slug: str) -> oauth.TokenGrant:
 
 
 def needed_scope(message: dict[str, Any], grant: oauth.TokenGrant) -> str | None:
-    """The scope a token lacks for this message, when its endpoint would allow it: a tool's
-    verb, or reading resources (``todos:read``). None when the token may, or when the endpoint
-    itself may not (then the usual answer, ``forbidden``, says so)."""
+    """The scope a token lacks for this message, when its endpoint would allow it: the verb a
+    tool rides on (``submit_todo`` and the MCP App's tools ride on ``submit``:
+    ``verbs.verb_of``), reading resources (``todos:read``), or MCP Tasks' ``tasks/*`` methods
+    (``submit``: a task is a todo the caller submitted, ``verbs.can_submit``). None when the
+    token may, or when the endpoint itself may not (then the usual answer says so)."""
     method = message.get("method")
     params = message.get("params") if isinstance(message.get("params"), dict) else {}
     if method == "tools/call":
         name = params.get("name") if isinstance(params, dict) else None
-        return grant.missing_scope(name) if isinstance(name, str) else None
+        return grant.missing_scope(verbs.verb_of(name)) if isinstance(name, str) else None
     if method in ("resources/read", "resources/subscribe"):
-        return grant.missing_scope("get_todo")
+        return grant.missing_scope(Verb.GET_TODO)
+    if isinstance(method, str) and method.startswith("tasks/"):
+        return grant.missing_scope(Verb.SUBMIT)
     return None
 
 

@@ -53,9 +53,15 @@ def owner_of(endpoint: Endpoint) -> str:
     return str(Actor.endpoint(endpoint.id))
 
 
+def verb_of(tool: str) -> str:
+    """The verb ``tool`` rides on: its own name for a drain tool, ``submit`` for the
+    requester's."""
+    return VERB_OF.get(tool, tool)
+
+
 def allows(endpoint: Endpoint, tool: str) -> bool:
     """Whether the endpoint's verbs include the one ``tool`` rides on."""
-    return endpoint.allows(VERB_OF.get(tool, tool))
+    return endpoint.allows(verb_of(tool))
 
 
 def visible_tools(endpoint: Endpoint) -> tuple[str, ...]:

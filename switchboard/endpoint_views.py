@@ -135,8 +135,8 @@ def _refused(request: BoardRequest, endpoint: Endpoint) -> HttpResponse:
     """A team member's try at an admin's change: said, nothing changed."""
     messages.error(
         request,
-        f"Only an admin of team {endpoint.team} vends and revokes keys, rotates the push secret"
-        f" or revokes {endpoint.slug}.",
+        f"Only an admin of team {endpoint.team} vends and revokes keys, revokes connections,"
+        f" rotates the push secret or revokes {endpoint.slug}.",
     )
     return redirect("endpoint_detail", slug=endpoint.slug)
 
@@ -344,10 +344,13 @@ def endpoint_push_url(request: BoardRequest, slug: str) -> HttpResponse:
 def endpoint_revoke_connection(
     request: BoardRequest, slug: str, application_id: int
 ) -> HttpResponse:
-    """Revoke one OAuth client's access to the endpoint: its access tokens are deleted and its
-    refresh tokens revoked, so its next request is refused (tokens are never cached:
-    switchboard/oauth.py)."""
+    """Revoke one OAuth client's access to the endpoint, whoever granted it: its access tokens
+    are deleted and its refresh tokens revoked, so its next request is refused (tokens are never
+    cached: switchboard/oauth.py). Only a human who manages the endpoint revokes, as only they
+    revoke its keys (docs/decisions/0034-teams.md)."""
     endpoint = _own_endpoint(request, slug)
+    if not _manages(request, endpoint):
+        return _refused(request, endpoint)
     if oauth.revoke_connection(endpoint, application_id):
         messages.success(request, "Revoked the connection: its next request is refused.")
     else:

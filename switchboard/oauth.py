@@ -19,8 +19,10 @@ front of it are ``switchboard/oauth_views.py``. This module is what the agents' 
   fast path) sees only what the token may do. Tokens are not kept in the keys' one-second cache
   (docs/decisions/0014-bearer-cache.md): a revocation on the Board refuses the very next
   request, at one indexed lookup per request (docs/decisions/0038-oauth.md).
-- **Connections**: an endpoint's live grants, one per client and human, for the endpoint's page
-  and ``manage.py oauth``; revoking one revokes its refresh tokens and deletes its access tokens.
+- **Connections**: an endpoint's live grants, one per client and surface, for the endpoint's page
+  and ``manage.py oauth``, found by their tokens' resource (whoever granted them: the owner, or
+  a member of the owning team); revoking one revokes its refresh tokens and deletes its access
+  tokens.
 - **Client metadata documents** (``GuardedMetadataFetcher``, the ``CIMD_METADATA_FETCHER``):
   fetched through the push rings' SSRF guard (``switchboard/lib/webhook_out.py``), https only,
   at most ``CIMD_MAX_DOCUMENT_SIZE`` bytes, JSON only, kept as long as their ``Cache-Control``
@@ -41,6 +43,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import BooleanField, F, Func, Value
 from django.utils import timezone
 from oauth2_provider.cimd import CIMDError
 from oauth2_provider.models import AccessToken, Application, RefreshToken
@@ -53,10 +56,13 @@ from switchboard.scope import Scope
 
 MCP = "mcp"
 A2A = "a2a"
+# An endpoint's slug as the resource paths spell it (no character a regular expression or a
+# SQL/JSON path string would read as anything but itself: ``_for_endpoint`` relies on it).
+_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
 # The path of each surface's OAuth resource, and the well-known prefix its metadata sits under
 # (RFC 9728 §3.1: inserted before the resource's path).
 _RESOURCE_PATH = re.compile(
-    r"^/(?:(?P<mcp>mcp)/(?P<mslug>[a-z0-9][a-z0-9_-]*)/oauth|a2a/(?P<aslug>[a-z0-9][a-z0-9_-]*))$"
+    rf"^/(?:(?P<mcp>mcp)/(?P<mslug>{_SLUG.pattern})/oauth|a2a/(?P<aslug>{_SLUG.pattern}))$"
 )
 PRM_PREFIX = "/.well-known/oauth-protected-resource"
 # A token's last use is written at most this often (as a key's is: switchboard/auth.py).
@@ -232,38 +238,57 @@ def redirect_host(application: Application) -> str:
         return first[0]
 
 
-def _live_tokens(endpoint: Endpoint) -> tuple[list[RefreshToken], list[AccessToken]]:
-    """The endpoint's owner's live refresh and access tokens whose resource is one of this
-    endpoint's (on any origin)."""
-    now = timezone.now()
-    refresh = list(
-        RefreshToken.objects.filter(user_id=endpoint.owner_id, revoked__isnull=True)
-        .select_related("application", "user", "access_token")
-        .order_by("created")
-    )
-    access = list(
-        AccessToken.objects.filter(user_id=endpoint.owner_id, expires__gt=now)
-        .select_related("application", "user")
-        .order_by("created")
-    )
+class _PathExists(Func):
+    """``jsonb_path_exists(json, path)``: whether a SQL/JSON path finds anything in ``json``."""
 
-    def mine(resources: Any) -> bool:
-        for resource in resources or []:
-            parsed = parse_resource(str(resource))
-            if parsed is not None and parsed[2] == endpoint.slug:
-                return True
-        return False
+    function = "jsonb_path_exists"
+    template = "%(function)s(%(expressions)s::jsonpath)"
+    output_field = BooleanField()
 
-    return [r for r in refresh if mine(r.resource)], [a for a in access if mine(a.resource)]
+
+def _for_endpoint(slug: str) -> _PathExists:
+    """Whether a token's ``resource`` (RFC 8707 resources, a JSON array of URLs) names one of
+    ``slug``'s OAuth resources, on any origin: the token is this endpoint's connection whoever
+    granted it (an owner, or any member of the owning team), so the endpoint's page and
+    ``manage.py oauth`` find it by what it may reach, never by who the endpoint's owner is."""
+    if not _SLUG.fullmatch(slug):
+        raise ValueError(f"{slug!r} is not an endpoint slug")
+    pattern = rf"^https?://[^/?#@]+/(mcp/{slug}/oauth|a2a/{slug})$"
+    return _PathExists(F("resource"), Value(f"$[*] ? (@ like_regex {json.dumps(pattern)})"))
+
+
+def _kind_for(resources: Any, slug: str) -> str | None:
+    """The surface (``MCP`` or ``A2A``) of the first of ``resources`` that is ``slug``'s."""
+    for resource in resources or []:
+        parsed = parse_resource(str(resource))
+        if parsed is not None and parsed[2] == slug:
+            return parsed[1]
+    return None
+
+
+def _live_tokens(
+    endpoint: Endpoint, application_id: int
+) -> tuple[list[RefreshToken], list[AccessToken]]:
+    """``application_id``'s live refresh and access tokens whose resource is one of this
+    endpoint's (on any origin), whoever granted them. Two queries."""
+    mine = _for_endpoint(endpoint.slug)
+    refresh = RefreshToken.objects.filter(
+        mine, application_id=application_id, revoked__isnull=True
+    ).only("id", "application_id")
+    access = AccessToken.objects.filter(
+        mine, application_id=application_id, expires__gt=timezone.now()
+    ).only("id")
+    return list(refresh.order_by("created")), list(access.order_by("created"))
 
 
 def connections(endpoint: Endpoint) -> list[Connection]:
-    """The endpoint's connections, one per client and surface, oldest grant first: its owner's
-    live refresh tokens (every sign-in has one; its current access token carries the scopes,
-    the resource and the last use) whose resource is one of the endpoint's. One query."""
+    """The endpoint's connections, one per client and surface, oldest grant first: the live
+    refresh tokens (every sign-in has one; its current access token carries the scopes and the
+    last use) whose resource is one of the endpoint's, whoever granted them (its owner, or any
+    member of its team). One query, however many there are."""
     refresh = (
         RefreshToken.objects.filter(
-            user_id=endpoint.owner_id, revoked__isnull=True, access_token__isnull=False
+            _for_endpoint(endpoint.slug), revoked__isnull=True, access_token__isnull=False
         )
         .select_related("application", "user", "access_token")
         .order_by("created")
@@ -271,17 +296,9 @@ def connections(endpoint: Endpoint) -> list[Connection]:
     found: dict[tuple[int, str], Connection] = {}
     for token in refresh:
         access: AccessToken = token.access_token
-        parsed = next(
-            (
-                p
-                for p in (parse_resource(str(r)) for r in access.resource or [])
-                if p is not None and p[2] == endpoint.slug
-            ),
-            None,
-        )
-        if parsed is None:
+        kind = _kind_for(token.resource, endpoint.slug)
+        if kind is None:
             continue
-        kind = parsed[1]
         last_used = access.updated if _used(access) else None
         scopes = oauth_scopes.parse(access.scope)
         key = (token.application_id, kind)
@@ -318,18 +335,12 @@ def connections(endpoint: Endpoint) -> list[Connection]:
 def revoke_connection(endpoint: Endpoint, application_id: int) -> int:
     """Revoke every live token of ``application_id`` for ``endpoint``: refresh tokens revoked,
     access tokens deleted (so the next request with one is refused). Returns how many."""
-    refresh, access = _live_tokens(endpoint)
-    count = 0
+    refresh, access = _live_tokens(endpoint, application_id)
     with transaction.atomic():
-        for token in refresh:
-            if token.application_id == application_id:
-                token.revoke()
-                count += 1
-        for token in access:
-            if token.application_id == application_id:
-                AccessToken.objects.filter(pk=token.pk).delete()
-                count += 1
-    return count
+        for token in refresh:  # the toolkit's order: the refresh token, then its access token
+            token.revoke()
+        AccessToken.objects.filter(pk__in=[token.pk for token in access]).delete()
+    return len(refresh) + len(access)
 
 
 def revoke_all(endpoint: Endpoint) -> int:
@@ -385,6 +396,9 @@ def redirect_uri_problem(uri: str) -> str | None:
 # --- client metadata documents ------------------------------------------------------------------
 
 _MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)", re.IGNORECASE)
+# Named when the guard refuses a document's private address: the switch for this fetch, not the
+# push rings' (docs/configuration.md).
+CIMD_PRIVATE_SETTING = "SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE"
 
 
 def _check_client_id_url(client_id: str) -> None:
@@ -431,6 +445,7 @@ class GuardedMetadataFetcher:
                 allow_private=bool(settings.SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE),
                 max_bytes=int(oauth2_settings.CIMD_MAX_DOCUMENT_SIZE),
                 https_only=True,
+                private_setting=CIMD_PRIVATE_SETTING,
             )
         except (webhook_out.TargetRefused, webhook_out.TooLarge) as exc:
             raise CIMDError(str(exc)) from None

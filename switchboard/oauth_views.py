@@ -10,13 +10,16 @@ registration); this module is what it leaves to the site:
   ``switchboard.scope``) and the scopes, and Allow or Deny, CSRF-checked. PKCE must be S256; a
   ``resource`` the client names must be one of this server's OAuth resources on an endpoint the
   human owns, and is then the endpoint; the token is bound to exactly that resource URL (RFC
-  8707). The redirect URI must match the client's registration exactly (the toolkit's check,
-  run again on the POST), and ``state`` goes back with the answer, an error included.
+  8707). The redirect URI must match the client's registration exactly (the toolkit's check on
+  the GET; on the POST, whose hidden field could be anything, checked again before any
+  redirect, a Deny's included), and ``state`` goes back with the answer, an error included.
 - **Errors** are RFC 6749's: a redirect carrying ``error=`` when the redirect URI is known good,
   else a JSON ``{"error", "error_description"}``, never an HTML page or a 500.
 - **Registration** (``/oauth/register/``, RFC 7591, kept for older clients): open, as chat apps
   need, but a redirect URI on a private, link-local or intranet address is refused (loopback
-  allowed for native clients), and only the authorization code grant is registered.
+  allowed for native clients), and only the authorization code grant is registered; an update
+  through the client's configuration URL (``/oauth/register/{client_id}/``, RFC 7592, with its
+  registration access token) is refused the same way.
 - **Discovery**: RFC 8414 metadata at ``/.well-known/oauth-authorization-server`` (the toolkit's
   view) and RFC 9728 protected-resource metadata for each resource, path-inserted
   (``/.well-known/oauth-protected-resource/mcp/{slug}/oauth`` and ``…/a2a/{slug}``), served for
@@ -226,6 +229,13 @@ class ConsentView(dot_views.AuthorizationView):
         application = get_application_model().objects.filter(client_id=data["client_id"]).first()
         if application is None:
             return oauth_error("invalid_client", "unknown client")
+        # The hidden redirect_uri is only the form's word: checked against the client's
+        # registration before anything here redirects (a Deny, a refusal, a code), so a
+        # tampered POST is answered in JSON and never sends the browser elsewhere.
+        if not data["redirect_uri"] or not application.redirect_uri_allowed(data["redirect_uri"]):
+            return oauth_error(
+                "invalid_request", "the redirect_uri does not match the client's registration"
+            )
         credentials: dict[str, Any] = {
             "client_id": data["client_id"],
             "redirect_uri": data["redirect_uri"],
@@ -327,39 +337,59 @@ class TokenView(dot_views.TokenView):
         return response
 
 
+def registration_refusal(raw: bytes) -> JsonResponse | None:
+    """Why a client's metadata (an RFC 7591 registration, or an RFC 7592 update of one) is
+    refused, as the RFC 6749 JSON answer, or None: a JSON object whose redirect URIs are
+    loopback or public https (``oauth.redirect_uri_problem``), with the authorization code grant
+    only (and its refresh tokens) and the ``code`` response type."""
+    try:
+        body = json.loads(raw or b"{}")
+    except (ValueError, RecursionError):
+        return oauth_error("invalid_client_metadata", "the body is not JSON")
+    if not isinstance(body, dict):
+        return oauth_error("invalid_client_metadata", "the body must be a JSON object")
+    uris = body.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        return oauth_error(
+            "invalid_redirect_uri", "redirect_uris must be a non-empty array of strings"
+        )
+    for uri in uris:
+        if (problem := oauth.redirect_uri_problem(uri)) is not None:
+            return oauth_error("invalid_redirect_uri", problem)
+    grants = body.get("grant_types", ["authorization_code"])
+    if not isinstance(grants, list) or not set(grants) <= {"authorization_code", "refresh_token"}:
+        return oauth_error(
+            "invalid_client_metadata",
+            "only the authorization_code (and refresh_token) grant types are supported",
+        )
+    if "response_types" in body and body["response_types"] != ["code"]:
+        return oauth_error("invalid_client_metadata", 'response_types must be ["code"]')
+    return None
+
+
 class RegisterView(dot_views.DynamicClientRegistrationView):
     """RFC 7591 registration with Switchboard's refusals first (module docstring)."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        try:
-            body = json.loads(request.body or b"{}")
-        except (ValueError, RecursionError):
-            return oauth_error("invalid_client_metadata", "the body is not JSON")
-        if not isinstance(body, dict):
-            return oauth_error("invalid_client_metadata", "the body must be a JSON object")
-        uris = body.get("redirect_uris")
-        if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
-            return oauth_error(
-                "invalid_redirect_uri", "redirect_uris must be a non-empty array of strings"
-            )
-        for uri in uris:
-            if (problem := oauth.redirect_uri_problem(uri)) is not None:
-                return oauth_error("invalid_redirect_uri", problem)
-        grants = body.get("grant_types", ["authorization_code"])
-        if not isinstance(grants, list) or not set(grants) <= {
-            "authorization_code",
-            "refresh_token",
-        }:
-            return oauth_error(
-                "invalid_client_metadata",
-                "only the authorization_code (and refresh_token) grant types are supported",
-            )
-        if "response_types" in body and body["response_types"] != ["code"]:
-            return oauth_error("invalid_client_metadata", 'response_types must be ["code"]')
+        if (refused := registration_refusal(request.body)) is not None:
+            return refused
         return super().post(request, *args, **kwargs)
 
 
+class RegistrationManagementView(dot_views.DynamicClientRegistrationManagementView):
+    """RFC 7592 ``/oauth/register/{client_id}/``: a registered client reads, updates or deletes
+    its registration with the registration access token it was given (the toolkit's view,
+    whose URL every registration answer names). An update is refused exactly as a
+    registration is, so it cannot bring in what registration keeps out."""
+
+    def put(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if (refused := registration_refusal(request.body)) is not None:
+            return refused
+        return super().put(request, *args, **kwargs)
+
+
 register = csrf_exempt(RegisterView.as_view())
+register_management = csrf_exempt(RegistrationManagementView.as_view())
 token = TokenView.as_view()
 revoke_token = dot_views.RevokeTokenView.as_view()
 authorize = ConsentView.as_view()

@@ -5,7 +5,6 @@ from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
-from oauth2_provider.views import DynamicClientRegistrationManagementView
 
 from activity import views as activity_views
 from alerts import views as alert_views
@@ -29,9 +28,10 @@ oauth_patterns = (
         path("oauth/token/", oauth_views.token, name="token"),
         path("oauth/revoke/", oauth_views.revoke_token, name="revoke-token"),
         path("oauth/register/", oauth_views.register, name="dcr-register"),
+        # RFC 7592: every registration answer names this URL (registration_client_uri).
         path(
             "oauth/register/<str:client_id>/",
-            DynamicClientRegistrationManagementView.as_view(),
+            oauth_views.register_management,
             name="dcr-register-management",
         ),
     ],

@@ -7,8 +7,10 @@ call outside its scopes answers 403 ``insufficient_scope`` naming the scope it n
 (docs/guides/agents.md, "Connect with OAuth").
 
 Pure: names only (the verbs are ``switchboard.models.Verb``'s values, spelled here as strings so
-settings can read this module before the app registry is ready). ``submit`` is the MCP
-``submit_todo`` tool's verb, mapped before that tool exists so the two meet when it lands.
+settings can read this module before the app registry is ready). ``submit`` is the verb of MCP's
+requester: ``submit_todo``, the MCP App's ``answer_todo``, ``cancel_todo`` and ``retry_todo``
+(``mcp_server/verbs.py``) and MCP Tasks' ``tasks/*`` methods; a surface asks for a tool's verb,
+never its name (``mcp_server/transport.py`` ``needed_scope``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ ALL: tuple[str, ...] = (READ, WORK, SUBMIT)
 DESCRIPTIONS: dict[str, str] = {
     READ: "Read the endpoint's todos (list, get, resources and subscriptions)",
     WORK: "Work on todos: claim, heartbeat, complete, fail, release, ask for input, reject",
-    SUBMIT: "Create todos: send A2A tasks, and submit todos over MCP",
+    SUBMIT: "Create todos and follow them: send A2A tasks; submit, answer, cancel and retry"
+    " todos over MCP",
 }
 
 VERBS: dict[str, tuple[str, ...]] = {

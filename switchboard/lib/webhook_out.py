@@ -47,7 +47,8 @@ RESPONSE_READ_BYTES = 4096  # what is read of an answer before it is dropped
 
 
 # The setting that lets pushes go to inside addresses (switchboard/settings.py), named in the
-# refusal so an operator trying a local agent learns what to set.
+# refusal so an operator trying a local agent learns what to set; a caller guarding another
+# kind of URL names its own (``private_setting``).
 PRIVATE_SETTING = "SWITCHBOARD_PUSH_ALLOW_PRIVATE"
 
 
@@ -112,11 +113,14 @@ def is_global(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-def resolve(url: str, *, allow_private: bool) -> tuple[str, str, int, str, str]:
+def resolve(
+    url: str, *, allow_private: bool, private_setting: str = PRIVATE_SETTING
+) -> tuple[str, str, int, str, str]:
     """Check ``url`` and resolve its host once: (scheme, host, port, address, path).
 
     Raise ``TargetRefused`` for anything but http(s), a host that does not resolve, or one that
-    resolves to any non-global address while ``allow_private`` is off.
+    resolves to any non-global address while ``allow_private`` is off (naming
+    ``private_setting``, the setting that turns it on).
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -138,7 +142,7 @@ def resolve(url: str, *, allow_private: bool) -> tuple[str, str, int, str, str]:
     if not allow_private and not all(is_global(a) for a in addresses):
         raise TargetRefused(
             f"{host} resolves to a private, loopback or link-local address; set"
-            f" {PRIVATE_SETTING}=true on the server to allow it (an agent on this machine or"
+            f" {private_setting}=true on the server to allow it (an agent on this machine or"
             " network)",
             "private",
         )
@@ -175,10 +179,17 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
 
 
 def _connect(
-    url: str, *, timeout: float, allow_private: bool, context: ssl.SSLContext | None
+    url: str,
+    *,
+    timeout: float,
+    allow_private: bool,
+    context: ssl.SSLContext | None,
+    private_setting: str = PRIVATE_SETTING,
 ) -> tuple[http.client.HTTPConnection, str, str]:
     """A connection to the checked address of ``url``, its Host header and its path."""
-    scheme, host, port, address, path = resolve(url, allow_private=allow_private)
+    scheme, host, port, address, path = resolve(
+        url, allow_private=allow_private, private_setting=private_setting
+    )
     default_port = 443 if scheme == "https" else 80
     host_header = host if port == default_port else f"{host}:{port}"
     if ":" in host and not host.startswith("["):
@@ -200,6 +211,7 @@ def get(
     max_bytes: int,
     https_only: bool = False,
     context: ssl.SSLContext | None = None,
+    private_setting: str = PRIVATE_SETTING,
 ) -> Fetched:
     """GET ``url`` through the same guard as ``post`` and read at most ``max_bytes`` of the
     answer (``TooLarge`` past it, from ``Content-Length`` or the bytes themselves).
@@ -210,7 +222,11 @@ def get(
     if https_only and urlsplit(url).scheme != "https":
         raise TargetRefused("the URL must be https://")
     conn, host_header, path = _connect(
-        url, timeout=timeout, allow_private=allow_private, context=context
+        url,
+        timeout=timeout,
+        allow_private=allow_private,
+        context=context,
+        private_setting=private_setting,
     )
     try:
         conn.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)

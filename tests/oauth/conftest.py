@@ -116,12 +116,22 @@ class MetadataHost:
     port: int
     ca: Path
     documents: dict[str, tuple[int, str, bytes]] = field(default_factory=dict)
+    # Each path's Cache-Control, when not the default max-age=600.
+    cache_control: dict[str, str] = field(default_factory=dict)
 
     def url(self, path: str) -> str:
         return f"https://127.0.0.1:{self.port}{path}"
 
-    def serve_json(self, path: str, document: Any, content_type: str = "application/json") -> str:
+    def serve_json(
+        self,
+        path: str,
+        document: Any,
+        content_type: str = "application/json",
+        cache_control: str | None = None,
+    ) -> str:
         self.documents[path] = (200, content_type, json.dumps(document).encode())
+        if cache_control is not None:
+            self.cache_control[path] = cache_control
         return self.url(path)
 
     def serve_raw(self, path: str, status: int, content_type: str, body: bytes) -> str:
@@ -133,6 +143,7 @@ class MetadataHost:
 def metadata_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetadataHost]:
     ca, cert, key = _tls_files(tmp_path_factory.mktemp("tls"))
     documents: dict[str, tuple[int, str, bytes]] = {}
+    cache_control: dict[str, str] = {}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -140,7 +151,7 @@ def metadata_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Metadata
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "max-age=600")
+            self.send_header("Cache-Control", cache_control.get(self.path, "max-age=600"))
             self.end_headers()
             self.wfile.write(body)
 
@@ -154,7 +165,7 @@ def metadata_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Metadata
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield MetadataHost(server.server_address[1], ca, documents)
+        yield MetadataHost(server.server_address[1], ca, documents, cache_control)
     finally:
         server.shutdown()
         server.server_close()

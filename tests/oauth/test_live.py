@@ -27,7 +27,7 @@ from switchboard.lib.oauth_scopes import READ, SUBMIT, WORK
 from switchboard.models import DRAIN_VERBS, Verb
 from tests.factories import EndpointFactory, HumanFactory
 from tests.live import LiveServer, run
-from tests.mcp.test_http import TOOLS_LIST, modern_headers, tool_call
+from tests.mcp.test_http import ENVELOPE, TOOLS_LIST, modern_headers, tool_call
 from tests.oauth.conftest import (
     Consent,
     MemoryStorage,
@@ -37,6 +37,7 @@ from tests.oauth.conftest import (
 )
 from tests.oauth.flow import REDIRECT, form_fields, pkce
 from todos import lifecycle
+from todos.models import Todo
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -387,3 +388,40 @@ def test_a2a_lists_both_schemes_and_takes_a_token_issued_for_it(oauth_live: Live
     )
     assert stepped.status_code == 403
     assert 'scope="todos:submit"' in stepped.headers["www-authenticate"]
+
+
+def test_a_requesters_call_without_todos_submit_is_403_naming_it(oauth_live: LiveServer) -> None:
+    verbs = [*DRAIN_VERBS, Verb.SUBMIT]
+    _human, endpoint = _operator("oa-submit", "oa-submit", verbs)
+    path = f"/mcp/{endpoint.slug}/oauth"
+    worker, _c, _s = _raw_sign_in(oauth_live, "oa-submit", "oa-submit", "mcp", (READ, WORK))
+    task = {"taskId": "td_aaaaaaaaaaaaaaaaaaaa", "_meta": ENVELOPE}
+    calls = {
+        "submit_todo": tool_call("submit_todo", {"queue": "q", "title": "from a chat"}),
+        # The MCP App's own tools ride on submit too (mcp_server/verbs.py).
+        "cancel_todo": tool_call("cancel_todo", {"todo_id": "td_aaaaaaaaaaaaaaaaaaaa"}),
+        "answer_todo": tool_call("answer_todo", {"todo_id": "td_aaaaaaaaaaaaaaaaaaaa"}),
+        "retry_todo": tool_call("retry_todo", {"todo_id": "td_aaaaaaaaaaaaaaaaaaaa"}),
+        # ... and so do MCP Tasks' methods (mcp_server/taskwire.py: verbs.can_submit).
+        "tasks/get": {"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": task},
+        "tasks/cancel": {"jsonrpc": "2.0", "id": 4, "method": "tasks/cancel", "params": task},
+    }
+    for label, body in calls.items():
+        method = body["method"]
+        refused = _mcp(oauth_live, path, worker, body, method)
+        assert refused.status_code == 403, (label, refused.text)
+        challenge = refused.headers["www-authenticate"]
+        assert 'error="insufficient_scope"' in challenge, label
+        assert 'scope="todos:submit"' in challenge, (label, challenge)
+        assert refused.json()["error"]["message"].endswith("needs the todos:submit scope")
+    assert not Todo.objects.filter(endpoint=endpoint).exists()
+
+    # With todos:submit the same call creates the todo.
+    requester, _c, _s = _raw_sign_in(oauth_live, "oa-submit", "oa-submit", "mcp", (SUBMIT,))
+    submitted = _mcp(oauth_live, path, requester, calls["submit_todo"], "tools/call")
+    assert submitted.status_code == 200, submitted.text
+    assert submitted.json()["result"].get("isError") is not True, submitted.text
+    assert Todo.objects.filter(endpoint=endpoint, title="from a chat").exists()
+    # ... and a tasks/ method gets past the scope check to the Tasks code's own answer.
+    polled = _mcp(oauth_live, path, requester, calls["tasks/get"], "tasks/get")
+    assert polled.status_code != 403, polled.text

@@ -368,3 +368,69 @@ def test_the_admin_shows_oauth_rows_read_only(admin_client: Client) -> None:
         listing = admin_client.get(f"/admin/oauth2_provider/{model}/")
         assert listing.status_code == 200
         assert admin_client.get(f"/admin/oauth2_provider/{model}/add/").status_code == 403
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        pytest.param({"deny": "true"}, id="deny"),
+        pytest.param({"allow": "true"}, id="allow"),
+        pytest.param({"allow": "true", "code_challenge_method": ""}, id="missing-pkce"),
+        pytest.param(
+            {"allow": "true", "resource": "https://elsewhere.example/mcp/mine/oauth"},
+            id="invalid-target",
+        ),
+        pytest.param({"allow": "true", "endpoint": "theirs"}, id="foreign-endpoint"),
+        pytest.param({"allow": "true", "scopes": []}, id="no-scope"),
+    ],
+)
+def test_a_tampered_redirect_uri_on_the_consent_post_is_never_followed(
+    client: Client, operator: Any, tamper: dict[str, Any]
+) -> None:
+    EndpointFactory(owner=operator, slug="mine")
+    EndpointFactory(slug="theirs")
+    registered = flow.register(client)
+    auth = flow.authorization(registered["client_id"], "mine")
+    fields = flow.form_fields(client.get(auth.url()).content.decode())
+    posted = {**fields, "endpoint": "mine", "scopes": ["todos:read"], **tamper}
+    posted["redirect_uri"] = "https://evil.example/"
+
+    response = client.post(auth.url(), posted)
+
+    body = assert_oauth_error(response, 400, "invalid_request")
+    assert "redirect" in body["error_description"]
+    assert "Location" not in response
+    assert not Grant.objects.exists() and not granted().exists()
+
+
+def test_a_registration_update_is_refused_as_a_registration_is(client: Client) -> None:
+    from oauth2_provider.models import Application
+
+    registered = flow.register(client)
+    uri = registered["registration_client_uri"]
+    assert uri == f"{flow.ORIGIN}/oauth/register/{registered['client_id']}/"
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {registered['registration_access_token']}"}
+    put = lambda body: client.put(  # noqa: E731
+        uri, body, content_type="application/json", **bearer
+    )
+    base = {"client_name": "Test Chat", "token_endpoint_auth_method": "none"}
+
+    private = put({**base, "redirect_uris": ["https://10.0.0.7/cb"]})
+    assert_oauth_error(private, 400, "invalid_redirect_uri")
+    machine = put({**base, "redirect_uris": [flow.REDIRECT], "grant_types": ["client_credentials"]})
+    assert_oauth_error(machine, 400, "invalid_client_metadata")
+    app = Application.objects.get(client_id=registered["client_id"])
+    assert app.redirect_uris == flow.REDIRECT
+    assert app.authorization_grant_type == Application.GRANT_AUTHORIZATION_CODE
+
+    renamed = put({**base, "client_name": "Renamed Chat", "redirect_uris": [flow.REDIRECT]})
+    assert renamed.status_code == 200, renamed.content
+    assert Application.objects.get(client_id=registered["client_id"]).name == "Renamed Chat"
+    token = renamed.json()["registration_access_token"]  # rotated by each update
+    read = client.get(uri, HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert read.json()["client_name"] == "Renamed Chat"
+    # Without its registration access token even a good update is refused.
+    anonymous = client.put(
+        uri, {**base, "redirect_uris": [flow.REDIRECT]}, content_type="application/json"
+    )
+    assert_oauth_error(anonymous, 401, "invalid_token")
