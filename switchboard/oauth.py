@@ -46,13 +46,13 @@ from django.db import transaction
 from django.db.models import BooleanField, F, Func, Value
 from django.utils import timezone
 from oauth2_provider.cimd import CIMDError
-from oauth2_provider.models import AccessToken, Application, RefreshToken
+from oauth2_provider.models import AccessToken, Application, RefreshToken, clear_expired
 from oauth2_provider.settings import oauth2_settings
 
 from switchboard.auth import bearer_token
 from switchboard.lib import asgi, dbthread, oauth_scopes, webhook_out
 from switchboard.models import Endpoint, Human
-from switchboard.scope import Scope
+from switchboard.scope import managed_by
 
 MCP = "mcp"
 A2A = "a2a"
@@ -181,9 +181,9 @@ def resolve_token(token: str, resource: str) -> TokenGrant:
     # Exactly this resource: a token without one, or for any other, is refused here.
     if row is None or row.user_id is None or list(row.resource or []) != [resource]:
         raise TokenRejected(True)
-    endpoint = (
-        Endpoint.objects.active().filter(Scope.of_human(row.user_id).endpoints(), slug=slug).first()
-    )
+    # The granter must still manage the endpoint: one who left its team, or is no longer one of
+    # the team's admins, no longer connects anything to it.
+    endpoint = Endpoint.objects.active().filter(managed_by(row.user_id), slug=slug).first()
     if endpoint is None:
         raise TokenRejected(True)
     now = timezone.now()
@@ -332,6 +332,15 @@ def connections(endpoint: Endpoint) -> list[Connection]:
     return list(found.values())
 
 
+def clear_expired_tokens() -> None:
+    """Delete the toolkit's spent rows: expired access tokens and codes, and refresh tokens
+    revoked or unused for longer than ``SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS`` (a rotated
+    token is kept that long so a replay of it still revokes its family). Every refresh leaves a
+    revoked token behind; the sweeper's retention step calls this so the connections' scan
+    stays the size of what is in use."""
+    clear_expired()
+
+
 def revoke_connection(endpoint: Endpoint, application_id: int) -> int:
     """Revoke every live token of ``application_id`` for ``endpoint``: refresh tokens revoked,
     access tokens deleted (so the next request with one is refused). Returns how many."""
@@ -352,8 +361,10 @@ def revoke_all(endpoint: Endpoint) -> int:
 
 
 def endpoints_for_consent(human_id: int) -> list[Endpoint]:
-    """The live endpoints a human may grant a client (their scope, ``switchboard.scope``)."""
-    return list(Endpoint.objects.active().filter(Scope.of_human(human_id).endpoints()))
+    """The live endpoints a human may grant a client: those they manage (their own, and their
+    teams' where they are an admin). A connection is a credential, and a team's members who
+    are not its admins vend none (docs/decisions/0034-teams.md)."""
+    return list(Endpoint.objects.active().filter(managed_by(human_id)))
 
 
 # --- registration: redirect URIs -----------------------------------------------------------------

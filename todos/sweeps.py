@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from switchboard import oauth
 from switchboard.lib import direct
 from todos import budgets, lifecycle, limits, overview, push, retention, schedules
 
@@ -304,6 +305,7 @@ def run_pass(*, with_retention: bool = False, with_pushes: bool = True) -> PassR
 
         def retain() -> None:
             report.retention = retention.run()
+            oauth.clear_expired_tokens()
 
         if not _locked(LOCK_RETENTION, retain):
             report.skipped.append("retention")

@@ -1,17 +1,22 @@
 """An endpoint's OAuth connections are found by their tokens' resource, whoever granted them:
-a team's endpoint (no owner of its own) lists the connections its members granted, a team
-admin revokes them on the Board as ``manage.py oauth revoke`` does, a plain member is told only
-an admin may, and the endpoint page's queries do not grow with its connections."""
+a team's endpoint (no owner of its own) lists the connections its admins granted, every member
+sees them, an admin revokes them on the Board as ``manage.py oauth revoke`` does, a plain member
+can neither connect the endpoint nor revoke (a connection is a credential, which only a team's
+admins vend), a granter who stops managing the endpoint stops connecting it, and the endpoint
+page's queries do not grow with its connections."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 from oauth2_provider.models import AccessToken, RefreshToken
 
 from switchboard import credentials, oauth, teams
@@ -19,6 +24,7 @@ from switchboard.lib import oauth_scopes
 from switchboard.models import DRAIN_VERBS, Endpoint, Human
 from tests.factories import EndpointFactory, HumanFactory
 from tests.oauth import flow
+from todos import sweeps
 
 pytestmark = pytest.mark.django_db
 
@@ -36,12 +42,13 @@ def _client(human: Human) -> Client:
 
 @pytest.fixture
 def team_endpoint() -> tuple[Endpoint, Human, Human]:
-    """Endpoint ``team-ep``, owned by team ``ops`` (no owner of its own): (endpoint, its admin
-    alice, its member carol)."""
+    """Endpoint ``team-ep``, owned by team ``ops`` (no owner of its own): (endpoint, its
+    creator alice, carol: both admins). ``erin`` is a plain member."""
     alice = HumanFactory(username="alice")
     carol = HumanFactory(username="carol")
     team = teams.create_team("ops", alice)
-    teams.add_member(team, carol)
+    teams.add_member(team, carol, admin=True)
+    teams.add_member(team, HumanFactory(username="erin"))
     endpoint, _, _ = credentials.create_endpoint(
         None, team=team, name="Ops agent", slug="team-ep", verbs=list(DRAIN_VERBS)
     )
@@ -58,7 +65,7 @@ def test_a_team_endpoints_connection_is_listed_on_its_page(
     [listed] = oauth.connections(endpoint)
     assert (listed.client, listed.kind, listed.scopes) == ("Test Chat", oauth.MCP, ("todos:read",))
     assert listed.granted_by == "carol"
-    for member in (alice, carol):
+    for member in (alice, carol, Human.objects.get(username="erin")):
         page = _client(member).get("/endpoints/team-ep").content.decode()
         assert "Test Chat" in page and "todos:read" in page and "No connections." not in page
 
@@ -82,9 +89,9 @@ def test_a_plain_member_is_told_only_an_admin_revokes_and_nothing_changes(
     team_endpoint: tuple[Endpoint, Human, Human],
 ) -> None:
     _endpoint, _alice, carol = team_endpoint
-    member = _client(carol)
-    flow.sign_in(member, "team-ep")
+    flow.sign_in(_client(carol), "team-ep")
     application = granted("team-ep").get().application
+    member = _client(Human.objects.get(username="erin"))
 
     refused = member.post(f"/endpoints/team-ep/connections/{application.pk}/revoke", follow=True)
 
@@ -155,3 +162,54 @@ def test_the_team_endpoint_page_makes_as_many_queries_for_one_connection_as_for_
         page = admin.get("/endpoints/team-ep").content.decode()
 
     assert page.count("/connections/") == 3 and page.count("Test Chat") == 3
+
+
+def test_a_plain_member_cannot_connect_the_teams_endpoint(
+    team_endpoint: tuple[Endpoint, Human, Human],
+) -> None:
+    member = _client(Human.objects.get(username="erin"))
+    registered = flow.register(member)
+    auth = flow.authorization(registered["client_id"], "team-ep")
+
+    page = member.get(auth.url())
+
+    assert page.status_code == 302
+    assert "error=invalid_target" in page["Location"]
+    assert not granted("team-ep").exists()
+
+
+def test_a_granter_who_stops_administering_the_team_stops_connecting_its_endpoint(
+    team_endpoint: tuple[Endpoint, Human, Human],
+) -> None:
+    endpoint, _alice, carol = team_endpoint
+    token = flow.sign_in(_client(carol), "team-ep")["access_token"]
+    resource = f"{flow.ORIGIN}/mcp/team-ep/oauth"
+    assert oauth.resolve_token(token, resource).endpoint == endpoint
+
+    assert endpoint.team is not None
+    teams.set_role(endpoint.team, carol, admin=False)
+
+    with pytest.raises(oauth.TokenRejected):
+        oauth.resolve_token(token, resource)
+
+
+def test_the_sweepers_retention_clears_spent_tokens_and_keeps_live_ones(
+    team_endpoint: tuple[Endpoint, Human, Human],
+) -> None:
+    endpoint, alice, carol = team_endpoint
+    flow.sign_in(_client(carol), "team-ep")
+    kept = flow.sign_in(_client(alice), "team-ep")
+    spent = next(c for c in oauth.connections(endpoint) if c.granted_by == "carol")
+    oauth.revoke_connection(endpoint, spent.application_id)
+    RefreshToken.objects.filter(revoked__isnull=False).update(
+        revoked=timezone.now()
+        - timedelta(seconds=settings.SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS + 60)
+    )
+
+    sweeps.run_pass(with_retention=True, with_pushes=False)
+
+    assert not RefreshToken.objects.filter(revoked__isnull=False).exists()
+    [live] = oauth.connections(endpoint)
+    assert live.granted_by == "alice"
+    resource = f"{flow.ORIGIN}/mcp/team-ep/oauth"
+    assert oauth.resolve_token(kept["access_token"], resource).endpoint == endpoint
