@@ -165,6 +165,40 @@ def test_an_outsiders_every_action_on_a_teams_todo_is_not_found_and_changes_noth
     assert Todo.objects.values().get(id=todo_id) == before
 
 
+def _new_todo(endpoint: str, title: str) -> dict[str, str]:
+    return {"endpoint": endpoint, "queue": "work", "title": title, "max_attempts": "3"}
+
+
+def _endpoint_error(response: Any) -> str:
+    found = re.search(
+        r'<ul class="errorlist" id="id_endpoint_error">(.*?)</ul>', response.content.decode(), re.S
+    )
+    assert found is not None, "no error at the endpoint"
+    return html.unescape(found[1])
+
+
+def test_members_create_a_todo_on_the_teams_endpoint_and_an_outsiders_is_unknown(
+    ops: Ops,
+) -> None:
+    for member in (ops.alice, ops.carol_client):
+        assert 'value="agent-t"' in member.get(reverse("todo_new")).content.decode()
+    made = ops.carol_client.post(reverse("todo_new"), _new_todo("agent-t", "carol's new task"))
+
+    todo = Todo.objects.get(endpoint=ops.endpoint)
+    assert made.status_code == 302 and made["Location"] == f"/todos/{todo.id}"
+    assert todo.title == "carol's new task"
+
+    assert "agent-t" not in ops.bob.get(reverse("todo_new")).content.decode()
+    foreign = ops.bob.post(reverse("todo_new"), _new_todo("agent-t", "bob's try"))
+    unknown = ops.bob.post(reverse("todo_new"), _new_todo("no-such", "bob's try"))
+    assert foreign.status_code == unknown.status_code == 200
+    assert "Select a valid choice" in _endpoint_error(foreign)
+    assert _endpoint_error(foreign).replace("agent-t", "X") == _endpoint_error(unknown).replace(
+        "no-such", "X"
+    )
+    assert list(Todo.objects.values_list("id", flat=True)) == [todo.id]
+
+
 # --- the endpoint's pages -------------------------------------------------------------------
 
 
