@@ -210,6 +210,7 @@ def test_members_create_a_todo_on_the_teams_endpoint_and_an_outsiders_is_unknown
         ("post", "endpoint_revoke"),
         ("post", "endpoint_mint_key"),
         ("post", "endpoint_move"),
+        ("post", "endpoint_push_url"),
     ],
 )
 def test_an_outsider_gets_404_for_the_teams_endpoint_pages(
@@ -222,6 +223,7 @@ def test_an_outsider_gets_404_for_the_teams_endpoint_pages(
     assert response.status_code == 404
     ops.endpoint.refresh_from_db()
     assert ops.endpoint.revoked_at is None and ops.endpoint.team_id == ops.team.pk
+    assert (ops.endpoint.push_url, ops.endpoint.push_secret) == (None, "")
     assert EndpointKey.objects.filter(endpoint=ops.endpoint).count() == keys
 
 
@@ -243,6 +245,41 @@ def test_a_member_sees_the_endpoint_but_only_an_admin_vends_or_revokes(ops: Ops)
     minted = ops.alice.post(reverse("endpoint_mint_key", args=["agent-t"]))
     assert minted.status_code == 302
     assert EndpointKey.objects.filter(endpoint=ops.endpoint).count() == keys + 1
+
+
+def test_only_an_admin_changes_the_push_url_and_a_member_is_not_shown_the_field(
+    ops: Ops,
+) -> None:
+    form = f'action="{reverse("endpoint_push_url", args=["agent-t"])}"'
+    page = reverse("endpoint_detail", args=["agent-t"])
+    assert form in ops.alice.get(page).content.decode()
+    assert form not in ops.carol_client.get(page).content.decode()
+
+    # A member's post sets nothing, mints no push secret and shows none.
+    refused = ops.carol_client.post(
+        reverse("endpoint_push_url", args=["agent-t"]),
+        {"push_url": "https://agent.example/ring"},
+        follow=True,
+    ).content.decode()
+    assert "Only an admin of team ops" in refused and "push URL" in refused
+    assert "sbp_" not in refused
+    ops.endpoint.refresh_from_db()
+    assert (ops.endpoint.push_url, ops.endpoint.push_secret) == (None, "")
+
+    # The admin sets it (its first push secret shown once); the member cannot clear it.
+    shown = ops.alice.post(
+        reverse("endpoint_push_url", args=["agent-t"]),
+        {"push_url": "https://agent.example/ring"},
+        follow=True,
+    ).content.decode()
+    ops.endpoint.refresh_from_db()
+    assert ops.endpoint.push_url == "https://agent.example/ring"
+    assert ops.endpoint.push_secret and ops.endpoint.push_secret in shown
+    ops.carol_client.post(reverse("endpoint_push_url", args=["agent-t"]), {"push_url": ""})
+    after = Endpoint.objects.get(pk=ops.endpoint.pk)
+    assert (after.push_url, after.push_secret) == (ops.endpoint.push_url, ops.endpoint.push_secret)
+    member_page = ops.carol_client.get(page).content.decode()
+    assert form not in member_page and "https://agent.example/ring" in member_page
 
 
 def test_the_endpoint_lists_show_the_teams_endpoint_to_members_only(ops: Ops) -> None:
