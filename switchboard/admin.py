@@ -423,6 +423,45 @@ def _settings_help() -> str:
 # human twice and removing or demoting the last admin are refused with the same reason here.
 
 
+class SaysTeamRefusals:
+    """Say a refusal of ``switchboard.teams`` (the last admin removed or demoted, a human added
+    twice, a name taken meanwhile) on the page it came from, as the admin says a form's error,
+    instead of a bare 403: the writer's reason as an error message, then back to the object's
+    page (the add page for an add). The admin's change and delete views each run in one
+    transaction, which the refusal rolls back: no row and no log entry is written."""
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
+        except teams.TeamRefused as exc:
+            return self._refused(request, exc, "Not added" if object_id is None else "Not changed")
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        try:
+            return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]
+        except teams.TeamRefused as exc:
+            back = reverse(f"admin:{self._url_name('change')}", args=[quote(object_id)])
+            return self._refused(request, exc, "Not deleted", back)
+
+    def _url_name(self, view: str) -> str:
+        meta = self.model._meta  # type: ignore[attr-defined]
+        return f"{meta.app_label}_{meta.model_name}_{view}"
+
+    def _refused(
+        self, request: HttpRequest, exc: teams.TeamRefused, said: str, back: str | None = None
+    ) -> HttpResponse:
+        self.message_user(request, f"{said}: {exc.message}.", messages.ERROR)  # type: ignore[attr-defined]
+        return redirect(back or request.path)
+
+
 class TeamForm(forms.ModelForm):
     first_admin = forms.ModelChoiceField(
         queryset=Human.objects.all(), help_text="The team's first admin."
@@ -450,7 +489,7 @@ class TeamMemberInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(RefusesUnusableQueries, admin.ModelAdmin):
+class TeamAdmin(SaysTeamRefusals, RefusesUnusableQueries, admin.ModelAdmin):
     form = TeamForm
     list_display = ("name", "member_count", "created_at")
     search_fields = ("name",)
@@ -482,11 +521,8 @@ class TeamAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Team, form: Any, change: bool) -> None:
         if change:
             return  # nothing on a team's own row changes
-        try:
-            team = teams.create_team(obj.name, form.cleaned_data["first_admin"])
-        except teams.TeamRefused as exc:
-            raise PermissionDenied(exc.message) from None
-        adopt(obj, team)
+        # A refusal goes up to SaysTeamRefusals, which says it and rolls the view back.
+        adopt(obj, teams.create_team(obj.name, form.cleaned_data["first_admin"]))
 
 
 class TeamMemberForm(forms.ModelForm):
@@ -494,13 +530,17 @@ class TeamMemberForm(forms.ModelForm):
         model = TeamMember
         fields = ("team", "human", "role")
 
+    # A human added twice is said in switchboard.teams.add_member's own words (save_model, then
+    # SaysTeamRefusals), not by the model's unique constraint; the role's CHECK is its choices.
     def validate_unique(self) -> None:
-        # Said by switchboard.teams.add_member's own words, in save_model; here only the rest.
+        pass
+
+    def validate_constraints(self) -> None:
         pass
 
 
 @admin.register(TeamMember)
-class TeamMemberAdmin(RefusesUnusableQueries, admin.ModelAdmin):
+class TeamMemberAdmin(SaysTeamRefusals, RefusesUnusableQueries, admin.ModelAdmin):
     form = TeamMemberForm
     list_display = ("human", "team", "role", "created_at")
     list_select_related = ("human", "team")
@@ -513,21 +553,16 @@ class TeamMemberAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         return () if obj is None else ("team", "human", "created_at")
 
     def save_model(self, request: HttpRequest, obj: TeamMember, form: Any, change: bool) -> None:
+        # A refusal goes up to SaysTeamRefusals, which says it and rolls the view back.
         admin_role = obj.role == TeamRole.ADMIN
-        try:
-            if change:
-                saved = teams.set_role(obj.team, obj.human, admin=admin_role)
-            else:
-                saved = teams.add_member(obj.team, obj.human, admin=admin_role)
-        except teams.TeamRefused as exc:
-            raise PermissionDenied(exc.message) from None
+        if change:
+            saved = teams.set_role(obj.team, obj.human, admin=admin_role)
+        else:
+            saved = teams.add_member(obj.team, obj.human, admin=admin_role)
         adopt(obj, saved)
 
     def delete_model(self, request: HttpRequest, obj: TeamMember) -> None:
-        try:
-            teams.remove_member(obj.team, obj.human)
-        except teams.TeamRefused as exc:
-            raise PermissionDenied(exc.message) from None
+        teams.remove_member(obj.team, obj.human)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[TeamMember]) -> None:
         for member in queryset.select_related("team", "human"):

@@ -126,8 +126,8 @@ def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
 
 def _manages(request: BoardRequest, endpoint: Endpoint) -> bool:
     """Whether the human manages ``endpoint`` (owns it, or administers its team): only they
-    vend and revoke its keys, rotate its push secret, revoke or move it. Read with the
-    endpoint (``_own_endpoint``)."""
+    vend and revoke its keys, change its push URL, rotate its push secret, revoke or move it.
+    Read with the endpoint (``_own_endpoint``)."""
     return bool(getattr(endpoint, "managed", False))
 
 
@@ -136,7 +136,7 @@ def _refused(request: BoardRequest, endpoint: Endpoint) -> HttpResponse:
     messages.error(
         request,
         f"Only an admin of team {endpoint.team} vends and revokes keys, revokes connections,"
-        f" rotates the push secret or revokes {endpoint.slug}.",
+        f" changes the push URL, rotates the push secret or revokes {endpoint.slug}.",
     )
     return redirect("endpoint_detail", slug=endpoint.slug)
 
@@ -307,8 +307,11 @@ def endpoint_detail(request: BoardRequest, slug: str) -> HttpResponse:
 @require_POST
 def endpoint_push_url(request: BoardRequest, slug: str) -> HttpResponse:
     """Change (or remove, empty) the endpoint's push URL, checked with the sender's guard. An
-    endpoint given its first push URL gets a push secret, shown once on the next page."""
+    endpoint given its first push URL gets a push secret, shown once on the next page: so only
+    a human who manages the endpoint changes it, as only they rotate the secret."""
     endpoint = _own_endpoint(request, slug)
+    if not _manages(request, endpoint):
+        return _refused(request, endpoint)
     if endpoint.is_revoked:
         messages.error(request, f"{endpoint.slug} is revoked: its push URL no longer changes.")
         return redirect("endpoint_detail", slug=endpoint.slug)

@@ -367,3 +367,24 @@ def test_a_failing_block_fails_the_test_and_the_terminal_carries_on(tmp_path: Pa
     written = Block(guide, 1, "sh", False, f"curl -fsS {DEMO_BASE}/healthz\n")
     with pytest.raises(pytest.fail.Exception, match="SWITCHBOARD_URL"):
         terminal.run(written)
+
+
+def test_the_agents_drain_says_in_one_line_when_nothing_answers(tmp_path: Path) -> None:
+    """A reader whose server runs on another port gets one line naming the address, not the
+    SDK's exception group (docs/guides/agents.md, "The Python SDK")."""
+    [drain] = [
+        b
+        for b in blocks(ROOT / "docs" / "guides" / "agents.md")
+        if b.runnable and b.language == "python" and "def drain" in b.code
+    ]
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    terminal = Terminal(
+        {**os.environ, "SWITCHBOARD_URL": url, "SWITCHBOARD_KEY": "sbk_x"}, tmp_path / "t.sh"
+    )
+
+    with pytest.raises(pytest.fail.Exception) as failed:
+        terminal.run(drain)
+
+    said = str(failed.value).split("--- stderr\n", 1)[1].strip()
+    assert "(exit 1)" in str(failed.value)
+    assert said == f"cannot reach {url}: All connection attempts failed"

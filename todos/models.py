@@ -95,7 +95,14 @@ class Rule(models.Model):
         ordering = ["source", "position", "id"]
 
     def __str__(self) -> str:
-        return self.name or f"rule {self.pk}"
+        # An unnamed rule is numbered as the Board and ``create_rule`` number rules: by its
+        # position, the order it is tried in (#10), not by its id.
+        return self.name or f"rule #{self.position}"
+
+    @property
+    def label(self) -> str:
+        """The rule as a sentence names it: ``rule “CI failures”``, or ``rule #10`` unnamed."""
+        return f"rule “{self.name}”" if self.name else str(self)
 
     def clean(self) -> None:
         """Refuse what intake could not route: a bad match, a foreign or revoked endpoint, a

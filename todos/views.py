@@ -431,10 +431,11 @@ class TodoForm(forms.Form):
 @login_required
 @require_http_methods(["GET", "POST"])
 def todo_new(request: BoardRequest) -> HttpResponse:
-    """Create a todo on one of the human's live endpoints (``lifecycle.create``, as intake and
-    ``manage.py enqueue`` do), then show it; a refusal is shown at its field."""
+    """Create a todo on one of the live endpoints the human sees, its own and its teams'
+    (``lifecycle.create``, as intake and ``manage.py enqueue`` do), then show it; a refusal is
+    shown at its field, and an endpoint outside the scope is refused as an unknown one."""
     endpoints = list(
-        Endpoint.objects.filter(owner=request.user, revoked_at__isnull=True).order_by("slug")
+        Endpoint.objects.filter(owned_by(request.user.id), revoked_at__isnull=True).order_by("slug")
     )
     form = TodoForm(endpoints, request.POST or None)
     if request.method == "POST" and form.is_valid():

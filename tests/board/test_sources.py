@@ -529,6 +529,41 @@ def test_deleting_a_rule_asks_first(alice_client: Client, personas: Personas) ->
     assert not Rule.objects.filter(pk=rule.pk).exists()
 
 
+def test_an_unnamed_rule_is_named_by_its_position_everywhere(
+    alice_client: Client, personas: Personas
+) -> None:
+    """As the source page numbers rules (#10) and ``create_rule`` prints them, never by id."""
+    source = github_source(personas)
+    rule = RuleFactory(
+        source=source, endpoint=personas.endpoint_a, queue="all", position=20, match={}
+    )
+    assert rule.pk != 20
+    by_id = re.compile(rf"rule {rule.pk}\b")
+
+    said = [
+        str(rule),
+        alice_client.get(reverse("rule_edit", args=["github", rule.pk])).content.decode(),
+        alice_client.get(reverse("rule_delete", args=["github", rule.pk])).content.decode(),
+        run_tester(alice_client, "X-GitHub-Event: check_run", CHECK_RUN_FAILED),
+        html.unescape(
+            alice_client.post(
+                reverse("rule_disable", args=["github", rule.pk]), follow=True
+            ).content.decode()
+        ),
+    ]
+
+    assert said[0] == "rule #20"
+    assert "<title>Edit rule #20 · github" in said[1] and "Edit rule #20</h1>" in said[1]
+    assert "<title>Delete rule #20 · github" in said[2] and "Delete rule #20?</h1>" in said[2]
+    assert "<td>rule #20</td>" in said[3]
+    assert "Disabled rule #20." in said[4]
+    assert not any(by_id.search(text) for text in said)
+    added = alice_client.post(
+        reverse("rule_new", args=["github"]), rule_data(personas, name=""), follow=True
+    )
+    assert "Added rule #30." in html.unescape(added.content.decode())
+
+
 def test_a_disabled_rule_is_skipped_and_can_be_enabled_again(
     alice_client: Client, personas: Personas
 ) -> None:

@@ -1,8 +1,11 @@
 """Teams widen the owner scope (switchboard/scope.py): alice (the team's admin) and carol (a
 member) both see and act on the team's todos, sources, schedules and alert channels, on every
 Board surface and in the commands' scope; bob, outside the team, gets exactly what he gets for
-an unknown id, and nothing changes. Only an admin changes the team, vends keys or moves an
-endpoint, a source or a channel in; each refusal is named and changes nothing."""
+an unknown id, and nothing changes; the last test probes the surfaces the others do not (the
+Overview, search, bulk counts and actions, queue pauses and limits, a traced todo's spans,
+``manage.py todos``), each against the same question about an unknown id. Only an admin changes
+the team, vends keys, changes a push URL or moves an endpoint, a source or a channel in; each
+refusal is named and changes nothing."""
 
 from __future__ import annotations
 
@@ -19,18 +22,23 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
+from activity.models import TodoActivity
 from alerts import channels, evaluate, sweep
 from alerts.models import Alert, AlertChannel, AlertDelivery, RuleKind
+from otlp.store import store
+from otlp.translate import collect, translate
 from switchboard import credentials, teams
+from switchboard.lib.sql import fetch_all
 from switchboard.models import Endpoint, EndpointKey, Human, Team, TeamMember
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.factories import EndpointFactory, HumanFactory, RuleFactory, SourceFactory
+from tests.otlp.helpers import SpanSpec, claimed_with_trace, request, trace_id
 from tests.reach import BOT, claimed, new_todo
-from todos import queries, schedules
+from todos import lifecycle, overview, queries, schedules
 from todos.intake import sources
 from todos.intake.deliveries import plan_for
-from todos.models import Event, Rule, Schedule, Source, Todo
+from todos.models import Event, QueuePause, QueueSettings, Rule, Schedule, Source, Todo
 
 pytestmark = pytest.mark.django_db
 
@@ -165,6 +173,40 @@ def test_an_outsiders_every_action_on_a_teams_todo_is_not_found_and_changes_noth
     assert Todo.objects.values().get(id=todo_id) == before
 
 
+def _new_todo(endpoint: str, title: str) -> dict[str, str]:
+    return {"endpoint": endpoint, "queue": "work", "title": title, "max_attempts": "3"}
+
+
+def _endpoint_error(response: Any) -> str:
+    found = re.search(
+        r'<ul class="errorlist" id="id_endpoint_error">(.*?)</ul>', response.content.decode(), re.S
+    )
+    assert found is not None, "no error at the endpoint"
+    return html.unescape(found[1])
+
+
+def test_members_create_a_todo_on_the_teams_endpoint_and_an_outsiders_is_unknown(
+    ops: Ops,
+) -> None:
+    for member in (ops.alice, ops.carol_client):
+        assert 'value="agent-t"' in member.get(reverse("todo_new")).content.decode()
+    made = ops.carol_client.post(reverse("todo_new"), _new_todo("agent-t", "carol's new task"))
+
+    todo = Todo.objects.get(endpoint=ops.endpoint)
+    assert made.status_code == 302 and made["Location"] == f"/todos/{todo.id}"
+    assert todo.title == "carol's new task"
+
+    assert "agent-t" not in ops.bob.get(reverse("todo_new")).content.decode()
+    foreign = ops.bob.post(reverse("todo_new"), _new_todo("agent-t", "bob's try"))
+    unknown = ops.bob.post(reverse("todo_new"), _new_todo("no-such", "bob's try"))
+    assert foreign.status_code == unknown.status_code == 200
+    assert "Select a valid choice" in _endpoint_error(foreign)
+    assert _endpoint_error(foreign).replace("agent-t", "X") == _endpoint_error(unknown).replace(
+        "no-such", "X"
+    )
+    assert list(Todo.objects.values_list("id", flat=True)) == [todo.id]
+
+
 # --- the endpoint's pages -------------------------------------------------------------------
 
 
@@ -176,6 +218,7 @@ def test_an_outsiders_every_action_on_a_teams_todo_is_not_found_and_changes_noth
         ("post", "endpoint_revoke"),
         ("post", "endpoint_mint_key"),
         ("post", "endpoint_move"),
+        ("post", "endpoint_push_url"),
     ],
 )
 def test_an_outsider_gets_404_for_the_teams_endpoint_pages(
@@ -188,6 +231,7 @@ def test_an_outsider_gets_404_for_the_teams_endpoint_pages(
     assert response.status_code == 404
     ops.endpoint.refresh_from_db()
     assert ops.endpoint.revoked_at is None and ops.endpoint.team_id == ops.team.pk
+    assert (ops.endpoint.push_url, ops.endpoint.push_secret) == (None, "")
     assert EndpointKey.objects.filter(endpoint=ops.endpoint).count() == keys
 
 
@@ -209,6 +253,41 @@ def test_a_member_sees_the_endpoint_but_only_an_admin_vends_or_revokes(ops: Ops)
     minted = ops.alice.post(reverse("endpoint_mint_key", args=["agent-t"]))
     assert minted.status_code == 302
     assert EndpointKey.objects.filter(endpoint=ops.endpoint).count() == keys + 1
+
+
+def test_only_an_admin_changes_the_push_url_and_a_member_is_not_shown_the_field(
+    ops: Ops,
+) -> None:
+    form = f'action="{reverse("endpoint_push_url", args=["agent-t"])}"'
+    page = reverse("endpoint_detail", args=["agent-t"])
+    assert form in ops.alice.get(page).content.decode()
+    assert form not in ops.carol_client.get(page).content.decode()
+
+    # A member's post sets nothing, mints no push secret and shows none.
+    refused = ops.carol_client.post(
+        reverse("endpoint_push_url", args=["agent-t"]),
+        {"push_url": "https://agent.example/ring"},
+        follow=True,
+    ).content.decode()
+    assert "Only an admin of team ops" in refused and "push URL" in refused
+    assert "sbp_" not in refused
+    ops.endpoint.refresh_from_db()
+    assert (ops.endpoint.push_url, ops.endpoint.push_secret) == (None, "")
+
+    # The admin sets it (its first push secret shown once); the member cannot clear it.
+    shown = ops.alice.post(
+        reverse("endpoint_push_url", args=["agent-t"]),
+        {"push_url": "https://agent.example/ring"},
+        follow=True,
+    ).content.decode()
+    ops.endpoint.refresh_from_db()
+    assert ops.endpoint.push_url == "https://agent.example/ring"
+    assert ops.endpoint.push_secret and ops.endpoint.push_secret in shown
+    ops.carol_client.post(reverse("endpoint_push_url", args=["agent-t"]), {"push_url": ""})
+    after = Endpoint.objects.get(pk=ops.endpoint.pk)
+    assert (after.push_url, after.push_secret) == (ops.endpoint.push_url, ops.endpoint.push_secret)
+    member_page = ops.carol_client.get(page).content.decode()
+    assert form not in member_page and "https://agent.example/ring" in member_page
 
 
 def test_the_endpoint_lists_show_the_teams_endpoint_to_members_only(ops: Ops) -> None:
@@ -607,3 +686,164 @@ def test_the_alert_command_lists_a_teams_channel_by_team_and_moves_only_as_an_ad
     mine.refresh_from_db()
     assert (mine.owner_id, mine.team_id) == (None, ops.team.pk)
     assert channels.get_visible(ops.carol, mine.pk) == mine
+
+
+# --- every other surface: an outsider sees nothing of the team's, as of an unknown one -------
+
+QUEUE = "ops-q"
+TITLE = "Team ops work item"
+NEEDLE = "zebra-needle"  # in the team's pending todo's payload: what a search finds it by
+SPAN = "zebra-span"  # the span the team's traced attempt sent
+
+
+@dataclass(frozen=True)
+class TeamTodos:
+    pending: str  # on agent-t / ops-q, found by NEEDLE
+    dead: str  # a dead letter on the same queue
+    traced: str  # claimed, with a span, on its own queue
+
+
+@pytest.fixture
+def team_todos(ops: Ops) -> TeamTodos:
+    for table in ("overview_minutes", "overview_hours", "overview_marks"):
+        fetch_all(f"DELETE FROM {table}", {})  # no model: the test run's flush leaves them
+    pending = new_todo(ops.endpoint.id, QUEUE, title=TITLE, payload={"note": NEEDLE}).id
+    dead = claimed(ops.endpoint.id, QUEUE, owner=BOT, title=TITLE).todo.id
+    lifecycle.fail(ops.endpoint.id, dead, owner=BOT, retryable=False)
+    trace = trace_id()
+    claim = claimed_with_trace(ops.endpoint.id, trace, queue="ops-traced")
+    rows = [
+        translate(c, claim.todo.id, claim.attempt_seq, False)
+        for c in collect(request([SpanSpec(trace, name=SPAN)])).candidates
+    ]
+    assert store(rows, set(), attempt_cap=100, todo_cap=100).accepted == 1
+    overview.roll_up()
+    return TeamTodos(pending, dead, claim.todo.id)
+
+
+# A probe asks one surface about the team's thing (``team``) or an unknown one, as ``who``
+# ("carol", a member, or "bob", an outsider); it answers a status and what was said.
+Probe = Callable[[Ops, TeamTodos, str, bool], tuple[int, str]]
+# What a probe asks about: the team's (True) or an unknown one's slug, id or search.
+Asked = Callable[[TeamTodos, bool], str]
+
+
+def _board(method: str, url: Asked, data: dict[str, str] | None = None) -> Probe:
+    def probe(ops: Ops, todos: TeamTodos, who: str, team: bool) -> tuple[int, str]:
+        client = ops.carol_client if who == "carol" else ops.bob
+        if method == "get":
+            response = client.get(url(todos, team))
+        else:  # followed: a done POST redirects to the page that says what it did
+            response = client.post(url(todos, team), data or {}, follow=True)
+        return response.status_code, html.unescape(response.content.decode())
+
+    return probe
+
+
+def _command(*args: Asked | str) -> Probe:
+    def probe(ops: Ops, todos: TeamTodos, who: str, team: bool) -> tuple[int, str]:
+        argv = [a if isinstance(a, str) else a(todos, team) for a in args]
+        out, err = StringIO(), StringIO()
+        try:
+            call_command("todos", *argv, "--as", who, stdout=out, stderr=err)
+        except CommandError as exc:
+            return exc.returncode, str(exc)
+        return 0, out.getvalue() + err.getvalue()
+
+    return probe
+
+
+def slug(todos: TeamTodos, team: bool) -> str:
+    return "agent-t" if team else "no-such"
+
+
+def pending(todos: TeamTodos, team: bool) -> str:
+    return todos.pending if team else UNKNOWN
+
+
+def dead(todos: TeamTodos, team: bool) -> str:
+    return todos.dead if team else UNKNOWN
+
+
+def traced(todos: TeamTodos, team: bool) -> str:
+    return todos.traced if team else UNKNOWN
+
+
+def needle(todos: TeamTodos, team: bool) -> str:
+    return NEEDLE if team else "yak-needle"
+
+
+def _at_queue(path: str) -> Asked:
+    return lambda todos, team: f"{path}?endpoint={slug(todos, team)}&queue={QUEUE}"
+
+
+def _where(path: str, name: str, value: Asked) -> Asked:
+    return lambda todos, team: f"{path}?{name}={value(todos, team)}"
+
+
+def _get(url: Asked) -> Probe:
+    return _board("get", url)
+
+
+def _post(url: Asked, data: dict[str, str] | None = None) -> Probe:
+    return _board("post", url, data)
+
+
+ONE = "data-count>1<"  # a bulk action's confirm page counting one todo
+# A bulk action's confirmation, counted after anything here changed (nothing is left out).
+SEEN = {"seen_at": "2999-01-01T00:00:00+00:00", "counted": "9"}
+
+# (what it probes, the probe, what the member is shown that the outsider must not be)
+PROBES: list[tuple[str, Probe, str]] = [
+    ("overview", _get(lambda todos, team: "/overview/"), f'data-queue="agent-t/{QUEUE}"'),
+    ("overview-queue", _get(_at_queue("/overview/")), f'data-queue="agent-t/{QUEUE}"'),
+    ("search-text", _get(_where("/", "q", needle)), TITLE),
+    ("search-id", _get(_where("/", "q", pending)), TITLE),
+    ("bulk-retry-count", _get(_where("/bulk/retry", "endpoint", slug)), ONE),
+    ("bulk-cancel-count", _get(_where("/bulk/cancel", "q", needle)), ONE),
+    ("bulk-forget-count", _get(_where("/bulk/forget", "endpoint", slug)), ONE),
+    ("bulk-cancel", _post(_where("/bulk/cancel", "endpoint", slug), SEEN), "Canceled 2 todos"),
+    ("queue-pause-page", _get(_at_queue("/queues/pause")), "claimable now"),
+    ("queue-pause", _post(_at_queue("/queues/pause")), f"Paused {QUEUE} on agent-t"),
+    ("queue-limits-page", _get(_at_queue("/queues/limits")), 'name="max_in_flight"'),
+    ("queue-limits", _post(_at_queue("/queues/limits"), {"max_in_flight": "3"}), "Set the limits"),
+    ("spans", _get(lambda todos, team: f"/todos/{traced(todos, team)}"), SPAN),
+    ("cli-list", _command("list", "--endpoint", slug), TITLE),
+    ("cli-search", _command("list", "--search", needle), TITLE),
+    ("cli-show", _command("show", pending, "--json"), TITLE),
+    ("cli-retry", _command("retry", dead), "Retried"),
+    ("cli-cancel", _command("cancel", pending, "--reason", "not ours"), "Canceled"),
+]
+
+
+def _as_unknown(said: tuple[int, str], todos: TeamTodos, team: bool) -> tuple[int, str]:
+    """What was said with the thing asked about, and the CSRF tokens, taken out."""
+    status, text = said
+    for asked in (slug, pending, dead, traced, needle):
+        text = text.replace(asked(todos, team), "ASKED")
+    return status, CSRF.sub(b"CSRF", text.encode()).decode()
+
+
+def _everything() -> tuple[Any, ...]:
+    return (
+        list(Todo.objects.order_by("id").values()),
+        list(QueuePause.objects.values()),
+        list(QueueSettings.objects.values()),
+        TodoActivity.objects.count(),
+    )
+
+
+@pytest.mark.parametrize(("probe", "shown"), [p[1:] for p in PROBES], ids=[p[0] for p in PROBES])
+def test_an_outsider_sees_and_changes_nothing_of_the_teams_anywhere_else(
+    ops: Ops, team_todos: TeamTodos, probe: Probe, shown: str
+) -> None:
+    before = _everything()
+
+    foreign = probe(ops, team_todos, "bob", True)
+    unknown = probe(ops, team_todos, "bob", False)
+
+    assert _everything() == before
+    assert shown not in foreign[1]
+    assert _as_unknown(foreign, team_todos, True) == _as_unknown(unknown, team_todos, False)
+    # A member is shown it there: the probe looks where the team's things are.
+    assert shown in probe(ops, team_todos, "carol", True)[1]

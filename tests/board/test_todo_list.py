@@ -12,9 +12,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from switchboard import credentials, teams
 from switchboard.scope import Scope
 from tests.base import Personas
-from tests.factories import EndpointFactory
+from tests.factories import EndpointFactory, HumanFactory
 from tests.reach import BOT, claimed, new_todo, set_created_at
 from todos import lifecycle, queries
 from todos.models import Todo
@@ -164,3 +165,47 @@ def test_the_list_makes_the_same_queries_for_1_and_20_todos(
         claimed(personas.endpoint_a.id, "work", owner=BOT, claimant="harness/run-1")
     with django_assert_num_queries(7):
         assert len(rows(alice_client.get(reverse("todo_list")))) == 20
+
+
+def _empty_row(client: Client, **params: str) -> str:
+    body = client.get(reverse("todo_list"), params).content.decode()
+    found = re.search(r'<tr id="rows-empty">(.*?)</tr>', body, re.S)
+    assert found is not None, "no empty row"
+    return html.unescape(found[1])
+
+
+def test_a_human_who_sees_no_endpoint_is_told_why_the_list_is_empty_and_how_to_get_one(
+    personas: Personas, django_assert_num_queries: Callable[..., Any]
+) -> None:
+    """The README's superuser owns no endpoint and is in no team: staff are not special on the
+    Board, and the empty list says whose todos are whose."""
+    new_todo(personas.endpoint_a.id, "work")
+    admin = Client()
+    admin.force_login(personas.admin)
+
+    with django_assert_num_queries(7):  # as many as for a list with endpoints
+        said = _empty_row(admin)
+
+    assert "No todos match" not in said
+    assert "You see no endpoint yet" in said
+    assert "belongs to its endpoint's owner, a human or a team" in said
+    assert 'href="/admin/"' in said  # staff: every todo is in the admin
+    assert f'href="{reverse("teams")}"' in said and f'href="{reverse("endpoint_new")}"' in said
+    assert "manage.py create_endpoint --owner admin" in said
+    assert "team add TEAM admin" in said
+
+
+def test_a_filter_that_matches_nothing_says_only_that(
+    alice_client: Client, personas: Personas
+) -> None:
+    said = _empty_row(alice_client, queue="no-such-queue")
+
+    assert re.sub(r"<[^>]+>", "", said).strip() == "No todos match."
+    # A member of a team who owns no endpoint sees the team's: no hint either.
+    carol = HumanFactory(username="carol")
+    team = teams.create_team("ops", personas.alice)
+    teams.add_member(team, carol)
+    credentials.create_endpoint(None, team=team, name="Ops", slug="agent-t", verbs=[])
+    member = Client()
+    member.force_login(carol)
+    assert "No todos match." in _empty_row(member)

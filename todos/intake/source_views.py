@@ -93,7 +93,7 @@ def _would_create(plan: routing.RoutingPlan) -> list[WouldCreate]:
     for planned in plan.todos:
         todos.append(
             WouldCreate(
-                rule=planned.rule.name or f"rule {planned.rule.id}",
+                rule=planned.rule.name or f"rule #{planned.rule.position}",
                 endpoint=planned.rule.endpoint_slug,
                 queue=planned.rule.queue,
                 title=planned.title,
@@ -632,7 +632,8 @@ def rule_new(request: BoardRequest, slug: str) -> HttpResponse:
         except ValidationError as exc:  # the endpoint was revoked since the form was checked
             form.add_error(None, exc)
         else:
-            messages.success(request, f"Added rule “{rule}” at position {rule.position}.")
+            at = f" at position {rule.position}" if rule.name else ""  # else it says #N
+            messages.success(request, f"Added {rule.label}{at}.")
             return redirect("source_detail", slug=source.slug)
     return _rule_form_page(request, source, form, None)
 
@@ -650,7 +651,7 @@ def rule_edit(request: BoardRequest, slug: str, rule_id: int) -> HttpResponse:
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            messages.success(request, f"Saved rule “{form.instance}”.")
+            messages.success(request, f"Saved {form.instance.label}.")
             return redirect("source_detail", slug=source.slug)
     return _rule_form_page(request, source, form, rule)
 
@@ -663,7 +664,7 @@ def rule_delete(request: BoardRequest, slug: str, rule_id: int) -> HttpResponse:
     rule = _own_rule(source, rule_id)
     if request.method == "POST":
         sources.delete_rule(rule)
-        messages.success(request, f"Deleted rule “{rule}”.")
+        messages.success(request, f"Deleted {rule.label}.")
         return redirect("source_detail", slug=source.slug)
     return render(
         request, "sources/rule_delete.html", {"section": "sources", "source": source, "rule": rule}
@@ -679,7 +680,7 @@ def rule_set_enabled(request: BoardRequest, slug: str, rule_id: int, enabled: bo
     changed = sources.set_rule_enabled(rule, enabled)
     word = "Enabled" if enabled else "Disabled"
     if changed:
-        messages.success(request, f"{word} rule “{rule}”.")
+        messages.success(request, f"{word} {rule.label}.")
     else:
-        messages.info(request, f"Rule “{rule}” was already {word.lower()}.")
+        messages.info(request, f"Nothing changed: {rule.label} was already {word.lower()}.")
     return redirect("source_detail", slug=source.slug)
