@@ -290,6 +290,26 @@ def test_only_an_admin_changes_the_push_url_and_a_member_is_not_shown_the_field(
     assert form not in member_page and "https://agent.example/ring" in member_page
 
 
+def test_a_members_endpoint_page_offers_none_of_an_admins_changes(ops: Ops) -> None:
+    ops.alice.post(
+        reverse("endpoint_push_url", args=["agent-t"]), {"push_url": "https://agent.example/r"}
+    )
+    page = reverse("endpoint_detail", args=["agent-t"])
+    admin_only = [
+        f'action="{reverse("endpoint_mint_key", args=["agent-t"])}"',
+        f'href="{reverse("endpoint_revoke", args=["agent-t"])}"',
+        f'action="{reverse("endpoint_rotate_push_secret", args=["agent-t"])}"',
+        'action="/endpoints/agent-t/keys/',
+    ]
+    by_admin = ops.alice.get(page).content.decode()
+    by_member = ops.carol_client.get(page).content.decode()
+
+    assert all(form in by_admin for form in admin_only)
+    assert not any(form in by_member for form in admin_only)
+    assert "An admin of team ops vends and revokes its keys" in by_member
+    assert "An admin of team ops" not in by_admin
+
+
 def test_the_endpoint_lists_show_the_teams_endpoint_to_members_only(ops: Ops) -> None:
     for member in (ops.alice, ops.carol_client):
         assert "agent-t" in member.get(reverse("endpoint_list")).content.decode()
