@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from decimal import Decimal
 from typing import Any, Literal
 
 import httpx
@@ -267,6 +268,43 @@ def test_a_plain_submit_without_tasks_answers_the_todo(
         assert out["deduplicated"] is False and out["todo"]["state"] == "pending"
         got = run(_get_todo(url, requester_key, out["todo"]["id"]))
         assert got["todo"]["id"] == out["todo"]["id"]
+
+
+def test_submit_todo_takes_a_cost_ceiling_checked_as_a2a_and_enqueue_check_it(
+    live: LiveServer, personas: Personas
+) -> None:
+    """``max_cost_usd`` reaches the todo (get_todo shows it); a negative, non-numeric or
+    too-fine value is the tool error ``invalid`` naming the field, and creates nothing."""
+    _, requester_key, _ = requester(personas.alice, "capped")
+    url = live.mcp_url("capped")
+
+    async def submit(**arguments: Any) -> CallToolResult:
+        async with mcp_client(url, requester_key, MODERN) as client:
+            return await client.call_tool("submit_todo", {"queue": "q", **arguments})
+
+    capped = run(submit(max_cost_usd=0.25))
+    assert not capped.is_error, capped
+    assert isinstance(capped.structured_content, dict)
+    todo_id = capped.structured_content["todo"]["id"]
+    assert Todo.objects.get(id=todo_id).max_cost_usd == Decimal("0.25")
+    assert run(_get_todo(url, requester_key, todo_id))["todo"]["max_cost_usd"] == 0.25
+    uncapped = run(submit(max_cost_usd=None))
+    assert isinstance(uncapped.structured_content, dict)
+    assert Todo.objects.get(id=uncapped.structured_content["todo"]["id"]).max_cost_usd is None
+
+    before = Todo.objects.count()
+    for bad in (-1, "a lot", 0.0000001, 2_000_000, True):
+        refused = error_of(run(submit(max_cost_usd=bad)))
+        assert refused["code"] == "invalid", (bad, refused)
+        assert refused["message"].startswith("max_cost_usd: "), (bad, refused)
+    assert Todo.objects.count() == before
+    # The legacy era's pipeline (the SDK's) checks it the same way.
+
+    async def legacy_submit() -> CallToolResult:
+        async with mcp_client(url, requester_key, "legacy") as client:
+            return await client.call_tool("submit_todo", {"queue": "q", "max_cost_usd": -0.5})
+
+    assert error_of(run(legacy_submit()))["message"].startswith("max_cost_usd: ")
 
 
 async def _get_todo(url: str, key: str, todo_id: str) -> dict[str, Any]:
