@@ -125,7 +125,14 @@ def requester(owner: Any, slug: str, *, a2a_too: bool = False) -> tuple[Any, str
 
 
 def modern_call(
-    url: str, key: str, method: str, params: dict[str, Any], *, tasks: bool = True, name: Any = None
+    url: str,
+    key: str,
+    method: str,
+    params: dict[str, Any],
+    *,
+    tasks: bool = True,
+    name: Any = None,
+    send_name: bool = True,
 ) -> httpx.Response:
     capabilities: dict[str, Any] = {"extensions": {TASKS: {}}} if tasks else {}
     body = {
@@ -147,7 +154,7 @@ def modern_call(
         "Mcp-Method": method,
     }
     label = name if name is not None else params.get("taskId", params.get("name"))
-    if label is not None:
+    if label is not None and send_name:
         headers["Mcp-Name"] = str(label)
     return httpx.post(url, json=body, headers=headers, timeout=30)
 
@@ -567,6 +574,30 @@ def test_bad_task_requests_are_json_rpc_errors_never_5xx(
         for _ in range(10)
     }
     assert statuses <= {200, 429}, statuses
+
+
+def test_modern_tasks_methods_without_mcp_name_are_header_mismatch(
+    live: LiveServer, personas: Personas
+) -> None:
+    """The extension's routing rule: tasks/get, tasks/update and tasks/cancel carry the task id
+    in ``Mcp-Name``; without it the request is -32020 at HTTP 400 and changes nothing."""
+    _, requester_key, _ = requester(personas.alice, "unnamed")
+    url = live.mcp_url("unnamed")
+    task_id = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    for method, params in (
+        ("tasks/get", {"taskId": task_id}),
+        ("tasks/update", {"taskId": task_id, "inputResponses": {}}),
+        ("tasks/cancel", {"taskId": task_id}),
+    ):
+        answer = modern_call(url, requester_key, method, params, send_name=False)
+        assert answer.status_code == 400, (method, answer.text)
+        assert answer.json()["error"]["code"] == -32020, (method, answer.text)
+        assert "mcp-name" in answer.json()["error"]["message"].lower()
+    assert Todo.objects.get(id=task_id).state == "pending"
+    named = modern_call(url, requester_key, "tasks/get", {"taskId": task_id})
+    assert named.status_code == 200 and named.json()["result"]["status"] == "working"
 
 
 def test_notifications_tasks_on_subscriptions_listen(live: LiveServer, personas: Personas) -> None:
