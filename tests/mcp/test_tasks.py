@@ -428,10 +428,25 @@ def test_tasks_cancel_reaches_the_holders_next_heartbeat(
     assert error_of(run(heartbeat()))["code"] == "canceled"
     got = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).json()["result"]
     assert got["status"] == "cancelled"
-    # Cancelling a finished task is invalid params.
+    # The extension's cancel is cooperative: a finished task gets the same empty
+    # acknowledgement (the 2025-11-25 shape's -32602 is in the legacy test) and keeps its status.
     twice = modern_call(url, requester_key, "tasks/cancel", {"taskId": task_id})
-    assert twice.status_code == 400 and twice.json()["error"]["code"] == -32602
-    assert "terminal" in twice.json()["error"]["message"]
+    assert twice.status_code == 200, twice.text
+    assert {k: v for k, v in twice.json()["result"].items() if k != "_meta"} == {
+        "resultType": "complete"
+    }
+    done = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    run(_complete(url, agent_key))
+    acked = modern_call(url, requester_key, "tasks/cancel", {"taskId": done})
+    assert acked.status_code == 200 and acked.json()["result"]["resultType"] == "complete"
+    assert "taskId" not in acked.json()["result"]
+    after = modern_call(url, requester_key, "tasks/get", {"taskId": done}).json()["result"]
+    assert after["status"] == "completed" and Todo.objects.get(id=done).state == "completed"
+    # An unknown id is still the not-found error.
+    unknown = modern_call(url, requester_key, "tasks/cancel", {"taskId": "td_" + "c" * 20})
+    assert unknown.status_code == 400 and unknown.json()["error"]["code"] == -32602
 
 
 def test_the_same_todo_over_a2a_agrees(live: LiveServer, personas: Personas) -> None:
@@ -538,8 +553,10 @@ def test_legacy_tasks_create_get_list_result_and_cancel(
 
     cancelled = session.result("tasks/cancel", {"taskId": second["taskId"]})
     assert cancelled["status"] == "cancelled"
-    refused = session.post("tasks/cancel", {"taskId": created["taskId"]}).json()["error"]
-    assert refused["code"] == -32602
+    # The 2025-11-25 revision: cancelling a terminal task is invalid params, in either case.
+    for finished in (created["taskId"], second["taskId"]):
+        refused = session.post("tasks/cancel", {"taskId": finished}).json()["error"]
+        assert refused["code"] == -32602 and "terminal" in refused["message"]
     # The modern-only method is not served to a legacy session.
     assert (
         session.post("tasks/update", {"taskId": second["taskId"]}).json()["error"]["code"] == -32601
