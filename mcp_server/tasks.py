@@ -179,31 +179,40 @@ def _base(view: TaskView, *, modern: bool) -> dict[str, Any]:
     return out
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def tool_result(view: TaskView) -> dict[str, Any]:
     """The ``CallToolResult`` of a finished task: ``submit_todo``'s structured shape with the
-    todo's result, the last attempt's summary and artifact; a failed, rejected or canceled
-    todo is a tool error (``isError``) saying so."""
+    todo in its final state (its result too), the last attempt's summary and artifact. A
+    failed, rejected or canceled todo is a tool error (``isError``): its first text block is
+    the error as every tool error reads (``{"error": {code, message}}``), then the same
+    structured content as text, so a client that renders nothing still reads how it ended and
+    the App still gets the todo."""
     todo, attempt = view.todo, view.attempt
     summary = attempt.summary if attempt is not None else None
+    out = {
+        "todo": shapes.todo_out(todo, detail=False, result=True),
+        "deduplicated": False,
+        "summary": summary,
+        "artifact": attempt.artifact if attempt is not None else None,
+    }
     if todo.state == "completed":
-        out = {
-            "todo": shapes.todo_out(todo, detail=False, result=True),
-            "deduplicated": False,
-            "summary": summary,
-            "artifact": attempt.artifact if attempt is not None else None,
-        }
-        text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
         return {
-            "content": [{"type": "text", "text": text}],
+            "content": [{"type": "text", "text": _compact(out)}],
             "structuredContent": out,
             "isError": False,
         }
-    what = {"failed": "failed", "rejected": "rejected", "canceled": "canceled"}.get(
-        todo.state, todo.state
-    )
-    error = {"code": what, "message": summary or f"the todo {what}"}
-    text = json.dumps({"error": error}, ensure_ascii=False, separators=(",", ":"))
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    error = {"code": str(todo.state), "message": summary or f"the todo {todo.state}"}
+    return {
+        "content": [
+            {"type": "text", "text": _compact({"error": error})},
+            {"type": "text", "text": _compact(out)},
+        ],
+        "structuredContent": out,
+        "isError": True,
+    }
 
 
 def modern_task(view: TaskView) -> dict[str, Any]:

@@ -12,6 +12,7 @@ same endpoint claim and finish the work over MCP, as real agents would.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from decimal import Decimal
@@ -27,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, Request, RequestParams, Result
 from pydantic import ConfigDict
 
+from mcp_server import registry
 from switchboard.credentials import mint_key
 from switchboard.models import A2A_VERBS, DRAIN_VERBS, Verb
 from tests.a2a.test_a2a import a2a
@@ -561,6 +563,72 @@ def test_legacy_tasks_create_get_list_result_and_cancel(
     assert (
         session.post("tasks/update", {"taskId": second["taskId"]}).json()["error"]["code"] == -32601
     )
+
+
+def test_legacy_tasks_list_pages_past_one_page_newest_first(
+    live: LiveServer, personas: Personas
+) -> None:
+    """More submissions than a page holds: the first page is PAGE_SIZE tasks and a cursor,
+    the next the rest and none, each task once, newest first; a forged cursor is -32602."""
+    _, requester_key, _ = requester(personas.alice, "pager")
+    session = Legacy(live.mcp_url("pager"), requester_key)
+    submitted = [
+        session.result(
+            "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+        )["task"]["taskId"]
+        for _ in range(registry.PAGE_SIZE + 2)
+    ]
+    first = session.result("tasks/list", {})
+    assert len(first["tasks"]) == registry.PAGE_SIZE and first["nextCursor"]
+    second = session.result("tasks/list", {"cursor": first["nextCursor"]})
+    assert "nextCursor" not in second
+    listed = [t["taskId"] for t in first["tasks"] + second["tasks"]]
+    assert listed == submitted[::-1]
+    forged = session.post("tasks/list", {"cursor": "bm90IGEgY3Vyc29y"}).json()["error"]
+    assert forged["code"] == -32602 and "cursor" in forged["message"]
+
+
+def test_a_failed_or_rejected_tasks_result_carries_the_todos_final_state(
+    live: LiveServer, personas: Personas
+) -> None:
+    """A dead-lettered or rejected todo ends a task in a tool error whose structuredContent is
+    the todo as it ended (state, summary), on the 2026-07-28 tasks/get and the 2025-11-25
+    tasks/result alike, with the error readable as the first text block."""
+    # A2A's verbs bring reject, which the agent uses.
+    _, requester_key, agent_key = requester(personas.alice, "ends", a2a_too=True)
+    url = live.mcp_url("ends")
+    session = Legacy(url, requester_key)
+    rejected = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    dead = session.result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+    )["task"]["taskId"]
+
+    async def end_both() -> None:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            first = await claim(agent, "q")
+            assert first["todo"]["id"] == rejected
+            await agent_call(agent, "reject", id=rejected, summary="not ours")
+            second = await claim(agent, "q")
+            assert second["todo"]["id"] == dead
+            await agent_call(agent, "fail", id=dead, summary="red build", retryable=False)
+
+    run(end_both())
+    modern = modern_call(url, requester_key, "tasks/get", {"taskId": rejected}).json()["result"]
+    assert modern["status"] == "completed" and modern["result"]["isError"] is True
+    ended = modern["result"]["structuredContent"]
+    assert ended["todo"]["id"] == rejected and ended["todo"]["state"] == "rejected"
+    assert ended["summary"] == "not ours"
+    error = json.loads(modern["result"]["content"][0]["text"])["error"]
+    assert error == {"code": "rejected", "message": "not ours"}
+
+    legacy = session.result("tasks/result", {"taskId": dead})
+    assert legacy["isError"] is True
+    assert legacy["structuredContent"]["todo"]["state"] == "failed"
+    assert legacy["structuredContent"]["summary"] == "red build"
+    assert json.loads(legacy["content"][0]["text"])["error"]["code"] == "failed"
+    assert json.loads(legacy["content"][1]["text"]) == legacy["structuredContent"]
 
 
 def test_bad_task_requests_are_json_rpc_errors_never_5xx(
