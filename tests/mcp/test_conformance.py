@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connections
 from mcp import Client
 
 from switchboard.credentials import mint_key
@@ -124,8 +123,6 @@ class Agent:
             asyncio.run(self._main())
         except BaseException as exc:  # reported by the test
             self.errors.append(exc)
-        finally:
-            connections.close_all()
 
     async def _call(self, client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
         result = await client.call_tool(tool, arguments)
