@@ -1,7 +1,9 @@
 """Which key submitted which todo over MCP: the ``mcp_tasks`` table (migration 0003_tasks).
 
 A task is its todo (todos/task_states.py reads its status); the only thing a todo does not know
-is which bearer submitted it and what time-to-live a 2025-11-25 client asked for. These run in
+is who submitted it and what time-to-live a 2025-11-25 client asked for. Who is a digest: a
+key's SHA-256, or an OAuth client's grant's (``switchboard.oauth.requester_digest``: the same
+across its token refreshes). These run in
 a worker thread; every read joins the todo in the endpoint's scope, so a row whose todo is gone
 (retention) or is another endpoint's reads as nothing.
 """

@@ -25,6 +25,7 @@ from activity.trail import NOTES_SHOWN
 from attempts.fence import TOKEN_BYTES
 from attempts.rules import ARTIFACT_MAX_BYTES
 from todos.limits import (
+    COST_MAX_USD,
     DEDUPE_KEY_MAX_BYTES,
     LEASE_TTL_MAX_SECONDS,
     LEASE_TTL_MIN_SECONDS,
@@ -604,10 +605,20 @@ def _instant(description: str) -> Schema:
     )
 
 
-# The todo fields a requester sets (docs/guides/requesters.md). Cost ceilings
-# (``max_cost_usd``) join SUBMIT_COST_FIELDS when the todo has them; submit_todo passes every
-# field named there to lifecycle.create as it is.
-SUBMIT_COST_FIELDS: dict[str, Schema] = {}
+# The todo's cost ceiling a requester may set (docs/guides/requesters.md); submit_todo passes
+# every field named here to lifecycle.create, whose check (todos.limits.check_cost, the same as
+# A2A's and enqueue's) refuses what the schema lets through: more than 6 decimals.
+SUBMIT_COST_FIELDS: dict[str, Schema] = {
+    "max_cost_usd": _nullable(
+        {
+            "type": "number",
+            "minimum": 0,
+            "maximum": int(COST_MAX_USD),
+            "description": "What the todo's model calls may cost in US dollars, at most 6"
+            " decimals; past it the todo is dead-lettered. Null: the queue's default.",
+        }
+    ),
+}
 
 INPUT |= {
     "submit_todo": _obj(

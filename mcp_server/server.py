@@ -358,7 +358,9 @@ async def list_resources(
         )
         for queue in queues
     ]
-    if verbs.can_submit(caller.endpoint):
+    # UI-only resources MAY be left out of resources/list (MCP Apps, "Resource Discovery"):
+    # the App is offered only to clients of the extension, here as in tools/list.
+    if verbs.can_submit(caller.endpoint) and app.declared(client_capabilities(ctx)):
         listed.append(
             types.Resource(
                 name="todo view",

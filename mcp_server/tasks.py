@@ -8,12 +8,13 @@ SDK sees them (docs/decisions/0032-one-task-state-table.md):
   that lists the extension in its per-request capabilities is answered ``resultType: "task"``;
   ``tasks/get`` polls (the result inlined once finished, the question as ``inputRequests``
   while it waits), ``tasks/update`` answers the question (the lifecycle's ``answer``, as A2A's),
-  ``tasks/cancel`` cancels (an empty acknowledgement); ``notifications/tasks`` ride
-  ``subscriptions/listen`` (``mcp_server.server``).
+  ``tasks/cancel`` cancels (an empty acknowledgement, a finished task's too);
+  ``notifications/tasks`` ride ``subscriptions/listen`` (``mcp_server.server``).
 - **2025-11-25**: ``params.task`` on ``tools/call`` gets ``CreateTaskResult``; ``tasks/get``,
   ``tasks/result`` (waits until finished, then the tool's result), ``tasks/list`` (the calling
-  key's own, cursor-paged: ``mcp_server.registry``), ``tasks/cancel`` (the cancelled task);
-  ``notifications/tasks/status`` ride the session's GET stream (``mcp_server.transport``).
+  key's own, cursor-paged: ``mcp_server.registry``), ``tasks/cancel`` (the cancelled task; a
+  finished one is invalid params); ``notifications/tasks/status`` ride the session's GET
+  stream (``mcp_server.transport``).
 
 A task's id is its todo's id, its status the shared table's (todos/task_states.py, which A2A
 reads too), its ``statusMessage`` the holder's question, else the latest progress note, else
@@ -178,31 +179,40 @@ def _base(view: TaskView, *, modern: bool) -> dict[str, Any]:
     return out
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def tool_result(view: TaskView) -> dict[str, Any]:
     """The ``CallToolResult`` of a finished task: ``submit_todo``'s structured shape with the
-    todo's result, the last attempt's summary and artifact; a failed, rejected or canceled
-    todo is a tool error (``isError``) saying so."""
+    todo in its final state (its result too), the last attempt's summary and artifact. A
+    failed, rejected or canceled todo is a tool error (``isError``): its first text block is
+    the error as every tool error reads (``{"error": {code, message}}``), then the same
+    structured content as text, so a client that renders nothing still reads how it ended and
+    the App still gets the todo."""
     todo, attempt = view.todo, view.attempt
     summary = attempt.summary if attempt is not None else None
+    out = {
+        "todo": shapes.todo_out(todo, detail=False, result=True),
+        "deduplicated": False,
+        "summary": summary,
+        "artifact": attempt.artifact if attempt is not None else None,
+    }
     if todo.state == "completed":
-        out = {
-            "todo": shapes.todo_out(todo, detail=False, result=True),
-            "deduplicated": False,
-            "summary": summary,
-            "artifact": attempt.artifact if attempt is not None else None,
-        }
-        text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
         return {
-            "content": [{"type": "text", "text": text}],
+            "content": [{"type": "text", "text": _compact(out)}],
             "structuredContent": out,
             "isError": False,
         }
-    what = {"failed": "failed", "rejected": "rejected", "canceled": "canceled"}.get(
-        todo.state, todo.state
-    )
-    error = {"code": what, "message": summary or f"the todo {what}"}
-    text = json.dumps({"error": error}, ensure_ascii=False, separators=(",", ":"))
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    error = {"code": str(todo.state), "message": summary or f"the todo {todo.state}"}
+    return {
+        "content": [
+            {"type": "text", "text": _compact({"error": error})},
+            {"type": "text", "text": _compact(out)},
+        ],
+        "structuredContent": out,
+        "isError": True,
+    }
 
 
 def modern_task(view: TaskView) -> dict[str, Any]:
@@ -284,7 +294,10 @@ def update(endpoint: Endpoint, params: Mapping[str, Any]) -> dict[str, Any]:
 
 def cancel(endpoint: Endpoint, params: Mapping[str, Any], modern: bool) -> dict[str, Any]:
     """``tasks/cancel``: the Board's cancel in the endpoint's scope; the holder hears it at its
-    next call. A finished task is invalid params (the spec's answer in both eras)."""
+    next call. A finished task differs by era (docs/decisions/0032-one-task-state-table.md):
+    the 2025-11-25 revision rejects it with invalid params; the 2026-07-28 extension's cancel
+    is cooperative, reserves -32602 for an unknown id and only obliges the server to
+    acknowledge, so a finished task gets the same empty acknowledgement and keeps its status."""
     todo_id = task_id_of(params)
     try:
         lifecycle.cancel(
@@ -293,6 +306,8 @@ def cancel(endpoint: Endpoint, params: Mapping[str, Any], modern: bool) -> dict[
     except (TodoNotFound, InvalidInput):
         raise not_found() from None
     except LeaseConflict:
+        if modern:
+            return {}
         raise TaskError(
             types.INVALID_PARAMS, f"Cannot cancel task {todo_id}: it is already terminal"
         ) from None

@@ -86,18 +86,23 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 def _route(scope: Scope, message: dict[str, Any]) -> InboundModernRoute | tasks.TaskError:
     """The SDK's modern ladder (``_meta``, routing headers, version), plus the extension's rule
-    that ``Mcp-Name`` carries ``params.taskId`` on tasks/*."""
+    that ``Mcp-Name`` carries ``params.taskId`` on tasks/* (its "Streamable HTTP: Routing
+    Headers": the client MUST send it; a missing or different one is -32020, as the transport
+    answers a missing ``Mcp-Name`` on tools/call)."""
     headers = _headers(scope)
     route = classify_inbound_request(message, headers=headers)
     if not isinstance(route, InboundModernRoute):
         return tasks.TaskError(route.code, route.message, route.data)
     params = message.get("params") or {}
     name = decode_header_value(headers.get(MCP_NAME_HEADER))
+    task_id = params.get("taskId")
     is_task_method = str(message.get("method", "")).startswith("tasks/")
-    if is_task_method and name is not None and name != params.get("taskId"):
+    if is_task_method and (name is not None or task_id is not None) and name != task_id:
         return tasks.TaskError(
             types.HEADER_MISMATCH,
-            f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter",
+            f"{MCP_NAME_HEADER} header does not match the request body's 'taskId' parameter"
+            if name is not None
+            else f"{MCP_NAME_HEADER} header is missing: tasks/* carry the 'taskId' in it",
         )
     return route
 

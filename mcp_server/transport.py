@@ -410,6 +410,11 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
             defer_endpoint_rate=True,  # a tools/call over it gets the tool error (below)
         )
         endpoint, endpoint_wait = admitted.caller, admitted.endpoint_wait
+    # Whose submissions tasks/list shows: a key's own; an OAuth client's across its refreshes.
+    token = bearer_token(scope)
+    key_digest = (
+        grant.requester if grant is not None else hash_key(token) if token is not None else None
+    )
 
     if (
         scope.get("method") == "GET"
@@ -418,7 +423,7 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
     ):
         if endpoint_wait is not None:
             raise _too_many(endpoint_wait)
-        await legacy_stream(scope, receive, guard, endpoint)
+        await legacy_stream(scope, receive, guard, endpoint, key_digest)
         return
     if scope.get("method") != "POST":
         # Modern MCP is POST only (its GET gets 405, as the 2026 spec asks), and so is a GET
@@ -452,8 +457,6 @@ async def _serve(scope: Scope, receive: Receive, guard: ResponseGuard) -> None:
                 raise Refused(404, "Session not found")
             session = presented
     # A modern request's Mcp-Session-Id is ignored (the 2026 spec), so it never labels a claim.
-    token = bearer_token(scope)
-    key_digest = hash_key(token) if token is not None else None
     if await taskwire.answer(
         scope,
         receive,
@@ -504,11 +507,15 @@ def _sse_notification(uri: str) -> bytes:
 
 
 async def legacy_stream(
-    scope: Scope, receive: Receive, guard: ResponseGuard, endpoint: Endpoint
+    scope: Scope,
+    receive: Receive,
+    guard: ResponseGuard,
+    endpoint: Endpoint,
+    key_digest: bytes | None,
 ) -> None:
     """The 2025-11-25 GET stream: ``notifications/resources/updated`` for the session's queues,
-    and ``notifications/tasks/status`` for the tasks its key submitted (endpoints with
-    ``submit``: ``mcp_server.taskwire.LegacyFollower``).
+    and ``notifications/tasks/status`` for the tasks its requester (``key_digest``: the key, or
+    the OAuth grant) submitted (endpoints with ``submit``: ``mcp_server.taskwire.LegacyFollower``).
 
     Keyed by the signed session id, so any process can serve it: the session's subscriptions
     are read from the database at each ring (``mcp_server.doorbell``), whichever process took
@@ -524,10 +531,9 @@ async def legacy_stream(
     if session is None or not sessions.is_valid(session, endpoint.id):
         raise Refused(404, "Session not found")
     await mcp.RUNTIME.manager()  # starts the doorbell with the session manager
-    token = bearer_token(scope)
     follower = (
-        taskwire.LegacyFollower(endpoint, hash_key(token))
-        if token is not None and verbs.can_submit(endpoint)
+        taskwire.LegacyFollower(endpoint, key_digest)
+        if key_digest is not None and verbs.can_submit(endpoint)
         else None
     )
     with doorbell.DOORBELL.open(endpoint.id, session_id=session) as stream:

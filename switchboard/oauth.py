@@ -140,6 +140,10 @@ class TokenGrant:
     endpoint: Endpoint
     full_verbs: frozenset[str]
     scopes: tuple[str, ...]
+    # Who holds the grant, as MCP Tasks key a requester's submissions (mcp_tasks.key_digest):
+    # the client, the human and the endpoint, the same across the access tokens refreshes hand
+    # out every hour (``requester_digest``).
+    requester: bytes
 
     def missing_scope(self, verb: str) -> str | None:
         """The scope to ask for when the endpoint has ``verb`` but the token does not: the
@@ -175,7 +179,7 @@ def resolve_token(token: str, resource: str) -> TokenGrant:
     _origin, _kind, slug = parsed
     row = (
         AccessToken.objects.filter(token_checksum=_checksum(token), expires__gt=timezone.now())
-        .only("id", "user_id", "scope", "resource", "created", "updated")
+        .only("id", "user_id", "application_id", "scope", "resource", "created", "updated")
         .first()
     )
     # Exactly this resource: a token without one, or for any other, is refused here.
@@ -193,7 +197,19 @@ def resolve_token(token: str, resource: str) -> TokenGrant:
     allowed = oauth_scopes.verbs_of(scopes)
     clipped = copy.copy(endpoint)
     clipped.verbs = [verb for verb in endpoint.verbs if verb in allowed]
-    return TokenGrant(clipped, frozenset(endpoint.verbs), scopes)
+    requester = requester_digest(row, endpoint, token)
+    return TokenGrant(clipped, frozenset(endpoint.verbs), scopes, requester)
+
+
+def requester_digest(row: AccessToken, endpoint: Endpoint, token: str) -> bytes:
+    """The stable SHA-256 naming the requester behind ``token`` (its row ``row``) at
+    ``endpoint``: its client application and human, which a refresh keeps, so ``tasks/list``
+    still lists what the client submitted an hour and a token ago. A token without an
+    application (none is issued here) stands for itself."""
+    if row.application_id is None:
+        return hashlib.sha256(token.encode("utf-8")).digest()
+    who = f"oauth-requester:{row.application_id}:{row.user_id}:{endpoint.id}"
+    return hashlib.sha256(who.encode()).digest()
 
 
 async def aresolve_token(scope: asgi.Scope, resource: str) -> TokenGrant:

@@ -80,7 +80,7 @@ def _database_url() -> str:
     return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
 
 
-def _start(env: dict[str, str], log: Path) -> LiveServer:
+def _start(env: dict[str, str], log: Path, app: str = "switchboard.asgi:application") -> LiveServer:
     port = _free_port()
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -94,7 +94,7 @@ def _start(env: dict[str, str], log: Path) -> LiveServer:
                     "--port",
                     str(port),
                 ),
-                "switchboard.asgi:application",
+                app,
             ],
             cwd=ROOT,
             env=env,
@@ -160,14 +160,20 @@ def live_daphne(
 
 
 def start_servers(
-    env: dict[str, str], logs: Path, count: int, **extra_env: str
+    env: dict[str, str],
+    logs: Path,
+    count: int,
+    *,
+    app: str = "switchboard.asgi:application",
+    **extra_env: str,
 ) -> list[LiveServer]:
-    """Start ``count`` daphne processes on ``env`` plus ``extra_env`` and wait until they serve;
-    stop them with ``stop_servers``. Any that started are stopped if one fails."""
+    """Start ``count`` daphne processes serving ``app`` on ``env`` plus ``extra_env`` and wait
+    until they serve; stop them with ``stop_servers``. Any that started are stopped if one
+    fails."""
     servers: list[LiveServer] = []
     try:
         for n in range(count):
-            servers.append(_start({**env, **extra_env}, logs / f"{n}.log"))
+            servers.append(_start({**env, **extra_env}, logs / f"{n}.log", app))
         for server in servers:
             _wait_ready(server)
     except BaseException:

@@ -12,8 +12,10 @@ same endpoint claim and finish the work over MCP, as real agents would.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from decimal import Decimal
 from typing import Any, Literal
 
 import httpx
@@ -26,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, Request, RequestParams, Result
 from pydantic import ConfigDict
 
+from mcp_server import registry
 from switchboard.credentials import mint_key
 from switchboard.models import A2A_VERBS, DRAIN_VERBS, Verb
 from tests.a2a.test_a2a import a2a
@@ -124,7 +127,14 @@ def requester(owner: Any, slug: str, *, a2a_too: bool = False) -> tuple[Any, str
 
 
 def modern_call(
-    url: str, key: str, method: str, params: dict[str, Any], *, tasks: bool = True, name: Any = None
+    url: str,
+    key: str,
+    method: str,
+    params: dict[str, Any],
+    *,
+    tasks: bool = True,
+    name: Any = None,
+    send_name: bool = True,
 ) -> httpx.Response:
     capabilities: dict[str, Any] = {"extensions": {TASKS: {}}} if tasks else {}
     body = {
@@ -146,7 +156,7 @@ def modern_call(
         "Mcp-Method": method,
     }
     label = name if name is not None else params.get("taskId", params.get("name"))
-    if label is not None:
+    if label is not None and send_name:
         headers["Mcp-Name"] = str(label)
     return httpx.post(url, json=body, headers=headers, timeout=30)
 
@@ -269,6 +279,43 @@ def test_a_plain_submit_without_tasks_answers_the_todo(
         assert got["todo"]["id"] == out["todo"]["id"]
 
 
+def test_submit_todo_takes_a_cost_ceiling_checked_as_a2a_and_enqueue_check_it(
+    live: LiveServer, personas: Personas
+) -> None:
+    """``max_cost_usd`` reaches the todo (get_todo shows it); a negative, non-numeric or
+    too-fine value is the tool error ``invalid`` naming the field, and creates nothing."""
+    _, requester_key, _ = requester(personas.alice, "capped")
+    url = live.mcp_url("capped")
+
+    async def submit(**arguments: Any) -> CallToolResult:
+        async with mcp_client(url, requester_key, MODERN) as client:
+            return await client.call_tool("submit_todo", {"queue": "q", **arguments})
+
+    capped = run(submit(max_cost_usd=0.25))
+    assert not capped.is_error, capped
+    assert isinstance(capped.structured_content, dict)
+    todo_id = capped.structured_content["todo"]["id"]
+    assert Todo.objects.get(id=todo_id).max_cost_usd == Decimal("0.25")
+    assert run(_get_todo(url, requester_key, todo_id))["todo"]["max_cost_usd"] == 0.25
+    uncapped = run(submit(max_cost_usd=None))
+    assert isinstance(uncapped.structured_content, dict)
+    assert Todo.objects.get(id=uncapped.structured_content["todo"]["id"]).max_cost_usd is None
+
+    before = Todo.objects.count()
+    for bad in (-1, "a lot", 0.0000001, 2_000_000, True):
+        refused = error_of(run(submit(max_cost_usd=bad)))
+        assert refused["code"] == "invalid", (bad, refused)
+        assert refused["message"].startswith("max_cost_usd: "), (bad, refused)
+    assert Todo.objects.count() == before
+    # The legacy era's pipeline (the SDK's) checks it the same way.
+
+    async def legacy_submit() -> CallToolResult:
+        async with mcp_client(url, requester_key, "legacy") as client:
+            return await client.call_tool("submit_todo", {"queue": "q", "max_cost_usd": -0.5})
+
+    assert error_of(run(legacy_submit()))["message"].startswith("max_cost_usd: ")
+
+
 async def _get_todo(url: str, key: str, todo_id: str) -> dict[str, Any]:
     async with mcp_client(url, key, MODERN) as client:
         return await agent_call(client, "get_todo", id=todo_id)
@@ -383,10 +430,25 @@ def test_tasks_cancel_reaches_the_holders_next_heartbeat(
     assert error_of(run(heartbeat()))["code"] == "canceled"
     got = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).json()["result"]
     assert got["status"] == "cancelled"
-    # Cancelling a finished task is invalid params.
+    # The extension's cancel is cooperative: a finished task gets the same empty
+    # acknowledgement (the 2025-11-25 shape's -32602 is in the legacy test) and keeps its status.
     twice = modern_call(url, requester_key, "tasks/cancel", {"taskId": task_id})
-    assert twice.status_code == 400 and twice.json()["error"]["code"] == -32602
-    assert "terminal" in twice.json()["error"]["message"]
+    assert twice.status_code == 200, twice.text
+    assert {k: v for k, v in twice.json()["result"].items() if k != "_meta"} == {
+        "resultType": "complete"
+    }
+    done = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    run(_complete(url, agent_key))
+    acked = modern_call(url, requester_key, "tasks/cancel", {"taskId": done})
+    assert acked.status_code == 200 and acked.json()["result"]["resultType"] == "complete"
+    assert "taskId" not in acked.json()["result"]
+    after = modern_call(url, requester_key, "tasks/get", {"taskId": done}).json()["result"]
+    assert after["status"] == "completed" and Todo.objects.get(id=done).state == "completed"
+    # An unknown id is still the not-found error.
+    unknown = modern_call(url, requester_key, "tasks/cancel", {"taskId": "td_" + "c" * 20})
+    assert unknown.status_code == 400 and unknown.json()["error"]["code"] == -32602
 
 
 def test_the_same_todo_over_a2a_agrees(live: LiveServer, personas: Personas) -> None:
@@ -493,12 +555,80 @@ def test_legacy_tasks_create_get_list_result_and_cancel(
 
     cancelled = session.result("tasks/cancel", {"taskId": second["taskId"]})
     assert cancelled["status"] == "cancelled"
-    refused = session.post("tasks/cancel", {"taskId": created["taskId"]}).json()["error"]
-    assert refused["code"] == -32602
+    # The 2025-11-25 revision: cancelling a terminal task is invalid params, in either case.
+    for finished in (created["taskId"], second["taskId"]):
+        refused = session.post("tasks/cancel", {"taskId": finished}).json()["error"]
+        assert refused["code"] == -32602 and "terminal" in refused["message"]
     # The modern-only method is not served to a legacy session.
     assert (
         session.post("tasks/update", {"taskId": second["taskId"]}).json()["error"]["code"] == -32601
     )
+
+
+def test_legacy_tasks_list_pages_past_one_page_newest_first(
+    live: LiveServer, personas: Personas
+) -> None:
+    """More submissions than a page holds: the first page is PAGE_SIZE tasks and a cursor,
+    the next the rest and none, each task once, newest first; a forged cursor is -32602."""
+    _, requester_key, _ = requester(personas.alice, "pager")
+    session = Legacy(live.mcp_url("pager"), requester_key)
+    submitted = [
+        session.result(
+            "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+        )["task"]["taskId"]
+        for _ in range(registry.PAGE_SIZE + 2)
+    ]
+    first = session.result("tasks/list", {})
+    assert len(first["tasks"]) == registry.PAGE_SIZE and first["nextCursor"]
+    second = session.result("tasks/list", {"cursor": first["nextCursor"]})
+    assert "nextCursor" not in second
+    listed = [t["taskId"] for t in first["tasks"] + second["tasks"]]
+    assert listed == submitted[::-1]
+    forged = session.post("tasks/list", {"cursor": "bm90IGEgY3Vyc29y"}).json()["error"]
+    assert forged["code"] == -32602 and "cursor" in forged["message"]
+
+
+def test_a_failed_or_rejected_tasks_result_carries_the_todos_final_state(
+    live: LiveServer, personas: Personas
+) -> None:
+    """A dead-lettered or rejected todo ends a task in a tool error whose structuredContent is
+    the todo as it ended (state, summary), on the 2026-07-28 tasks/get and the 2025-11-25
+    tasks/result alike, with the error readable as the first text block."""
+    # A2A's verbs bring reject, which the agent uses.
+    _, requester_key, agent_key = requester(personas.alice, "ends", a2a_too=True)
+    url = live.mcp_url("ends")
+    session = Legacy(url, requester_key)
+    rejected = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    dead = session.result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+    )["task"]["taskId"]
+
+    async def end_both() -> None:
+        async with mcp_client(url, agent_key, MODERN) as agent:
+            first = await claim(agent, "q")
+            assert first["todo"]["id"] == rejected
+            await agent_call(agent, "reject", id=rejected, summary="not ours")
+            second = await claim(agent, "q")
+            assert second["todo"]["id"] == dead
+            await agent_call(agent, "fail", id=dead, summary="red build", retryable=False)
+
+    run(end_both())
+    modern = modern_call(url, requester_key, "tasks/get", {"taskId": rejected}).json()["result"]
+    assert modern["status"] == "completed" and modern["result"]["isError"] is True
+    ended = modern["result"]["structuredContent"]
+    assert ended["todo"]["id"] == rejected and ended["todo"]["state"] == "rejected"
+    assert ended["summary"] == "not ours"
+    error = json.loads(modern["result"]["content"][0]["text"])["error"]
+    assert error == {"code": "rejected", "message": "not ours"}
+
+    legacy = session.result("tasks/result", {"taskId": dead})
+    assert legacy["isError"] is True
+    assert legacy["structuredContent"]["todo"]["state"] == "failed"
+    assert legacy["structuredContent"]["summary"] == "red build"
+    assert json.loads(legacy["content"][0]["text"])["error"]["code"] == "failed"
+    assert json.loads(legacy["content"][1]["text"]) == legacy["structuredContent"]
 
 
 def test_bad_task_requests_are_json_rpc_errors_never_5xx(
@@ -529,6 +659,30 @@ def test_bad_task_requests_are_json_rpc_errors_never_5xx(
         for _ in range(10)
     }
     assert statuses <= {200, 429}, statuses
+
+
+def test_modern_tasks_methods_without_mcp_name_are_header_mismatch(
+    live: LiveServer, personas: Personas
+) -> None:
+    """The extension's routing rule: tasks/get, tasks/update and tasks/cancel carry the task id
+    in ``Mcp-Name``; without it the request is -32020 at HTTP 400 and changes nothing."""
+    _, requester_key, _ = requester(personas.alice, "unnamed")
+    url = live.mcp_url("unnamed")
+    task_id = modern_call(
+        url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
+    ).json()["result"]["taskId"]
+    for method, params in (
+        ("tasks/get", {"taskId": task_id}),
+        ("tasks/update", {"taskId": task_id, "inputResponses": {}}),
+        ("tasks/cancel", {"taskId": task_id}),
+    ):
+        answer = modern_call(url, requester_key, method, params, send_name=False)
+        assert answer.status_code == 400, (method, answer.text)
+        assert answer.json()["error"]["code"] == -32020, (method, answer.text)
+        assert "mcp-name" in answer.json()["error"]["message"].lower()
+    assert Todo.objects.get(id=task_id).state == "pending"
+    named = modern_call(url, requester_key, "tasks/get", {"taskId": task_id})
+    assert named.status_code == 200 and named.json()["result"]["status"] == "working"
 
 
 def test_notifications_tasks_on_subscriptions_listen(live: LiveServer, personas: Personas) -> None:

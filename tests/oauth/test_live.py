@@ -28,6 +28,7 @@ from switchboard.models import DRAIN_VERBS, Verb
 from tests.factories import EndpointFactory, HumanFactory
 from tests.live import LiveServer, run
 from tests.mcp.test_http import ENVELOPE, TOOLS_LIST, modern_headers, tool_call
+from tests.mcp.test_tasks import Legacy
 from tests.oauth.conftest import (
     Consent,
     MemoryStorage,
@@ -204,7 +205,20 @@ def _raw_sign_in(
     server: LiveServer, username: str, slug: str, kind: str, scopes: tuple[str, ...]
 ) -> tuple[str, str, httpx2.Client]:
     """DCR, consent and the token exchange over raw HTTP: (access token, client id, session)."""
-    session = board_login(server, username)
+    issued, client_id, session = _raw_grant(server, username, slug, kind, scopes)
+    return issued["access_token"], client_id, session
+
+
+def _raw_grant(
+    server: LiveServer,
+    username: str,
+    slug: str,
+    kind: str,
+    scopes: tuple[str, ...],
+    session: httpx2.Client | None = None,
+) -> tuple[dict[str, Any], str, httpx2.Client]:
+    """``_raw_sign_in`` answering the whole token response (the refresh token too)."""
+    session = session or board_login(server, username)
     registered = httpx2.post(
         server.url("/oauth/register/"),
         json={
@@ -237,7 +251,7 @@ def _raw_sign_in(
         timeout=30,
     )
     assert issued.status_code == 200, issued.text
-    return issued.json()["access_token"], registered["client_id"], session
+    return issued.json(), registered["client_id"], session
 
 
 def test_a_call_outside_the_tokens_scopes_is_403_insufficient_scope(
@@ -308,6 +322,40 @@ def test_a_token_without_a_resource_and_a_key_on_the_oauth_url_are_refused(
         oauth_live.url(f"/.well-known/oauth-protected-resource/mcp/{endpoint.slug}"), timeout=30
     )
     assert well_known.status_code == 404
+
+
+def test_an_oauth_clients_tasks_outlive_its_hourly_access_token(oauth_live: LiveServer) -> None:
+    """tasks/list is keyed by the grant (client, human, endpoint), not the access token: after
+    a refresh hands out a new token the client still lists what it submitted; another client
+    of the same human lists nothing of it."""
+    _human, endpoint = _operator("oa-tasks", "oa-tasks", [*DRAIN_VERBS, Verb.SUBMIT])
+    scopes = (READ, WORK, SUBMIT)
+    issued, client_id, session = _raw_grant(oauth_live, "oa-tasks", "oa-tasks", "mcp", scopes)
+    url = oauth_live.url(f"/mcp/{endpoint.slug}/oauth")
+    first = Legacy(url, issued["access_token"])
+    task_id = first.result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {}}
+    )["task"]["taskId"]
+    assert [t["taskId"] for t in first.result("tasks/list", {})["tasks"]] == [task_id]
+
+    refreshed = httpx2.post(
+        oauth_live.url("/oauth/token/"),
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": issued["refresh_token"],
+            "client_id": client_id,
+        },
+        timeout=30,
+    )
+    assert refreshed.status_code == 200, refreshed.text
+    token = refreshed.json()["access_token"]
+    assert token != issued["access_token"]
+    later = Legacy(url, token)
+    assert [t["taskId"] for t in later.result("tasks/list", {})["tasks"]] == [task_id]
+    assert later.result("tasks/get", {"taskId": task_id})["status"] == "working"
+
+    other, _other_client, _ = _raw_grant(oauth_live, "oa-tasks", "oa-tasks", "mcp", scopes, session)
+    assert Legacy(url, other["access_token"]).result("tasks/list", {})["tasks"] == []
 
 
 def test_revoking_on_the_board_refuses_the_next_request(oauth_live: LiveServer) -> None:
