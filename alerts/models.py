@@ -175,7 +175,8 @@ class Alert(models.Model):
                 condition=models.Q(state__in=["pending", "open"]),
                 name="alerts_live_idx",
             ),
-            # Serves: todos/sql/retention_todos.sql (the alerts of the todos retention deletes).
+            # Serves: forgotten_alerts.sql (a forget's alerts) and todos/sql/retention_todos.sql
+            # (the alerts of the todos retention deletes).
             models.Index(
                 fields=["todo_id"],
                 condition=models.Q(todo_id__isnull=False),

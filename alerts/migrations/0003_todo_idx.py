@@ -1,7 +1,8 @@
-"""``alerts_todo_idx``: a todo's alerts, for retention, which unlinks the alerts of the todos it
-deletes (todos/sql/retention_todos.sql). Only the alerts about a todo enter it (queues',
-endpoints' and budgets' have none). Built concurrently: the sweeper keeps opening alerts
-meanwhile.
+"""``alerts_todo_idx``: a todo's alerts, for the two statements that look them up by todo:
+forgetting a todo rewrites its alerts without its content (alerts/sql/forgotten_alerts.sql) and
+retention unlinks the alerts of the todos it deletes (todos/sql/retention_todos.sql). Only the
+alerts about a todo enter it (queues', endpoints' and budgets' have none). Built concurrently:
+the sweeper keeps opening alerts meanwhile.
 """
 
 from django.contrib.postgres.operations import AddIndexConcurrently
