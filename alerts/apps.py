@@ -11,7 +11,11 @@ class AlertsConfig(AppConfig):
     def ready(self) -> None:
         # The sweeper's alert step (alerts/sweep.py): todos/sweeps.py runs the steps registered
         # with it, so the todos core never imports the app above it.
+        from activity import forget
         from alerts import sweep
         from todos import sweeps
 
         sweeps.register_step("alerts", sweep.step)
+        # Forgetting a todo rewrites its alerts in the same transaction (alerts/sweep.py's
+        # `forget`): activity/forget.py runs the erasers registered with it, for the same reason.
+        forget.register_eraser("alerts", sweep.forget)

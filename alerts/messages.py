@@ -16,6 +16,20 @@ from typing import Any
 from alerts.models import Message, RuleKind
 
 SUMMARY_MAX_CHARS = 500
+# What an alert's detail keeps once its todo is forgotten (activity/forget.py): the facts the
+# evaluators record that are not the todo's content. Anything else (the title, and any key not
+# named here) is dropped: a key added later is erased until it is listed.
+FORGET_KEEPS = frozenset(
+    {
+        "attempts",  # dead_letter
+        "at",  # dead_letter, deadline_missed
+        "reason",  # deadline_missed: start_by or finish_by
+        "holder",  # silent_claim: the lease's owner, kept like each attempt's claimer
+        "heard_at",  # silent_claim
+        "for_seconds",  # silent_claim, oldest_pending
+        "waiting_since",  # oldest_pending
+    }
+)
 _PREFIX = {Message.OPENED: "[alert]", Message.RESOLVED: "[resolved]", Message.TEST: "[test]"}
 
 
@@ -38,7 +52,8 @@ def _where(endpoint: str, queue: str | None) -> str:
 def summary(
     kind: str, *, endpoint: str, queue: str | None, todo_id: str | None, detail: Mapping[str, Any]
 ) -> str:
-    """The alert's one line, naming what it is about."""
+    """The alert's one line, naming what it is about (and, for a forgotten todo's alert, that
+    it was forgotten: ``forgotten``)."""
     where = _where(endpoint, queue)
     title = f": {detail['title']}" if detail.get("title") else ""
     if kind == RuleKind.DEAD_LETTER:
@@ -75,7 +90,15 @@ def summary(
         )
     else:
         text = f"{kind} on {where}"
+    if detail.get("forgotten"):
+        text += "; the todo was forgotten"
     return text[:SUMMARY_MAX_CHARS]
+
+
+def forgotten(detail: Mapping[str, Any]) -> dict[str, Any]:
+    """An alert's detail once its todo is forgotten: ``FORGET_KEEPS`` alone, marked
+    ``forgotten`` (``summary`` then says so)."""
+    return {k: v for k, v in detail.items() if k in FORGET_KEEPS} | {"forgotten": True}
 
 
 def _iso(value: Any) -> str | None:

@@ -155,7 +155,8 @@ class Alert(models.Model):
         Endpoint, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     queue = models.TextField(null=True, blank=True)
-    todo_id = models.TextField(null=True, blank=True)  # not a key: alerts outlive retention
+    # Not a key: an alert outlives its todo; retention sets it NULL (retention_todos.sql).
+    todo_id = models.TextField(null=True, blank=True)
     summary = models.TextField()
     detail = models.JSONField(db_default={}, default=dict)
     state = models.TextField(choices=AlertState.choices)
@@ -173,6 +174,13 @@ class Alert(models.Model):
                 fields=["kind"],
                 condition=models.Q(state__in=["pending", "open"]),
                 name="alerts_live_idx",
+            ),
+            # Serves: forgotten_alerts.sql (a forget's alerts) and todos/sql/retention_todos.sql
+            # (the alerts of the todos retention deletes).
+            models.Index(
+                fields=["todo_id"],
+                condition=models.Q(todo_id__isnull=False),
+                name="alerts_todo_idx",
             ),
         ]
         constraints = [

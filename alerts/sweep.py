@@ -14,6 +14,13 @@ Run at the end of every sweeper pass (registered with ``todos/sweeps.py`` by ``a
 
 A kind whose read fails (a budget source that raises, say) is logged and skipped for the pass:
 its open alerts are left as they are rather than resolved by a read that saw nothing.
+
+Forgetting a todo (``activity/forget.py``) rewrites its alerts here too (``forget``, registered
+with the forget by ``alerts/apps.py``, so that module never imports this app), in the forget's
+transaction: the summary and detail without the title, the row kept. The evaluation's lock is
+what makes that complete: the forget waits for an evaluation in progress, which may have read
+the todo before it was forgotten, and keeps the next from reading it until it commits
+(``forget_wait.sql``).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from alerts import deliver, evaluate, sources
+from alerts import deliver, evaluate, messages, sources
 from alerts.evaluate import Firing
 from alerts.models import EVENT_KINDS, RuleKind
 from alerts.sources import BudgetStatusLike
@@ -49,6 +56,9 @@ OPEN_ALERTS = load(_SQL, "open_alerts")
 RESOLVE_ALERTS = load(_SQL, "resolve_alerts")
 TRIM_ALERTS = load(_SQL, "trim_alerts")
 LIVE_KINDS = load(_SQL, "live_kinds")
+FORGET_WAIT = load(_SQL, "forget_wait")
+FORGOTTEN_ALERTS = load(_SQL, "forgotten_alerts")
+FORGET_ALERTS = load(_SQL, "forget_alerts")
 BUDGET_KINDS = (RuleKind.BUDGET_WARNING, RuleKind.BUDGET_EXCEEDED)
 
 
@@ -182,6 +192,39 @@ def trim(*, force: bool = False) -> int:
         return 0
     _trimmed_at = now
     return len(fetch_all(TRIM_ALERTS, {"keep_days": settings.SWITCHBOARD_ALERTS_KEEP_DAYS}))
+
+
+def forget(todo_ids: Sequence[str]) -> int:
+    """Rewrite the alerts raised about ``todo_ids``, which are being forgotten, without their
+    content (``messages.forgotten``); how many. Call inside the forget's transaction: it holds
+    the evaluation's lock until that commits (``forget_wait.sql``)."""
+    if not todo_ids:
+        return 0
+    fetch_one(FORGET_WAIT, {"key": LOCK_ALERTS})
+    rows = fetch_all(FORGOTTEN_ALERTS, {"todo_ids": list(todo_ids)})
+    if not rows:
+        return 0
+    details = [messages.forgotten(json.loads(row["detail"])) for row in rows]
+    summaries = [
+        messages.summary(
+            row["kind"],
+            endpoint=row["endpoint"] or str(row["endpoint_id"]),
+            queue=row["queue"],
+            todo_id=row["todo_id"],
+            detail=detail,
+        )
+        for row, detail in zip(rows, details, strict=True)
+    ]
+    return len(
+        fetch_all(
+            FORGET_ALERTS,
+            {
+                "ids": [row["id"] for row in rows],
+                "summaries": summaries,
+                "details": [json.dumps(d) for d in details],
+            },
+        )
+    )
 
 
 def run() -> AlertReport:

@@ -1,9 +1,10 @@
 """Forgetting a todo (activity/forget.py): its content is gone from every table that holds any of
-it, a tombstone stays, only the owner's finished todos are forgotten, and neither forget nor
-retention leaves a row that points at a todo that is not there."""
+it (its alerts' too), a tombstone stays, only the owner's finished todos are forgotten, and
+neither forget nor retention leaves a row that points at a todo that is not there."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 
 import pytest
@@ -13,6 +14,8 @@ from django.test import Client
 from django.urls import reverse
 
 from activity import forget
+from alerts import channels, evaluate, sweep
+from alerts.models import Alert, RuleKind
 from mcp_server import registry
 from otlp import ingest
 from switchboard.lib.sql import fetch_all, fetch_one
@@ -72,7 +75,11 @@ def rows_of(todo_id: str) -> dict[str, list[str]]:
 
 
 def lived(p: Personas) -> str:
-    """A todo that went through everything that leaves content behind, then completed."""
+    """A todo that went through everything that leaves content behind: dead-lettered (its
+    alert raised on alice's channel), retried, then completed."""
+    channel, _ = channels.add_channel(p.alice, email="ops@example.com")  # hears dead letters
+    # Made now, as the test's transaction began: the dead letter below is not before it.
+    channel.rules.update(created_at=channel.created_at - dt.timedelta(minutes=1))
     source = SourceFactory(owner=p.alice, slug="gh")
     event = Event.objects.create(
         source=source,
@@ -89,6 +96,7 @@ def lived(p: Personas) -> str:
         work_order=f"use {SECRET}",
         event_id=event.id,
         dedupe_key=f"k-{SECRET}",
+        max_attempts=1,
     )
     # The claimant is the agent's name for itself: like the owner, part of who tried, kept.
     lifecycle.claim(ep, todo.id, owner=OWNER, claimant="bot/run-1")
@@ -101,6 +109,12 @@ def lived(p: Personas) -> str:
     spans = [SpanSpec(trace, name=SECRET, attributes={"switchboard.todo.id": todo.id})]
     outcome = ingest.ingest(ep, request(spans).SerializeToString(), PROTOBUF, None, 1 << 20)
     assert outcome.accepted == 1
+    lifecycle.fail(ep, todo.id, owner=OWNER, summary=f"stuck on {SECRET}", retryable=False)
+    sweep.apply(RuleKind.DEAD_LETTER, evaluate.read(RuleKind.DEAD_LETTER))
+    (alert,) = Alert.objects.filter(todo_id=todo.id)
+    assert SECRET in alert.summary and SECRET in alert.detail["title"]
+    lifecycle.retry(p.alice.id, todo.id)
+    lifecycle.claim(ep, todo.id, owner=OWNER, claimant="bot/run-2")
     lifecycle.complete(
         ep,
         todo.id,
@@ -117,6 +131,7 @@ def test_a_forgotten_todo_keeps_a_tombstone_and_nothing_of_its_content(personas:
     before = rows_of(todo_id)
     assert any(SECRET in row for rows in before.values() for row in rows)
     assert before["todo_spans"] and before["todo_trace_bindings"] and before["todo_search"]
+    assert any(SECRET in row for row in before["alerts"])
 
     assert forget.forget(personas.alice.id, [todo_id]) == (todo_id,)
 
@@ -130,19 +145,17 @@ def test_a_forgotten_todo_keeps_a_tombstone_and_nothing_of_its_content(personas:
         "default",
         personas.endpoint_a.id,
     )
-    assert todo.attempts_total == 1 and todo.finished_at is not None
+    assert todo.attempts_total == 2 and todo.finished_at is not None
     assert todo.forgotten_at is not None and todo.forgotten_by == f"human:{personas.alice.id}"
     assert (todo.title, todo.payload, todo.result, todo.input_request) == ("", {}, None, None)
-    (attempt,) = fetch_all(
-        "SELECT outcome, disposition, claimant, summary, artifact FROM todo_attempts"
-        " WHERE todo_id = %(id)s",
+    attempts = fetch_all(
+        "SELECT outcome, summary, artifact FROM todo_attempts WHERE todo_id = %(id)s ORDER BY seq",
         {"id": todo_id},
     )
-    assert (attempt["outcome"], attempt["summary"], attempt["artifact"]) == (
-        "completed",
-        None,
-        None,
-    )
+    assert [(a["outcome"], a["summary"], a["artifact"]) for a in attempts] == [
+        ("failed", None, None),
+        ("completed", None, None),
+    ]
     actions = fetch_all(
         "SELECT kind, detail->>'action' AS action FROM todo_activity WHERE todo_id = %(id)s"
         " ORDER BY seq",
@@ -150,6 +163,13 @@ def test_a_forgotten_todo_keeps_a_tombstone_and_nothing_of_its_content(personas:
     )
     assert actions[-1] == {"kind": "human_action", "action": "forget"}
     assert len(actions) >= 3  # the note, the interrupt and resume rows stay, emptied
+    # Its alert stays, saying what happened without what the todo was.
+    (alert,) = Alert.objects.filter(todo_id=todo_id)
+    assert (alert.kind, alert.state) == ("dead_letter", "event")
+    assert alert.summary == (
+        f"Todo {todo_id} dead-lettered on agent-a/default after 1 attempt(s);"
+        " the todo was forgotten"
+    )
 
 
 def test_only_the_owner_s_finished_todos_are_forgotten_and_each_once(personas: Personas) -> None:

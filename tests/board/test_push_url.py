@@ -54,6 +54,10 @@ def test_the_vend_form_refuses_a_loopback_url_naming_the_setting(
     assert (
         "http:// or https://" in vend(alice_client, push_url="ftp://x.example/r").content.decode()
     )
+    # Credentials in the URL, on a public address literal: refused for them alone.
+    body = vend(alice_client, push_url="https://user:pw@8.8.8.8/ring").content.decode()
+    assert "must not carry a user name or password" in body
+    assert not Endpoint.objects.filter(slug="local").exists()
 
     settings.SWITCHBOARD_PUSH_ALLOW_PRIVATE = True
     vend(alice_client, push_url=LOCAL)

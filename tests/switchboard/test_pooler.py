@@ -4,7 +4,8 @@
 A pgbouncer of the test's own (``bench/pgbouncer.py``: transaction pooling, round robin over its
 server sessions) stands in front of the test database. A daphne server and the sweeper run with
 ``DATABASE_URL`` through it and ``DATABASE_DIRECT_URL`` straight to the database, as a managed
-PostgreSQL with a pooler is run. Skipped, saying why, only when pgbouncer is not installed.
+PostgreSQL with a pooler is run: agents over MCP, their spans over OTLP, the Board. Skipped,
+saying why, only when pgbouncer is not installed.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ import psycopg
 import pytest
 from django.db import connection
 
+from attempts.models import TodoAttempt
 from bench.pgbouncer import PgBouncer, installed
+from otlp.models import TodoSpan, TodoSpanCount
 from tests.base import Personas
 from tests.live import LiveServer, _database_url, mcp_client, run, start_servers, stop_servers
+from tests.otlp.helpers import SpanSpec, claimed_with_trace, post_proto, request, trace_id
 from tests.reach import expire_lease
 from todos import lifecycle, sweeps
 
@@ -40,6 +44,10 @@ CYCLES = 8
 # often than psycopg's prepare threshold (5): a prepared statement would then be sent to a
 # server session that never saw it.
 POLLS = 80
+# OTLP batches for one todo, sent four at a time: more than the pooler's server sessions, so
+# batches of the same todo meet on different ones and wait on each other's advisory lock.
+BATCHES = 8
+SPANS_PER_BATCH = 3
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +141,7 @@ async def log_in(http: httpx2.AsyncClient, server: LiveServer) -> None:
 
 
 def test_agents_and_the_board_work_through_the_pooler(
-    pooled: LiveServer, personas: Personas
+    pooled: LiveServer, pooled_env: dict[str, str], personas: Personas
 ) -> None:
     ids = [
         lifecycle.create(personas.endpoint_a.id, queue=QUEUE, title=f"pooled {n}").id
@@ -145,6 +153,35 @@ def test_agents_and_the_board_work_through_the_pooler(
         cursor.execute("SELECT state, count(*) FROM todos WHERE id = ANY(%s) GROUP BY 1", [ids])
         assert cursor.fetchall() == [("completed", CYCLES)]
     assert run(polls(pooled, personas.key_a, POLLS)) == []
+
+    # An agent's spans: otlp/store.py prepares nothing here and leaves the plan cache alone
+    # (`_kept_plans()` false, otlp/sql/lock.sql), serialises one todo's batches by a
+    # transaction-level advisory lock, which a transaction pooler keeps, and turns off the
+    # commit's flush wait for its own transaction only. A span two batches carry is stored once.
+    claim = claimed_with_trace(personas.endpoint_a.id, trace := trace_id(), queue="traced")
+    shared = SpanSpec(trace, name="in two batches")
+    batches = [
+        request(
+            [SpanSpec(trace, name=f"batch {n} span {i}") for i in range(SPANS_PER_BATCH)]
+            + ([shared] if n < 2 else [])
+        )
+        for n in range(BATCHES)
+    ]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda batch: post_proto(pooled, personas.key_a, batch), batches))
+    assert [a.partial_success.rejected_spans for a in answers] == [0] * BATCHES
+    stored = BATCHES * SPANS_PER_BATCH + 1
+    assert TodoSpan.objects.filter(todo_id=claim.todo.id).count() == stored
+    counts = TodoSpanCount.objects.filter(todo_id=claim.todo.id)
+    assert [(c.attempt_seq, c.spans) for c in counts] == [(1, stored)]
+    assert TodoAttempt.objects.get(todo_id=claim.todo.id, seq=1).spans_stored == stored
+    # Nothing a batch set stayed on the server sessions the pooler lends to the next client.
+    for _ in range(4):
+        with psycopg.connect(pooled_env["DATABASE_URL"], autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT current_setting('synchronous_commit'), current_setting('plan_cache_mode')"
+            ).fetchone()
+            assert row == ("on", "auto")
 
 
 def test_a_server_that_prepares_statements_through_the_pooler_fails(

@@ -1,0 +1,12 @@
+-- forget_wait: wait for the alert evaluation in progress, if any, and keep the next one from
+--   starting until this transaction ends. A forget (activity/forget.py, through
+--   alerts/sweep.py's `forget`) takes the evaluation's lock, LOCK_ALERTS, which the sweeper's
+--   pass holds on its session while it reads what fires and opens alerts, here at transaction
+--   level: an evaluation that read a todo before it was forgotten has committed its alert (the
+--   title in it) before forgotten_alerts.sql looks, and no evaluation reads the todo again
+--   until the forget has committed its empty title. Run before forgotten_alerts.sql, in its own
+--   statement: under READ COMMITTED that one's snapshot is then taken after the wait.
+-- params: key
+-- returns: one row, nothing in it.
+-- Uses index: none (an advisory lock).
+SELECT pg_advisory_xact_lock(%(key)s) AS waited

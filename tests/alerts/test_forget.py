@@ -1,0 +1,117 @@
+"""Forgetting a todo reaches its alerts (alerts/sweep.py's ``forget``, registered with
+activity/forget.py by the app): the row stays, its summary and detail lose the title, a message
+still queued goes out saying so, and a forget waits for an evaluation that read the todo before
+it was forgotten, so that evaluation's alert is rewritten too."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from activity import forget
+from alerts import messages, sweep
+from alerts.models import Alert, RuleKind
+from switchboard.lib import direct
+from switchboard.lib.sql import fetch_all
+from tests.alerts.conftest import Receiver
+from tests.alerts.test_alerts import dead_letter, webhook
+from tests.base import Personas
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TITLE = "nightly build"  # what tests.alerts.test_alerts.dead_letter names its todo
+
+
+def test_the_app_registers_its_eraser_with_the_forget() -> None:
+    assert forget._ERASERS["alerts"] is sweep.forget
+
+
+def test_a_forgotten_todo_s_alert_stays_without_its_title_and_its_message_says_so(
+    personas: Personas, receiver: Receiver
+) -> None:
+    channel = webhook(personas, receiver)
+    todo_id = dead_letter(personas.endpoint_a.id)
+    sweep.evaluate_all(sweep.AlertReport())  # opened and queued, not sent yet
+    (alert,) = Alert.objects.filter(channel=channel)
+    assert TITLE in alert.summary and alert.detail["title"] == TITLE
+
+    assert forget.forget(personas.alice.id, [todo_id]) == (todo_id,)
+
+    alert.refresh_from_db()
+    assert (alert.kind, alert.state, alert.todo_id) == ("dead_letter", "event", todo_id)
+    assert alert.summary == (
+        f"Todo {todo_id} dead-lettered on agent-a/triage after 1 attempt(s); the todo was forgotten"
+    )
+    assert set(alert.detail) == {"attempts", "at", "forgotten"}
+    sweep.run()
+    (sent,) = receiver.bodies()
+    assert TITLE not in str(sent) and "the todo was forgotten" in sent["text"]
+
+
+def test_an_alert_keeps_only_the_listed_facts_of_a_forgotten_todo() -> None:
+    detail = {"title": "rotate the key", "attempts": 3, "holder": "bot", "added_later": "x"}
+
+    kept = messages.forgotten(detail)
+
+    assert kept == {"attempts": 3, "holder": "bot", "forgotten": True}
+    line = messages.summary(
+        RuleKind.SILENT_CLAIM, endpoint="ep", queue="q", todo_id="td_1", detail=kept
+    )
+    assert line == "Todo td_1 on ep/q: claimed, no heartbeat for 0s; the todo was forgotten"
+
+
+def _waiting_on_the_alerts_lock() -> bool:
+    rows = fetch_all(
+        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %(key)s",
+        {"key": sweep.LOCK_ALERTS},
+    )
+    return bool(rows)
+
+
+def test_a_forget_waits_for_an_evaluation_that_read_the_todo_before_it(
+    personas: Personas, receiver: Receiver
+) -> None:
+    channel = webhook(personas, receiver)
+    todo_id = dead_letter(personas.endpoint_a.id)
+    read, waiting = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def evaluation() -> None:
+        # A sweeper's pass: it reads the dead letter (the title in it), then opens the alert;
+        # the forget starts in between.
+        try:
+            with direct.advisory_lock(sweep.LOCK_ALERTS) as held:
+                assert held
+                found = sweep.firings(RuleKind.DEAD_LETTER, sweep.timezone.now())
+                read.set()
+                deadline = time.monotonic() + 3
+                while time.monotonic() < deadline and not _waiting_on_the_alerts_lock():
+                    time.sleep(0.02)
+                waiting.set()
+                sweep.apply(RuleKind.DEAD_LETTER, *found)
+        except BaseException as exc:  # reported by the test below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def forgetting() -> None:
+        try:
+            read.wait(5)
+            forget.forget(personas.alice.id, [todo_id])
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=evaluation), threading.Thread(target=forgetting)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    assert errors == [] and waiting.is_set()
+    (alert,) = Alert.objects.filter(channel=channel)
+    assert TITLE not in alert.summary and "title" not in alert.detail
+    assert alert.detail["forgotten"] is True
