@@ -4,6 +4,8 @@ One corpus, two users. ``tests/test_bad_input.py`` sends all of it to one server
 and over HTTP) and checks every answer; ``bench/soak.py`` sends a piece of it at random moments
 while processes die and the database restarts, and checks the same answers there. Plain values
 and bytes: it imports nothing of the product, so the soak can import it before Django is set up.
+Every request it makes fits the default body cap (``SWITCHBOARD_MAX_BODY_BYTES``, 1 MB, the
+soak's); the tests' servers cap MCP at 64 KB, so the long strings go to the tools in process.
 
 The answers it names, by surface:
 
