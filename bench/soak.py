@@ -12,9 +12,11 @@ own ``pgbouncer`` (``bench/pgbouncer.py``: the processes' ``DATABASE_URL`` throu
 
 Set-up: ``migrate``, then the README's commands (run in this process with ``call_command``, which
 spares five interpreter starts): ``create_operator``, ``create_endpoint`` for two endpoints,
-``create_source`` and a ``create_rule`` routing each delivery to one endpoint's queue. Runtime
-settings: a ten-second ring gate and two-second retry backoff, so that owed rings and retries
-happen inside a one-minute run. Then **four web processes** (``manage.py serve --no-seed
+``create_source`` and a ``create_rule`` routing each delivery to one endpoint's queue, and one
+routing whatever carries ``X-Soak-Corpus`` (the bad deliveries' header) to a queue no agent
+claims, so that a bad delivery that was not refused leaves a todo there. Runtime settings: a
+ten-second ring gate and two-second retry backoff, so that owed rings and retries happen inside
+a one-minute run. Then **four web processes** (``manage.py serve --no-seed
 --no-sweeper``, each with ``REDIS_URL``, as the README's Production section runs them) and **two
 sweepers** (``manage.py sweeper``).
 
@@ -22,15 +24,21 @@ The load, spread across the four web processes, for ``--minutes`` (or ``--second
 
 - **webhook deliveries** to ``POST /hooks/soak``, signed as docs/guides/webhooks.md shows; one
   whose answer is lost (a killed process, a 503) is redelivered with the same id until it is
-  answered, as senders do; now and then a bad signature or a body that is not JSON;
+  answered, as senders do; now and then (8 %) bad input: a hostile body of the corpus signed or
+  not, a hostile source slug, a form body of too many fields;
 - **eight MCP agents** (the official SDK over Streamable HTTP, 2026-07-28 era), each listening
   for its queue's rings (``subscriptions/listen``) and looping: ``claim_next`` with a fence,
   heartbeats with notes, OTLP/HTTP protobuf spans on the claim's trace (as ``bench/otlp.py``
   sends them), then ``complete``, ``fail`` or ``release``, or a crash: it stops heartbeating
   and drops its connection mid-lease, and a new agent takes its place. A report whose answer is
   lost is sent again (reports are safe to repeat, docs/guides/lifecycle.md). At random moments
-  they send bad input: unknown ids, the other endpoint's todo, a wrong fence token, an argument
-  out of range, malformed JSON-RPC, bad OTLP bodies;
+  (15 % of heartbeats) they send bad input while they hold a claim: the corpus's tool arguments
+  (each tool's every argument given wrong types, NUL, lone surrogates, control characters, long
+  strings; hostile cursors), a complete or fail on their own claim with a result or summary the
+  store cannot hold, resource URIs that name nothing, the corpus's hostile JSON as the request
+  body and as a report's result, a span with a hostile value on their own trace in OTLP/JSON and
+  protobuf, and ids and fences they do not hold (an unknown id, the other endpoint's todo, a wrong
+  fence token);
 - **five Board sockets**: each logs in as the operator, opens a todo's trail page and connects
   the WebSocket the page names (as ``bench/live.py`` does), follows its pushes, reconnects to
   another process when its process dies, and compares what it shows with a fresh page load.
@@ -41,7 +49,8 @@ restart -m fast``).
 
 Checked, and printed as a table at the end (exit status 1 when one fails):
 
-- every created todo is accounted for (its delivery's answer named it; counted by state);
+- every created todo is accounted for (its delivery's answer named it; counted by state), and
+  no delivery was refused;
 - never two open attempts for one todo: sampled every second with a query during the run;
 - every attempt closed exactly once: a closed attempt's end never changes or reopens between
   samples, its (outcome, disposition) is a pair the lifecycle writes, and a todo's state agrees
@@ -56,7 +65,11 @@ Checked, and printed as a table at the end (exit status 1 when one fails):
 - every span answered 2xx is stored (the restart is a fast shutdown, which writes every commit,
   asynchronous or not: the window a crash would lose, docs/decisions/0010, is not measured);
 - no 5xx, and no MCP ``internal`` tool error, outside the database's restart window;
-- bad input is answered by a typed refusal (a tool error or a 4xx), never a 5xx.
+- bad input (``bench/badinput.py``, the corpus ``tests/test_bad_input.py`` checks on one server)
+  gets the answer the corpus names for it, never a 5xx outside the restart window, and changes
+  nothing: no span it was refused is stored, no attempt is closed by a refused report, no todo is
+  made of a refused delivery; and each surface (MCP, webhooks, OTLP) had some. An answer lost with
+  its process or refused by a rate limit is counted, not judged.
 
 Figures are in docs/performance.md; how to run it is in docs/guides/operations.md.
 """
@@ -105,6 +118,7 @@ import httpx2  # noqa: E402
 import psycopg  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -115,7 +129,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 from websockets.exceptions import WebSocketException  # noqa: E402
 
-from bench import pgbouncer  # noqa: E402
+from bench import badinput, pgbouncer  # noqa: E402
 from bench.pgbouncer import PgBouncer  # noqa: E402
 
 SQL_DIR = HERE / "sql"
@@ -124,6 +138,10 @@ OPERATOR = "soak"
 SOURCE = "soak"
 QUEUE = "work"
 ENDPOINTS = ("soak-a", "soak-b")  # a delivery's "team" a/b routes it to one of them
+# A rule routes every delivery with this header to this queue, which no agent claims: the bad
+# deliveries carry it, so one that was not refused would leave a todo there.
+CORPUS_HEADER = "X-Soak-Corpus"
+CORPUS_QUEUE = "corpus"
 DATABASE = "soak"
 LEASE_TTL = 10  # the least a claim may ask: a crashed agent's lease lapses soon
 MAX_ATTEMPTS = 3
@@ -160,6 +178,32 @@ PAIRS = {
     ("budget_exceeded", "dead_lettered"),
 }
 REPORTED_OUTCOME = {"complete": "completed", "fail": "failed", "release": "released"}
+# Bad input (bench/badinput.py): its surfaces, each of which must have had some; the answers not
+# judged against the corpus's (a request lost with its process, a rate limit's refusal); what a
+# server answers while its database is away (judged only outside the restart window).
+BAD_SURFACES = ("mcp", "hooks", "otlp")
+NO_ANSWER = "no answer"
+# The agents' kinds of bad input, and how often each is picked.
+BAD_KINDS = {
+    "arguments": 4,  # a tool's argument of the wrong type or value (badinput.CASES, cursors)
+    "reports": 1,  # complete or fail on the agent's own claim with what the store cannot hold
+    "resources": 1,  # a resource URI that names nothing
+    "bodies": 2,  # a hostile JSON body, as the request or as a report's result
+    "otlp json": 2,  # a span with a hostile value, on the agent's own trace
+    "otlp protobuf": 2,
+    "ids and fences": 2,  # an unknown id, the other endpoint's todo, a wrong fence token
+}
+
+
+def outage(answer: str) -> bool:
+    """An answer a surface gives while its database is away: a 5xx, MCP's internal error."""
+    return answer.startswith("5") or answer in ("internal", "-32603")
+
+
+def rate_limited(answer: str) -> bool:
+    """A refusal of the request's rate, before its input is read: a 429, MCP's tool error."""
+    return answer.startswith("429") or answer == "rate_limited"
+
 
 log = logging.getLogger("soak")
 
@@ -515,6 +559,24 @@ class Watermark:
         return False
 
 
+@dataclass(frozen=True)
+class BadAnswer:
+    """One piece of bad input: the answer the corpus names for it and the one it got."""
+
+    at: float
+    surface: str  # "mcp", "hooks" or "otlp"
+    kind: str
+    case: str
+    expected: str
+    actual: str
+
+
+def short(value: Any) -> str:
+    """A value's repr, cut to read in a line."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}… ({len(text)} chars)"
+
+
 @dataclass
 class Ledger:
     """What the soak did and was told."""
@@ -528,9 +590,17 @@ class Ledger:
     spans_partly_rejected: int = 0  # batches the receiver stored only part of
     held: dict[str, str] = field(default_factory=dict)  # todo → endpoint, claimed right now
     counts: Counter[str] = field(default_factory=Counter)
-    bad: Counter[str] = field(default_factory=Counter)  # bad input sent, by kind
-    bad_unexpected: list[str] = field(default_factory=list)  # typed, but not the refusal expected
+    refused: list[str] = field(default_factory=list)  # deliveries answered with a 4xx
+    sent_reports: set[tuple[str, int, str]] = field(default_factory=set)  # (todo, seq, kind)
+    bad: list[BadAnswer] = field(default_factory=list)  # bad input sent, and its answers
+    bad_spans: set[tuple[bytes, bytes]] = field(default_factory=set)  # refused: none stored
+    bad_reports: list[tuple[str, int, str]] = field(default_factory=list)  # refused reports
     watched: set[str] = field(default_factory=set)
+
+    def bad_answer(
+        self, at: float, surface: str, kind: str, case: str, expected: str, actual: str
+    ) -> None:
+        self.bad.append(BadAnswer(at, surface, kind, case, expected, actual))
 
     def newest(self, exclude: set[str]) -> str | None:
         for todo_id in reversed(list(self.created)):
@@ -723,32 +793,49 @@ async def deliveries(
             elif answer.status_code >= 500 or answer.status_code == 429:
                 retry.append(delivery)
             else:
-                ledger.bad_unexpected.append(
+                ledger.refused.append(
                     f"delivery {delivery.n}: {answer.status_code} {answer.text[:200]}"
                 )
                 ledger.unanswered.discard(delivery.n)
 
         async def bad_delivery() -> None:
+            """A hostile body of the corpus, signed or not, or a hostile slug, or a form of too
+            many fields; each carries CORPUS_HEADER, whose rule would make a todo of it."""
             web = stack.next_web()
-            body = json.dumps({"team": "a", "n": -1, "bad": True}).encode()
-            if random.random() < 0.5:
-                kind, expected = "hook_bad_signature", 401
-                headers = {"X-Signature-256": signed("not-the-secret", body)}
+            slug, content_type, roll = SOURCE, "application/json", random.random()
+            if roll < 0.8:
+                case = random.choice(list(badinput.HOSTILE_JSON))
+                body = badinput.HOSTILE_JSON[case]
+                kind = random.choice(("signed", "unsigned"))
+                expected = badinput.HOOK_SIGNED_EXPECTED
+                if kind == "unsigned":
+                    expected = badinput.HOOK_UNSIGNED_EXPECTED
+            elif roll < 0.9:
+                kind, slug, body = "slugs", random.choice(badinput.HOOK_SLUGS), b"{}"
+                case, expected = short(slug), badinput.HOOK_SLUG_EXPECTED
             else:
-                kind, expected = "hook_not_json", 400
-                body = b'{"team": "a", "n": '
-                headers = {"X-Signature-256": signed(secret, body)}
-            headers |= {"Content-Type": "application/json", "X-Delivery-Id": str(uuid.uuid4())}
-            ledger.bad[kind] += 1
-            try:
-                answer = await http.post(
-                    f"{web.base}/hooks/{SOURCE}", content=body, headers=headers
+                kind, fields = "forms", random.choice(badinput.HOOK_FORM_FIELDS)
+                case, body = f"{fields} fields", badinput.form_body(fields)
+                content_type, expected = (
+                    "application/x-www-form-urlencoded",
+                    badinput.HOOK_FORM_EXPECTED,
                 )
+            headers = {
+                "Content-Type": content_type,
+                "X-Delivery-Id": str(uuid.uuid4()),
+                CORPUS_HEADER: "1",
+            }
+            if kind != "unsigned":
+                headers["X-Signature-256"] = signed(secret, body)
+            at = now()
+            try:
+                answer = await http.post(f"{web.base}/hooks/{slug}", content=body, headers=headers)
             except httpx2.HTTPError:
                 rec.conn_errors["hooks"] += 1
-                return
-            if answer.status_code != expected and answer.status_code < 500:
-                ledger.bad_unexpected.append(f"{kind}: {answer.status_code} {answer.text[:120]}")
+                actual = NO_ANSWER
+            else:
+                actual = badinput.hook_outcome(answer.status_code, answer.content)
+            ledger.bad_answer(at, "hooks", kind, case, expected, actual)
 
         next_at = time.monotonic()
         while not stop.is_set():
@@ -757,7 +844,7 @@ async def deliveries(
             if retry and retry[0].sent_at < now() - 0.5:
                 await send(retry.popleft())
                 continue
-            if random.random() < 0.03:
+            if random.random() < 0.08:
                 await bad_delivery()
                 continue
             n += 1
@@ -788,6 +875,16 @@ class Owed:
     kind: str
     arguments: dict[str, Any]
     seq: int
+
+
+@dataclass(frozen=True)
+class Held:
+    """The claim an agent holds: its todo, attempt, fence token and trace."""
+
+    todo_id: str
+    seq: int
+    token: str
+    traceparent: str
 
 
 def span_batch(traceparent: str, count: int) -> tuple[bytes, list[tuple[bytes, bytes]]]:
@@ -957,8 +1054,10 @@ class Agent:
                 self.ledger.counts["heartbeats"] += 1
                 if random.random() < 0.6:
                     await self.spans(http, web, claimed["traceparent"])
-                if random.random() < 0.12:
-                    await self.bad_input(client, http, web, token)
+                if random.random() < 0.15:
+                    await self.bad_input(
+                        client, http, web, Held(todo_id, seq, token, claimed["traceparent"])
+                    )
             roll = random.random()
             if roll < 0.08:
                 return "crash"  # stop heartbeating, drop the connection: the lease lapses
@@ -980,6 +1079,7 @@ class Agent:
         """Send the owed report; record it when its success is answered."""
         owed = self.owed
         assert owed is not None
+        self.ledger.sent_reports.add((owed.arguments["id"], owed.seq, owed.kind))
         _, error = await self.call(client, owed.kind, owed.arguments)
         self.owed = None
         if error is not None:
@@ -1011,74 +1111,166 @@ class Agent:
         self.ledger.counts["span batches"] += 1
 
     async def bad_input(
-        self, client: Client, http: httpx2.AsyncClient, web: Web, token: str
+        self, client: Client, http: httpx2.AsyncClient, web: Web, held: Held
     ) -> None:
-        """One piece of bad input; the answer must be its typed refusal (a 5xx is recorded by
-        the response hook, an internal tool error by ``call``)."""
-        kind = random.choice(
-            [
-                "unknown_id",
-                "foreign_id",
-                "wrong_fence",
-                "bad_ttl",
-                "malformed_jsonrpc",
-                "jsonrpc_batch",
-                "otlp_garbage",
-                "otlp_bad_json",
-            ]
-        )
-        self.ledger.bad[kind] += 1
-        expected: str | int
-        if kind in ("unknown_id", "foreign_id", "wrong_fence", "bad_ttl"):
-            fake_token = secrets.token_urlsafe(16)
-            if kind == "unknown_id":
-                tool = "heartbeat"
-                arguments: dict[str, Any] = {"id": f"td_{secrets.token_hex(8)}"}
-                expected = "not_found"
-            elif kind == "foreign_id":
-                foreign = [t for t, (_, ep) in self.ledger.created.items() if ep == self.other]
-                tool, expected = "complete", "not_found"
-                arguments = {"id": foreign[-1] if foreign else "td_none", "lease_token": fake_token}
-            elif kind == "wrong_fence":
-                mine = [t for t, ep in self.ledger.held.items() if ep == self.slug]
-                tool, expected = "heartbeat", "conflict"
-                arguments = {"id": random.choice(mine), "lease_token": fake_token}
-            else:
-                tool, expected = "claim_next", "invalid"
-                arguments = {"queue": QUEUE, "lease_ttl_seconds": 1}
-            _, error = await self.call(client, tool, arguments)
-            got = error["code"] if error is not None else "success"
-            if got != expected:
-                self.ledger.bad_unexpected.append(f"{kind}: {tool} answered {got}")
-            return
-        if kind in ("malformed_jsonrpc", "jsonrpc_batch"):
-            url = f"{web.base}/mcp/{self.slug}"
-            body = (
-                b'{"jsonrpc": "2.0", "id": 1, "method": '
-                if kind == "malformed_jsonrpc"
-                else b'[{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]'
-            )
-            headers = {
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": MODERN,
-            }
-        else:
-            url = f"{web.base}/otlp/{self.slug}/v1/traces"
-            if kind == "otlp_garbage":
-                body, headers = b"\xff\x00 not protobuf", {"Content-Type": "application/x-protobuf"}
-            else:
-                body, headers = b'{"resourceSpans": 7}', {"Content-Type": "application/json"}
-        expected = 400
+        """One piece of bad input, of a kind picked at random (BAD_KINDS): the corpus's
+        (bench/badinput.py) or an id or fence the agent does not hold. Its answer is recorded
+        beside the one expected and judged at the end (``bad_input_row``); a 5xx is recorded by
+        the response hook too, an internal tool error by ``call``."""
+        kind = random.choices(list(BAD_KINDS), weights=list(BAD_KINDS.values()))[0]
+        surface = "otlp" if kind.startswith("otlp") else "mcp"
+        at = now()
         try:
-            answer = await http.post(url, content=body, headers=headers)
+            case, expected, actual = await self.send_bad(client, http, web, held, kind)
+        except Lost:  # the connection failed mid-call: the session reconnects
+            self.rec.conn_errors["bad input"] += 1
+            self.ledger.bad_answer(at, surface, kind, "?", "?", NO_ANSWER)
+            raise
+        self.ledger.bad_answer(at, surface, kind, case, expected, actual)
+
+    async def send_bad(
+        self, client: Client, http: httpx2.AsyncClient, web: Web, held: Held, kind: str
+    ) -> tuple[str, str, str]:
+        """Send one piece of bad input of ``kind``: (what it was, the answer expected, the
+        answer received)."""
+        if kind == "arguments":
+            if random.random() < 0.1:
+                tool, name, value = "list_todos", "cursor", random.choice(badinput.HOSTILE_CURSORS)
+                expected = badinput.CURSOR_EXPECTED
+            else:
+                tool, name, value = random.choice(badinput.CASES)
+                expected = badinput.tool_expected(tool, name, value)
+            arguments = {**badinput.TOOL_ARGS[tool], name: value}
+            actual = await self.tool_answer(client, http, web, tool, arguments)
+            return f"{tool} {name}={short(value)}", expected, actual
+        if kind == "reports":
+            # Sent with the claim's own token: were it accepted, it would close the attempt.
+            name, value = random.choice(badinput.HOSTILE_REPORTS)
+            tool = random.choice(("complete", "fail"))
+            self.ledger.bad_reports.append((held.todo_id, held.seq, tool))
+            arguments = {"id": held.todo_id, "lease_token": held.token, name: value}
+            actual = await self.tool_answer(client, http, web, tool, arguments)
+            return f"{tool} {name}={short(value)}", "invalid", actual
+        if kind == "resources":
+            # Not the URI with a lone surrogate: the SDK's client cannot encode it.
+            uri = random.choice([u for u in badinput.URIS if badinput.encodable(u)])
+            try:
+                await client.read_resource(uri)
+                actual = "ok"
+            except MCPError as exc:
+                actual = str(exc.error.code)
+            except Exception as exc:
+                raise Lost(f"read_resource: {exc!r}") from exc
+            return short(uri), badinput.RESOURCE_EXPECTED, actual
+        if kind == "bodies":
+            name = random.choice(list(badinput.HOSTILE_JSON))
+            if random.random() < 0.5:
+                case, body = f"{name} as the request", badinput.HOSTILE_JSON[name]
+                expected = badinput.mcp_body_expected(name)
+            else:
+                case, body = f"{name} as a result", badinput.mcp_argument_body(name)
+                expected = badinput.mcp_argument_expected(name)
+            return case, expected, await self.post_rpc(http, web, body, "complete")
+        if kind.startswith("otlp"):
+            return await self.bad_spans(http, web, kind, held.traceparent)
+        return await self.bad_ids(client, held)
+
+    async def tool_answer(
+        self,
+        client: Client,
+        http: httpx2.AsyncClient,
+        web: Web,
+        tool: str,
+        arguments: dict[str, Any],
+    ) -> str:
+        """A tools/call's answer as the corpus writes it: over the SDK's client, or written by
+        hand when the client cannot encode the arguments (a lone surrogate)."""
+        if not badinput.encodable(arguments):
+            return await self.post_rpc(http, web, badinput.tool_call_body(tool, arguments), tool)
+        try:
+            _, error = await self.call(client, tool, arguments)
+        except Lost as lost:
+            if isinstance(lost.__cause__, MCPError):  # answered, with a JSON-RPC error
+                return str(lost.__cause__.error.code)
+            raise
+        return "ok" if error is None else str(error.get("code"))
+
+    async def post_rpc(self, http: httpx2.AsyncClient, web: Web, body: bytes, tool: str) -> str:
+        """POST a hand-written ``tools/call`` (or what stands for one) to the agent's MCP URL."""
+        try:
+            answer = await http.post(
+                f"{web.base}/mcp/{self.slug}",
+                content=body,
+                headers=badinput.mcp_headers("tools/call", tool),
+            )
         except httpx2.HTTPError:
             self.rec.conn_errors["bad input"] += 1
-            return
-        if kind.startswith("otlp"):
-            self.rec.answer("otlp", answer.status_code, "/otlp")
-        if answer.status_code != expected and answer.status_code < 500:
-            self.ledger.bad_unexpected.append(f"{kind}: {answer.status_code}")
+            return NO_ANSWER
+        actual = badinput.rpc_outcome(
+            answer.status_code, answer.headers.get("content-type", ""), answer.content
+        )
+        if actual == "internal":
+            self.rec.internal.append((now(), tool, "a hand-written call's internal error"))
+        return actual
+
+    async def bad_spans(
+        self, http: httpx2.AsyncClient, web: Web, kind: str, traceparent: str
+    ) -> tuple[str, str, str]:
+        """One span with a hostile value on the claim's trace. One the corpus says is refused
+        must not be stored, whatever the answer; one it says is stored, answered so, joins the
+        acknowledged spans (then it must be stored)."""
+        trace, span = bytes.fromhex(traceparent.split("-")[1]), secrets.token_bytes(8)
+        if kind == "otlp json":
+            name = random.choice(list(badinput.OTLP_JSON))
+            expected = badinput.OTLP_JSON[name][1]
+            body = badinput.otlp_json(name, trace, span, time.time_ns())
+            content_type = "application/json"
+        else:
+            name = random.choice(list(badinput.OTLP_PROTOBUF))
+            expected = badinput.OTLP_PROTOBUF[name]
+            body = badinput.otlp_protobuf(name, trace, span, time.time_ns())
+            content_type = "application/x-protobuf"
+        if expected != "200":
+            self.ledger.bad_spans.add((trace, span))
+        try:
+            answer = await http.post(
+                f"{web.base}/otlp/{self.slug}/v1/traces",
+                content=body,
+                headers={"Content-Type": content_type},
+            )
+        except httpx2.HTTPError:
+            self.rec.conn_errors["bad input"] += 1
+            return name, expected, NO_ANSWER
+        self.rec.answer("otlp", answer.status_code, "/otlp")
+        rejected = 0
+        if answer.status_code == 200 and kind == "otlp json":
+            rejected = int(answer.json().get("partialSuccess", {}).get("rejectedSpans", 0))
+        elif answer.status_code == 200:
+            partial = ExportTraceServiceResponse.FromString(answer.content).partial_success
+            rejected = partial.rejected_spans
+        actual = badinput.otlp_outcome(answer.status_code, rejected)
+        if expected == actual == "200":
+            self.ledger.spans.add((trace, span))
+        return name, expected, actual
+
+    async def bad_ids(self, client: Client, held: Held) -> tuple[str, str, str]:
+        """An unknown id, the other endpoint's todo or a wrong fence token on the agent's own
+        claim: not_found, not_found, conflict."""
+        fake_token = secrets.token_urlsafe(16)
+        case = random.choice(("unknown id", "foreign id", "wrong fence"))
+        arguments: dict[str, Any]
+        if case == "unknown id":
+            tool, expected = "heartbeat", "not_found"
+            arguments = {"id": f"td_{secrets.token_hex(8)}"}
+        elif case == "foreign id":
+            foreign = [t for t, (_, ep) in self.ledger.created.items() if ep == self.other]
+            tool, expected = "complete", "not_found"
+            arguments = {"id": foreign[-1] if foreign else "td_none", "lease_token": fake_token}
+        else:
+            tool, expected = "heartbeat", "conflict"
+            arguments = {"id": held.todo_id, "lease_token": fake_token}
+        _, error = await self.call(client, tool, arguments)
+        return case, expected, "ok" if error is None else str(error.get("code"))
 
 
 # --- the load: the Board's sockets -------------------------------------------------------------
@@ -1479,6 +1671,11 @@ def create(stack: Stack) -> Credentials:
             "--max-attempts",
             str(MAX_ATTEMPTS),
         )
+    corpus = {"headers": {CORPUS_HEADER: "1"}}
+    command(
+        *("create_rule", "--source", SOURCE, "--endpoint", ENDPOINTS[0]),
+        *("--queue", CORPUS_QUEUE, "--match", json.dumps(corpus), "--title", "bad input"),
+    )
     for key, value in RUNTIME.items():
         runtime_settings.put(key, value)
     connections.close_all()
@@ -1532,14 +1729,15 @@ def check(
     rows.append(
         Row(
             "every created todo accounted for",
-            not missing and not unknown and not twice,
+            not missing and not unknown and not twice and not ledger.refused,
             f"{len(in_db)} todos from {len(ledger.deliveries)} deliveries"
             f" ({len(ledger.duplicates)} redelivered as duplicates,"
             f" {len(ledger.unanswered)} never answered): "
             + ", ".join(f"{s} {c}" for s, c in sorted(states.items()))
             + (f"; MISSING {sorted(missing)[:5]}" if missing else "")
             + (f"; UNKNOWN {unknown[:5]}" if unknown else "")
-            + (f"; deliveries with two todos {twice[:5]}" if twice else ""),
+            + (f"; deliveries with two todos {twice[:5]}" if twice else "")
+            + (f"; {len(ledger.refused)} REFUSED {ledger.refused[:3]}" if ledger.refused else ""),
         )
     )
 
@@ -1665,17 +1863,7 @@ def check(
         )
     )
 
-    # Bad input.
-    sent = sum(ledger.bad.values())
-    rows.append(
-        Row(
-            "bad input answered by a typed refusal, never a 5xx",
-            sent > 0 and not outside,
-            f"{sent} sent (" + ", ".join(f"{k} {c}" for k, c in sorted(ledger.bad.items())) + ")"
-            f"; {len(ledger.bad_unexpected)} answered with another typed code"
-            + (f": {ledger.bad_unexpected[:3]}" if ledger.bad_unexpected else ""),
-        )
-    )
+    rows.append(bad_input_row(ledger, record, sampler, stored, todos))
 
     notes.append(
         "answers: " + ", ".join(f"{s} {st}: {c}" for (s, st), c in sorted(rec.statuses.items()))
@@ -1685,6 +1873,76 @@ def check(
     )
     notes.append("agents: " + ", ".join(f"{k} {c}" for k, c in sorted(ledger.counts.items())))
     return rows, notes
+
+
+def bad_input_row(
+    ledger: Ledger,
+    record: Chaos,
+    sampler: Sampler,
+    stored: set[tuple[bytes, bytes]],
+    todos: list[tuple[Any, ...]],
+) -> Row:
+    """Bad input: every answer the one the corpus names (a 5xx or an internal error only in the
+    database's restart window, where it is not judged; nor are a request lost with its process
+    and a rate limit's refusal), nothing it was refused changed, and every surface had some."""
+    unjudged: Counter[str] = Counter()
+    wrong: list[BadAnswer] = []
+    for answer in ledger.bad:
+        if answer.actual == answer.expected:
+            continue
+        if answer.actual == NO_ANSWER:
+            unjudged["no answer (a process killed)"] += 1
+        elif rate_limited(answer.actual):
+            unjudged["rate-limited"] += 1
+        elif outage(answer.actual) and record.in_db_window(answer.at, before=0.5):
+            unjudged[f"{answer.actual} in the restart window"] += 1
+        else:
+            wrong.append(answer)
+    # What a refusal must have left unchanged: no refused span stored, no attempt closed by a
+    # refused report (one the agent never sent itself), no todo from a refused delivery.
+    changed = [f"refused span {span.hex()} stored" for _, span in ledger.bad_spans & stored]
+    changed += [
+        f"{todo_id}#{seq} closed by a refused {kind}"
+        for todo_id, seq, kind in ledger.bad_reports
+        if (closed := sampler.closed.get((todo_id, seq))) is not None
+        and closed[1] == REPORTED_OUTCOME[kind]
+        and (todo_id, seq, kind) not in ledger.sent_reports
+    ]
+    changed += [f"todo {r[0]} in {CORPUS_QUEUE!r}" for r in todos if r[8] == CORPUS_QUEUE]
+    surfaces = Counter(a.surface for a in ledger.bad)
+    kinds = Counter((a.surface, a.kind) for a in ledger.bad)
+    silent = [s for s in BAD_SURFACES if not surfaces[s]]
+    five = [a for a in ledger.bad if a.actual.startswith("5")]
+    five_outside = [a for a in five if not record.in_db_window(a.at, before=0.5)]
+    sent = "; ".join(
+        f"{s} {surfaces[s]} ("
+        + ", ".join(
+            f"{k.removeprefix(s + ' ')} {c}" for (of, k), c in sorted(kinds.items()) if of == s
+        )
+        + ")"
+        for s in BAD_SURFACES
+    )
+    parts = [
+        f"{len(ledger.bad)} sent: {sent}",
+        f"{sum(a.actual == a.expected for a in ledger.bad)} answered as expected,"
+        f" {len(wrong)} otherwise (bad_unexpected)"
+        + "".join(f"; {a.kind} {a.case}: {a.actual}, not {a.expected}" for a in wrong[:3]),
+    ]
+    if unjudged:
+        parts.append("not judged: " + ", ".join(f"{c} {k}" for k, c in sorted(unjudged.items())))
+    parts.append(
+        f"5xx: {len(five) - len(five_outside)} in the restart window, {len(five_outside)} outside"
+    )
+    parts.append(
+        f"{len(changed)} changes by refused input" + (f" {changed[:3]}" if changed else "")
+    )
+    if silent:
+        parts.append(f"NOTHING SENT to {', '.join(silent)}")
+    return Row(
+        "bad input answered as the corpus names, never a 5xx, changing nothing",
+        not wrong and not changed and not silent,
+        "; ".join(parts),
+    )
 
 
 def print_table(rows: list[Row]) -> None:

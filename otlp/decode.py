@@ -53,6 +53,8 @@ _ID_FIELDS = {
 _DROPPED_FIELDS = ("events", "links")
 _RESOURCE_SPANS = ("resourceSpans", "resource_spans")
 _SCOPE_SPANS = ("scopeSpans", "scope_spans")
+# A JSON escape of a surrogate: only a body with one can decode to a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class Refused(Exception):
@@ -140,6 +142,15 @@ def _from_json(raw: bytes) -> ExportTraceServiceRequest:
         raise Refused(400, "the body is not JSON") from None
     if not isinstance(document, dict):
         raise Refused(400, "the body must be a JSON object (an ExportTraceServiceRequest)")
+    if _SURROGATE_ESCAPE.search(raw):
+        # A lone surrogate as a key or an enum's name makes upb's lookup raise SystemError:
+        # refuse any, as protobuf's own parser refuses one in a string field.
+        try:
+            json.dumps(document, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise Refused(400, "the body holds a lone surrogate, which is not Unicode") from None
+        except RecursionError:
+            raise Refused(400, "the body is nested too deeply") from None
     rewrite_ids(document)
     message = ExportTraceServiceRequest()
     try:

@@ -4,6 +4,10 @@ or an ``internal`` MCP tool error, and none of it may change state before it is 
 The surfaces: ``POST /hooks/{slug}``, every MCP tool and resource (through the server's own
 handlers, in process), the Board's pages that take a parameter and the admin's lists and change
 pages. Each test names the answer the corpus must get, so a fix's regression test is here.
+
+The corpus itself is ``bench/badinput.py``, with the answer each piece must get, which the chaos
+soak (``bench/soak.py``) expects of the same input under load; the tests at the end send what the
+soak sends, over HTTP to one server, and check those answers.
 """
 
 from __future__ import annotations
@@ -12,52 +16,73 @@ import asyncio
 import base64
 import hashlib
 import json
+import secrets
 import socket
 import time
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
+import httpx2
 import mcp_types as types
 import pytest
 from django.db import DatabaseError
 from django.test import Client
 from mcp.shared.exceptions import MCPError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from bench.badinput import (
+    BOARD_QUERY_VALUES,
+    CASES,
+    CONTROL,
+    CURSOR_EXPECTED,
+    DEEP,
+    HOOK_FORM_EXPECTED,
+    HOOK_FORM_FIELDS,
+    HOOK_SIGNED_EXPECTED,
+    HOOK_SLUG_EXPECTED,
+    HOOK_SLUGS,
+    HOOK_UNSIGNED_EXPECTED,
+    HOSTILE_CURSORS,
+    HOSTILE_JSON,
+    HOSTILE_REPORTS,
+    HOSTILE_RESULTS,
+    NUL,
+    OTLP_JSON,
+    OTLP_PROTOBUF,
+    STANDARD_HEADERS,
+    SURROGATE,
+    TOOL_ARGS,
+    URIS,
+    encodable,
+    form_body,
+    hook_outcome,
+    mcp_argument_body,
+    mcp_argument_expected,
+    mcp_body_expected,
+    mcp_headers,
+    otlp_json,
+    otlp_outcome,
+    otlp_protobuf,
+    rpc_outcome,
+    tool_call_body,
+    tool_expected,
+)
 from mcp_server import server
 from mcp_server.verbs import owner_of
+from otlp.models import TodoSpan
 from switchboard.lib import jsonlimits
 from tests.base import Personas
 from tests.factories import RuleFactory, SourceFactory
 from tests.live import LiveServer
+from tests.otlp.helpers import JSON, PROTOBUF, claimed_with_trace
 from tests.reach import claimed, new_todo
 from todos import lifecycle
 from todos.intake.routing import sign, sign_standard
 from todos.models import Event, Todo
 
 SECRET = "corpus-secret"
-DEEP = 10_000
-
-# Hostile strings: NUL, a lone surrogate, control characters, a newline, a long string.
-NUL = "a\x00b"
-SURROGATE = "a\ud800b"
-CONTROL = "a\x01\x1b[31mb"
-HOSTILE_STRINGS = [NUL, SURROGATE, CONTROL, "a\nb", "x" * 100_000, ""]
-
-# Hostile JSON bodies, as the bytes a sender puts on the wire.
-HOSTILE_JSON = {
-    "huge number": b'{"n": 1e400}',
-    "NaN": b'{"n": NaN}',
-    "Infinity": b'{"n": Infinity}',
-    "-Infinity": b'{"n": -Infinity}',
-    "lone surrogate": b'{"s": "\\ud800"}',
-    "lone surrogate key": b'{"\\udfff": 1}',
-    "NUL": b'{"s": "\\u0000"}',
-    "nested 10,000 levels": b"[" * DEEP + b"]" * DEEP,
-    "nested 65 levels": b"[" * 65 + b"]" * 65,
-    "invalid UTF-8": b'{"s": "\xff\xfe"}',
-    "control characters": b'{"s": "\x01"}',
-    "not JSON": b"{",
-}
+FORM = "application/x-www-form-urlencoded"
 
 
 def assert_json_answer(response: Any, *allowed: int) -> dict[str, Any]:
@@ -146,6 +171,7 @@ def test_a_hostile_json_body_with_a_bad_signature_is_a_401_recorded_without_its_
         "/hooks/corpus", data=HOSTILE_JSON[name], content_type="application/json"
     )
     body = assert_json_answer(response, 401)
+    assert body["error"] == "bad_signature"
     event = Event.objects.get(id=body["event_id"])
     assert event.payload is None
     assert event.body_size == len(HOSTILE_JSON[name])
@@ -163,19 +189,16 @@ def test_json_at_the_depth_limit_is_accepted(client: Client, source: Any):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("fields", [101, 1_001, 5_000])
+@pytest.mark.parametrize("fields", HOOK_FORM_FIELDS)
 def test_a_form_body_with_too_many_fields_is_a_400_before_anything_else(
     client: Client, source: Any, fields: int
 ):
-    body = "&".join(f"f{i}=x" for i in range(fields)).encode()
-    response = deliver(client, body, content_type="application/x-www-form-urlencoded")
+    response = deliver(client, form_body(fields), content_type="application/x-www-form-urlencoded")
     assert assert_json_answer(response, 400)["error"] == "invalid_json"
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    "slug", ["s%00", "s%00x", "%ED%A0%80", "%FF", "a" * 5_000, "s%0Ax", "s%01"]
-)
+@pytest.mark.parametrize("slug", HOOK_SLUGS)
 def test_a_hostile_source_slug_is_a_json_404(client: Client, source: Any, slug: str):
     response = client.post(f"/hooks/{slug}", data=b"{}", content_type="application/json")
     assert assert_json_answer(response, 404)["error"] == "unknown_source"
@@ -203,24 +226,7 @@ STANDARD_SECRET = "whsec_" + base64.b64encode(b"corpus" * 6).decode()
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    ("header", "value"),
-    [
-        ("webhook-id", NUL),
-        ("webhook-id", "m" * 300),
-        ("webhook-id", CONTROL),
-        ("webhook-timestamp", "1e10"),
-        ("webhook-timestamp", "-1"),
-        ("webhook-timestamp", "9" * 40),
-        ("webhook-timestamp", "\uff11\uff12\uff13"),  # full-width digits: str.isdigit says yes
-        ("webhook-timestamp", NUL),
-        ("webhook-signature", "v1,"),
-        ("webhook-signature", "v1,===="),
-        ("webhook-signature", "v1," + "A" * 100_000),
-        ("webhook-signature", "v1," + NUL),
-        ("webhook-signature", "," * 1000),
-    ],
-)
+@pytest.mark.parametrize(("header", "value"), STANDARD_HEADERS)
 def test_hostile_standard_webhooks_headers_are_a_json_answer(
     client: Client, standard_source: Any, header: str, value: str
 ):
@@ -293,45 +299,6 @@ def tool_error_code(out: dict[str, Any]) -> str | None:
     return out["error"]["code"] if "error" in out else None
 
 
-TOOL_ARGS: dict[str, dict[str, Any]] = {
-    "list_todos": {},
-    "get_todo": {"id": "td_x"},
-    "claim_next": {"queue": "q"},
-    "claim": {"id": "td_x"},
-    "heartbeat": {"id": "td_x"},
-    "complete": {"id": "td_x"},
-    "fail": {"id": "td_x"},
-    "release": {"id": "td_x"},
-}
-# Every argument of every tool, with the values it gets besides its own type.
-TOOL_FIELDS: dict[str, tuple[str, ...]] = {
-    "list_todos": ("queue", "state", "cursor", "limit"),
-    "get_todo": ("id", "attempts_limit"),
-    "claim_next": ("queue", "queues", "claimant", "lease_ttl_seconds", "traceparent"),
-    "claim": ("id", "claimant", "lease_ttl_seconds", "require_fence", "traceparent"),
-    "heartbeat": ("id", "lease_ttl_seconds", "lease_token", "note"),
-    "complete": ("id", "result", "summary", "artifact", "lease_token"),
-    "fail": ("id", "result", "summary", "artifact", "retryable", "retry_after_seconds"),
-    "release": ("id", "summary", "lease_token"),
-}
-WRONG_TYPES: list[Any] = [None, 1, -1, 1.5, True, [], {}, ["x"], {"a": 1}, *HOSTILE_STRINGS]
-CASES = [
-    (tool, field, value)
-    for tool, fields in TOOL_FIELDS.items()
-    for field in fields
-    for value in WRONG_TYPES
-]
-
-
-def _cursor(*values: Any) -> str:
-    raw = json.dumps(list(values)).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-# Cursors that decode, naming ids no todo has and PostgreSQL could not compare.
-HOSTILE_CURSORS = [_cursor("2025-01-01T00:00:00+00:00", i) for i in (NUL, SURROGATE, "x" * 9_000)]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_no_argument_of_any_tool_is_an_internal_error(personas: Personas):
     endpoint = personas.endpoint_a
@@ -344,20 +311,22 @@ def test_no_argument_of_any_tool_is_an_internal_error(personas: Personas):
     assert failures == []
 
 
-HOSTILE_RESULTS = {
-    "nested 65 levels": json.loads("[" * 65 + "]" * 65),
-    "a NUL": {"s": NUL},
-    "a lone surrogate": {"s": SURROGATE},
-    "a lone surrogate key": {SURROGATE: 1},
-}
+@pytest.mark.django_db(transaction=True)
+def test_every_argument_gets_the_answer_the_corpus_names(personas: Personas):
+    # Refused as invalid, or accepted: then the call is TOOL_ARGS' own (no such todo, no claim).
+    cases = [(*case, tool_expected(*case)) for case in CASES]
+    cases += [("list_todos", "cursor", c, CURSOR_EXPECTED) for c in HOSTILE_CURSORS]
+    wrong = []
+    for tool, field, value, expected in cases:
+        out = call_tool(personas.endpoint_a, tool, {**TOOL_ARGS[tool], field: value})
+        if (tool_error_code(out) or "ok") != expected:
+            wrong.append((tool, field, repr(value)[:40], expected, out.get("error")))
+    assert wrong == []
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("tool", ["complete", "fail"])
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [("summary", NUL), ("summary", SURROGATE), *(("result", v) for v in HOSTILE_RESULTS.values())],
-)
+@pytest.mark.parametrize(("field", "value"), HOSTILE_REPORTS)
 def test_a_report_the_store_cannot_hold_is_invalid_and_leaves_the_claim_held(
     personas: Personas, tool: str, field: str, value: Any
 ):
@@ -384,21 +353,6 @@ def test_a_todo_whose_claim_could_not_be_encoded_is_refused_at_creation(
     with pytest.raises(lifecycle.InvalidInput):
         new_todo(personas.endpoint_a.id, "q", payload=HOSTILE_RESULTS[name])
     assert not Todo.objects.exists()
-
-
-URIS = [
-    "switchboard://todos/td_%00x",
-    "switchboard://todos/td_\x00x",
-    "switchboard://todos/td_\ud800",
-    "switchboard://todos/td_%ED%A0%80",
-    "switchboard://todos/td_%FF",
-    "switchboard://queues/q%00",
-    "switchboard://queues/q\nINFO forged line",
-    "switchboard://queues/" + "q" * 10_000,
-    "switchboard://queues/%0A",
-    "switchboard://nothing/x",
-    "other://todos/x",
-]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -434,9 +388,6 @@ def alice_client(personas: Personas) -> Client:
     client = Client()
     client.force_login(personas.alice)
     return client
-
-
-BOARD_QUERY_VALUES = ["%00", "a%00b", "%ED%A0%80", "%FF%FE", "%0A%0D", "x" * 5_000, "%01"]
 
 
 @pytest.mark.django_db
@@ -585,3 +536,87 @@ def test_admin_lists_and_change_pages_answer_hostile_queries_without_a_server_er
         assert_page(admin_client.get(f"{base}{value}/change/"))
     for sub in ("attempts", "activity", "spans"):
         assert_page(admin_client.get(f"/admin/todos/todo/{sub}/?q={value}&todo__id__exact={value}"))
+
+
+# --- over HTTP, as the chaos soak sends it -------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_the_hooks_answer_the_corpus_as_it_names_and_create_nothing(
+    live_daphne: LiveServer, source: Any
+):
+    def post(path: str, body: bytes, content_type: str, signed: bool) -> str:
+        headers = {"Content-Type": content_type}
+        if signed:
+            headers["X-Signature-256"] = sign(SECRET, body)
+        response = httpx2.post(live_daphne.url(path), content=body, headers=headers, timeout=30)
+        return hook_outcome(response.status_code, response.content)
+
+    answers = []
+    for name, body in HOSTILE_JSON.items():
+        for signed, expected in ((True, HOOK_SIGNED_EXPECTED), (False, HOOK_UNSIGNED_EXPECTED)):
+            answers.append((name, signed, post("/hooks/corpus", body, JSON, signed), expected))
+    for slug in HOOK_SLUGS:
+        answers.append(
+            (slug[:20], True, post(f"/hooks/{slug}", b"{}", JSON, True), HOOK_SLUG_EXPECTED)
+        )
+    for fields in HOOK_FORM_FIELDS:
+        outcome = post("/hooks/corpus", form_body(fields), FORM, True)
+        answers.append((fields, True, outcome, HOOK_FORM_EXPECTED))
+    assert [a for a in answers if a[2] != a[3]] == []
+    assert not Todo.objects.exists()  # the source's rule matches everything it accepts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_mcp_answers_hostile_bodies_and_arguments_as_the_corpus_names(
+    live_daphne: LiveServer, personas: Personas
+):
+    def post(body: bytes, tool: str = "complete") -> str:
+        headers = {"Authorization": f"Bearer {personas.key_a}", **mcp_headers("tools/call", tool)}
+        url = live_daphne.mcp_url("agent-a")
+        response = httpx2.post(url, content=body, headers=headers, timeout=30)
+        return rpc_outcome(response.status_code, response.headers["content-type"], response.content)
+
+    answers = []
+    for name, body in HOSTILE_JSON.items():
+        answers.append((name, "body", post(body), mcp_body_expected(name)))
+        answers.append((name, "result", post(mcp_argument_body(name)), mcp_argument_expected(name)))
+    # What the SDK's client cannot encode, written by hand.
+    for tool, field, value in CASES:
+        if not encodable(value):
+            body = tool_call_body(tool, {**TOOL_ARGS[tool], field: value})
+            answers.append((tool, field, post(body, tool), tool_expected(tool, field, value)))
+    assert [a for a in answers if a[2] != a[3]] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_each_hostile_span_gets_the_answer_the_corpus_names(
+    live_daphne: LiveServer, personas: Personas
+):
+    trace = secrets.token_bytes(16)
+    claimed_with_trace(personas.endpoint_a.id, trace)
+    headers = {"Authorization": f"Bearer {personas.key_a}"}
+    answers, kept = [], set()
+    for name, expected, content_type, body in [
+        *((n, e, JSON, partial(otlp_json, n)) for n, (_, e) in OTLP_JSON.items()),
+        *((n, e, PROTOBUF, partial(otlp_protobuf, n)) for n, e in OTLP_PROTOBUF.items()),
+    ]:
+        span = secrets.token_bytes(8)
+        response = httpx2.post(
+            live_daphne.url("/otlp/agent-a/v1/traces"),
+            content=body(trace, span, time.time_ns()),
+            headers={**headers, "Content-Type": content_type},
+            timeout=30,
+        )
+        rejected = 0
+        if response.status_code == 200 and content_type == PROTOBUF:
+            answer = ExportTraceServiceResponse.FromString(response.content)
+            rejected = answer.partial_success.rejected_spans
+        elif response.status_code == 200:
+            rejected = int(response.json().get("partialSuccess", {}).get("rejectedSpans", 0))
+        answers.append((content_type, name, otlp_outcome(response.status_code, rejected), expected))
+        if expected == "200":
+            kept.add(span)
+    assert [a for a in answers if a[2] != a[3]] == []
+    stored = TodoSpan.objects.filter(trace_id=trace).values_list("span_id", flat=True)
+    assert {bytes(s) for s in stored} == kept  # what was refused left nothing

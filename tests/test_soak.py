@@ -1,5 +1,6 @@
-"""The chaos soak (bench/soak.py): a one-minute run holds every invariant, and its comparison of
-a live socket with a fresh page can tell them apart.
+"""The chaos soak (bench/soak.py): a one-minute run holds every invariant, its comparison of a
+live socket with a fresh page can tell them apart, and its bad-input row fails on a wrong answer
+or a change.
 
 The run starts its own PostgreSQL, Redis, four web processes and two sweepers, kills and
 restarts them, and needs neither the test database nor the machine's Redis: it touches nothing
@@ -13,7 +14,10 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -80,6 +84,64 @@ def test_a_push_the_soak_cannot_read_is_a_difference_not_a_pass() -> None:
         "socket shows no state",
         "page shows no state",
     ]
+
+
+# One piece of bad input per surface, each answered as the corpus names; a restart at 100 s.
+EVERY_SURFACE = [soak.BadAnswer(10.0, s, "k", "c", "400", "400") for s in soak.BAD_SURFACES]
+RESTART = soak.Chaos(db_windows=[(100.0, 102.0)])
+
+
+def bad_input_row(
+    *answers: soak.BadAnswer,
+    sent: list[soak.BadAnswer] = EVERY_SURFACE,
+    bad_spans: tuple[tuple[bytes, bytes], ...] = (),
+    stored: tuple[tuple[bytes, bytes], ...] = (),
+    bad_reports: tuple[tuple[str, int, str], ...] = (),
+    sent_reports: tuple[tuple[str, int, str], ...] = (),
+    closed: dict[tuple[str, int], Any] | None = None,
+    todos: tuple[tuple[Any, ...], ...] = (),
+) -> soak.Row:
+    ledger = soak.Ledger(bad=[*sent, *answers])
+    ledger.bad_spans.update(bad_spans)
+    ledger.bad_reports.extend(bad_reports)
+    ledger.sent_reports.update(sent_reports)
+    sampler: Any = SimpleNamespace(closed=closed or {})
+    return soak.bad_input_row(ledger, RESTART, sampler, set(stored), list(todos))
+
+
+def test_bad_input_answered_as_the_corpus_names_on_every_surface_holds() -> None:
+    row = bad_input_row()
+    assert row.ok, row.counts
+
+
+def test_a_typed_answer_other_than_the_corpus_names_fails() -> None:
+    row = bad_input_row(soak.BadAnswer(10.0, "mcp", "arguments", "claim id=1", "invalid", "ok"))
+    assert not row.ok
+    assert "1 otherwise (bad_unexpected); arguments claim id=1: ok, not invalid" in row.counts
+
+
+def test_a_5xx_fails_outside_the_restart_window_and_is_not_judged_inside_it() -> None:
+    outside = soak.BadAnswer(50.0, "hooks", "signed", "NaN", "400 invalid_json", "503 x")
+    assert not bad_input_row(outside).ok
+    row = bad_input_row(replace(outside, at=105.0))  # within the restart's 10 s grace
+    assert row.ok and "not judged: 1 503 x in the restart window" in row.counts
+
+
+def test_refused_input_that_changed_something_fails() -> None:
+    span = (b"t" * 16, b"s" * 8)
+    assert not bad_input_row(bad_spans=(span,), stored=(span,)).ok
+    report = ("td_1", 1, "complete")
+    closed = {("td_1", 1): (1.0, "completed", "done")}
+    assert not bad_input_row(bad_reports=(report,), closed=closed).ok
+    # The agent's own complete of that attempt closed it, not the refused one.
+    assert bad_input_row(bad_reports=(report,), closed=closed, sent_reports=(report,)).ok
+    todo = ("td_2", "pending", False, None, 1, 1.0, None, None, soak.CORPUS_QUEUE)
+    assert not bad_input_row(todos=(todo,)).ok
+
+
+def test_a_surface_sent_no_bad_input_fails() -> None:
+    row = bad_input_row(sent=EVERY_SURFACE[:-1])
+    assert not row.ok and f"NOTHING SENT to {soak.BAD_SURFACES[-1]}" in row.counts
 
 
 def test_the_one_minute_soak_holds_every_invariant() -> None:

@@ -105,6 +105,10 @@ def test_other_content_types_are_415(content_type: str | None) -> None:
         (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": 5}]}]}]}', JSON),
         (b"[" * 100_000, JSON),
         (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a\\ud800"}]}]}]}', JSON),
+        # A lone surrogate in a key or an enum's name: upb's lookup of it raised SystemError.
+        (b'{"\\udfff": 1}', JSON),
+        (b'{"resourceSpans": [{"\\ud800": 1}]}', JSON),
+        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"kind": "\\ud800"}]}]}]}', JSON),
     ],
 )
 def test_an_undecodable_body_is_400(body: bytes, content_type: str) -> None:
