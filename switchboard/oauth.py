@@ -228,9 +228,15 @@ async def aresolve_token(scope: asgi.Scope, resource: str) -> TokenGrant:
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """One client's live access to one endpoint resource, granted by one human."""
+    """One human's live grant of one client at one of an endpoint's two resources (``kind``):
+    the scopes that human's live sign-ins of that client allow together, the first one's time
+    and the newest use. A client is one ``Application`` row however many humans sign in with
+    it (a Client ID Metadata Document's ``client_id`` above all: the toolkit makes one row per
+    document URL), so each granter's grant is a connection of its own, listed with its own
+    scopes and revoked alone (``revoke_connection`` with ``user_id``)."""
 
     application_id: int
+    user_id: int
     client: str
     redirect_host: str
     kind: str
@@ -238,6 +244,15 @@ class Connection:
     granted_by: str
     granted_at: dt.datetime
     last_used: dt.datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    """What a revocation ended: the grants (a client and the human who granted it) that had
+    live tokens for the endpoint, and those tokens (refresh and access)."""
+
+    grants: int
+    tokens: int
 
 
 def client_name(application: Application) -> str:
@@ -283,25 +298,32 @@ def _kind_for(resources: Any, slug: str) -> str | None:
 
 
 def _live_tokens(
-    endpoint: Endpoint, application_id: int
+    endpoint: Endpoint, application_id: int | None, user_id: int | None
 ) -> tuple[list[RefreshToken], list[AccessToken]]:
-    """``application_id``'s live refresh and access tokens whose resource is one of this
-    endpoint's (on any origin), whoever granted them. Two queries."""
+    """The live refresh and access tokens whose resource is one of this endpoint's (on any
+    origin), of ``application_id`` and granted by ``user_id`` where they are given (None:
+    every client, every granter). Two queries."""
     mine = _for_endpoint(endpoint.slug)
-    refresh = RefreshToken.objects.filter(
-        mine, application_id=application_id, revoked__isnull=True
-    ).only("id", "application_id")
-    access = AccessToken.objects.filter(
-        mine, application_id=application_id, expires__gt=timezone.now()
-    ).only("id")
+    which: dict[str, int] = {}
+    if application_id is not None:
+        which["application_id"] = application_id
+    if user_id is not None:
+        which["user_id"] = user_id
+    refresh = RefreshToken.objects.filter(mine, revoked__isnull=True, **which).only(
+        "id", "application_id", "user_id"
+    )
+    access = AccessToken.objects.filter(mine, expires__gt=timezone.now(), **which).only(
+        "id", "application_id", "user_id"
+    )
     return list(refresh.order_by("created")), list(access.order_by("created"))
 
 
 def connections(endpoint: Endpoint) -> list[Connection]:
-    """The endpoint's connections, one per client and surface, oldest grant first: the live
-    refresh tokens (every sign-in has one; its current access token carries the scopes and the
-    last use) whose resource is one of the endpoint's, whoever granted them (its owner, or any
-    member of its team). One query, however many there are."""
+    """The endpoint's connections, one per client, granter and surface, oldest grant first: the
+    live refresh tokens (every sign-in has one; its current access token carries the scopes and
+    the last use) whose resource is one of the endpoint's, whoever granted them (its owner, or
+    an admin of its team: those who manage it, ``switchboard.scope.managed_by``). One query,
+    however many there are."""
     refresh = (
         RefreshToken.objects.filter(
             _for_endpoint(endpoint.slug), revoked__isnull=True, access_token__isnull=False
@@ -309,7 +331,7 @@ def connections(endpoint: Endpoint) -> list[Connection]:
         .select_related("application", "user", "access_token")
         .order_by("created")
     )
-    found: dict[tuple[int, str], Connection] = {}
+    found: dict[tuple[int, int, str], Connection] = {}
     for token in refresh:
         access: AccessToken = token.access_token
         kind = _kind_for(token.resource, endpoint.slug)
@@ -317,14 +339,17 @@ def connections(endpoint: Endpoint) -> list[Connection]:
             continue
         last_used = access.updated if _used(access) else None
         scopes = oauth_scopes.parse(access.scope)
-        key = (token.application_id, kind)
+        key = (token.application_id, token.user_id, kind)
         previous = found.get(key)
         if previous is not None:
+            # Another sign-in of the same client by the same human: one grant, its scopes
+            # together, its newest use.
             newest = max(
                 (t for t in (previous.last_used, last_used) if t is not None), default=None
             )
             found[key] = Connection(
                 previous.application_id,
+                previous.user_id,
                 previous.client,
                 previous.redirect_host,
                 kind,
@@ -337,6 +362,7 @@ def connections(endpoint: Endpoint) -> list[Connection]:
         user: Human = token.user
         found[key] = Connection(
             token.application_id,
+            token.user_id,
             client_name(token.application),
             redirect_host(token.application),
             kind,
@@ -357,23 +383,28 @@ def clear_expired_tokens() -> None:
     clear_expired()
 
 
-def revoke_connection(endpoint: Endpoint, application_id: int) -> int:
-    """Revoke every live token of ``application_id`` for ``endpoint``: refresh tokens revoked,
-    access tokens deleted (so the next request with one is refused). Returns how many."""
-    refresh, access = _live_tokens(endpoint, application_id)
+def revoke_connection(
+    endpoint: Endpoint, application_id: int, user_id: int | None = None
+) -> Revoked:
+    """Revoke ``application_id``'s live tokens for ``endpoint``: the grant of ``user_id`` when
+    given (one row of ``connections``), else every human's grant of that client. Refresh tokens
+    are revoked and access tokens deleted, so the next request with one is refused."""
+    return _revoke(*_live_tokens(endpoint, application_id, user_id))
+
+
+def revoke_all(endpoint: Endpoint) -> Revoked:
+    """Revoke every connection of ``endpoint`` (``manage.py oauth revoke --all``)."""
+    return _revoke(*_live_tokens(endpoint, None, None))
+
+
+def _revoke(refresh: list[RefreshToken], access: list[AccessToken]) -> Revoked:
+    """Revoke ``refresh`` and delete ``access`` in one transaction; say what that ended."""
+    grants = {(t.application_id, t.user_id) for t in (*refresh, *access)}
     with transaction.atomic():
         for token in refresh:  # the toolkit's order: the refresh token, then its access token
             token.revoke()
         AccessToken.objects.filter(pk__in=[token.pk for token in access]).delete()
-    return len(refresh) + len(access)
-
-
-def revoke_all(endpoint: Endpoint) -> int:
-    """Revoke every connection of ``endpoint`` (``manage.py oauth revoke --all``)."""
-    return sum(
-        revoke_connection(endpoint, application_id)
-        for application_id in {c.application_id for c in connections(endpoint)}
-    )
+    return Revoked(len(grants), len(refresh) + len(access))
 
 
 def endpoints_for_consent(human_id: int) -> list[Endpoint]:

@@ -359,7 +359,7 @@ def test_an_oauth_clients_tasks_outlive_its_hourly_access_token(oauth_live: Live
 
 
 def test_revoking_on_the_board_refuses_the_next_request(oauth_live: LiveServer) -> None:
-    _human, endpoint = _operator("oa-revoke", "oa-revoke")
+    human, endpoint = _operator("oa-revoke", "oa-revoke")
     token, client_id, session = _raw_sign_in(
         oauth_live, "oa-revoke", "oa-revoke", "mcp", (READ, WORK)
     )
@@ -368,7 +368,7 @@ def test_revoking_on_the_board_refuses_the_next_request(oauth_live: LiveServer) 
     page = session.get(f"/endpoints/{endpoint.slug}")
     assert "raw mcp" in page.text and "todos:read todos:work" in page.text
     application = Application.objects.get(client_id=client_id)
-    action = f"/endpoints/{endpoint.slug}/connections/{application.pk}/revoke"
+    action = f"/endpoints/{endpoint.slug}/connections/{application.pk}/{human.pk}/revoke"
     assert action in page.text
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
     assert csrf is not None

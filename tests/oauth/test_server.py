@@ -329,7 +329,7 @@ def test_the_endpoint_page_lists_connections_and_revokes_them(
     page = client.get("/endpoints/mine").content.decode()
     assert "Test Chat" in page and "todos:read" in page and "127.0.0.1:33418" in page
     application = granted().get().application
-    response = client.post(f"/endpoints/mine/connections/{application.pk}/revoke")
+    response = client.post(f"/endpoints/mine/connections/{application.pk}/{operator.pk}/revoke")
     assert response.status_code == 302
     assert not granted().exists()
     assert RefreshToken.objects.get().revoked is not None
@@ -342,7 +342,7 @@ def test_another_operator_cannot_revoke_a_connection(client: Client, operator: A
     flow.sign_in(client, "mine")
     application = granted().get().application
     client.force_login(HumanFactory(username="stranger"))
-    response = client.post(f"/endpoints/mine/connections/{application.pk}/revoke")
+    response = client.post(f"/endpoints/mine/connections/{application.pk}/{operator.pk}/revoke")
     assert response.status_code == 404
     assert granted().exists()
 
