@@ -13,16 +13,17 @@ front of it are ``switchboard/oauth_views.py``. This module is what the agents' 
   The key URL ``/mcp/{slug}`` takes no tokens and advertises no OAuth.
 - **The resolver** (``resolve_token``): the presented token's SHA-256 (tokens are stored only as
   checksums, ``COMPLIANT_BCP_RFC9700_TOKEN_STORAGE``) → a live access token for exactly this
-  resource → its human's live endpoint of that slug, read through the human's scope
-  (``switchboard.scope``) → that endpoint with its verbs cut to the token's scopes
-  (``switchboard.lib.oauth_scopes``), so every check downstream (tools/list, ``allows``, the MCP
-  fast path) sees only what the token may do. Tokens are not kept in the keys' one-second cache
+  resource → the live endpoint of that slug if its human still manages it (owns it, or is an
+  admin of its team: ``switchboard.scope.managed_by``, the rule consent offers endpoints by)
+  → that endpoint with its verbs cut to the token's scopes (``switchboard.lib.oauth_scopes``),
+  so every check downstream (tools/list, ``allows``, the MCP fast path) sees only what the
+  token may do. Tokens are not kept in the keys' one-second cache
   (docs/decisions/0014-bearer-cache.md): a revocation on the Board refuses the very next
   request, at one indexed lookup per request (docs/decisions/0038-oauth.md).
-- **Connections**: an endpoint's live grants, one per client and surface, for the endpoint's page
-  and ``manage.py oauth``, found by their tokens' resource (whoever granted them: the owner, or
-  a member of the owning team); revoking one revokes its refresh tokens and deletes its access
-  tokens.
+- **Connections**: an endpoint's live grants, one per client, granter and surface, for the
+  endpoint's page and ``manage.py oauth``, found by their tokens' resource (whoever granted
+  them: the owner, or an admin of the owning team); revoking one revokes its refresh tokens
+  and deletes its access tokens.
 - **Client metadata documents** (``GuardedMetadataFetcher``, the ``CIMD_METADATA_FETCHER``):
   fetched through the push rings' SSRF guard (``switchboard/lib/webhook_out.py``), https only,
   at most ``CIMD_MAX_DOCUMENT_SIZE`` bytes, JSON only, kept as long as their ``Cache-Control``
@@ -280,7 +281,7 @@ class _PathExists(Func):
 def _for_endpoint(slug: str) -> _PathExists:
     """Whether a token's ``resource`` (RFC 8707 resources, a JSON array of URLs) names one of
     ``slug``'s OAuth resources, on any origin: the token is this endpoint's connection whoever
-    granted it (an owner, or any member of the owning team), so the endpoint's page and
+    granted it (its owner, or an admin of the owning team), so the endpoint's page and
     ``manage.py oauth`` find it by what it may reach, never by who the endpoint's owner is."""
     if not _SLUG.fullmatch(slug):
         raise ValueError(f"{slug!r} is not an endpoint slug")

@@ -6,13 +6,15 @@ registration); this module is what it leaves to the site:
 
 - **Consent** (``/oauth/authorize/``): the Board's login first (its lockout, django-axes); then a
   page that names the client (its metadata document's or registration's ``client_name``, else
-  its id) with its redirect host, lets the human pick one of their own endpoints (through
-  ``switchboard.scope``) and the scopes, and Allow or Deny, CSRF-checked. PKCE must be S256; a
-  ``resource`` the client names must be one of this server's OAuth resources on an endpoint the
-  human owns, and is then the endpoint; the token is bound to exactly that resource URL (RFC
-  8707). The redirect URI must match the client's registration exactly (the toolkit's check on
-  the GET; on the POST, whose hidden field could be anything, checked again before any
-  redirect, a Deny's included), and ``state`` goes back with the answer, an error included.
+  its id) with its redirect host, lets the human pick one of the endpoints they manage (their
+  own, and their teams' where they are an admin: ``oauth.endpoints_for_consent``, through
+  ``switchboard.scope.managed_by``) and the scopes, and Allow or Deny, CSRF-checked. PKCE must
+  be S256; a ``resource`` the client names must be one of this server's OAuth resources on an
+  endpoint the human manages, and is then the endpoint; the token is bound to exactly that
+  resource URL (RFC 8707). The redirect URI must match the client's registration exactly (the
+  toolkit's check on the GET; on the POST, whose hidden field could be anything, checked again
+  before any redirect, a Deny's included), and ``state`` goes back with the answer, an error
+  included.
 - **Errors** are RFC 6749's: a redirect carrying ``error=`` when the redirect URI is known good,
   else a JSON ``{"error", "error_description"}``, never an HTML page or a 500.
 - **Registration** (``/oauth/register/``, RFC 7591, kept for older clients): open, as chat apps
