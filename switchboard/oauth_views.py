@@ -170,7 +170,7 @@ class ConsentView(dot_views.AuthorizationView):
         if slug is not None and not endpoints:
             return self._redirect_error(
                 "invalid_target",
-                "the resource names no endpoint of the signed-in operator",
+                "the resource names no endpoint the signed-in operator manages",
                 credentials,
                 application,
             )
@@ -282,7 +282,7 @@ class ConsentView(dot_views.AuthorizationView):
         if endpoint is None:
             return self._redirect_error(
                 "invalid_target",
-                "no such endpoint of the signed-in operator",
+                "no endpoint of that name that the signed-in operator manages",
                 credentials,
                 application,
             )

@@ -181,8 +181,28 @@ def test_a_plain_member_cannot_connect_the_teams_endpoint(
     page = member.get(auth.url())
 
     assert page.status_code == 302
-    assert "error=invalid_target" in page["Location"]
+    query = flow.parse_qs(flow.urlsplit(page["Location"]).query)
+    assert query["error"] == ["invalid_target"]
+    assert query["error_description"] == [
+        "the resource names no endpoint the signed-in operator manages"
+    ]
     assert not granted("team-ep").exists()
+
+
+def test_a_plain_member_is_told_on_the_consent_page_who_connects_an_endpoint(
+    team_endpoint: tuple[Endpoint, Human, Human],
+) -> None:
+    member = _client(Human.objects.get(username="erin"))
+    registered = flow.register(member)
+    auth = flow.authorization(registered["client_id"], None)  # the client named no endpoint
+
+    page = member.get(auth.url())
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="consent"' not in html  # no form: nothing to pick
+    assert "Only an endpoint's managers connect it: its owner, or a team's admins" in html
+    assert '<a href="/endpoints/new">Create one</a>' in html
 
 
 def test_a_granter_who_stops_administering_the_team_stops_connecting_its_endpoint(
