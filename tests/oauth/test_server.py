@@ -434,3 +434,31 @@ def test_a_registration_update_is_refused_as_a_registration_is(client: Client) -
         uri, {**base, "redirect_uris": [flow.REDIRECT]}, content_type="application/json"
     )
     assert_oauth_error(anonymous, 401, "invalid_token")
+
+
+def test_a_registration_update_checks_its_token_before_its_body(client: Client) -> None:
+    registered = flow.register(client)
+    uri = registered["registration_client_uri"]
+    private = {"client_name": "Test Chat", "redirect_uris": ["https://10.0.0.7/cb"]}
+
+    # Without a token, or with another client's, a bad body says nothing about the body.
+    anonymous = client.put(uri, private, content_type="application/json")
+    assert_oauth_error(anonymous, 401, "invalid_token")
+    not_json = client.put(uri, b"{", content_type="application/json")
+    assert_oauth_error(not_json, 401, "invalid_token")
+    other = flow.register(client)
+    foreign = client.put(
+        uri,
+        private,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {other['registration_access_token']}",
+    )
+    assert_oauth_error(foreign, 401, "invalid_token")
+    # With its own token the same body is refused for what it is.
+    owned = client.put(
+        uri,
+        private,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {registered['registration_access_token']}",
+    )
+    assert_oauth_error(owned, 400, "invalid_redirect_uri")
