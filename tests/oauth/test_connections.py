@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
-from oauth2_provider.models import AccessToken, Application, RefreshToken
+from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
 from switchboard import credentials, oauth, teams
 from switchboard.lib import oauth_scopes
@@ -240,6 +240,36 @@ def test_the_sweepers_retention_clears_spent_tokens_and_keeps_live_ones(
     assert live.granted_by == "alice"
     resource = f"{flow.ORIGIN}/mcp/team-ep/oauth"
     assert oauth.resolve_token(kept["access_token"], resource).endpoint == endpoint
+
+
+def test_the_sweepers_report_says_how_many_spent_tokens_and_codes_it_cleared(
+    team_endpoint: tuple[Endpoint, Human, Human],
+) -> None:
+    endpoint, alice, carol = team_endpoint
+    flow.sign_in(_client(carol), "team-ep")
+    spent = next(c for c in oauth.connections(endpoint) if c.granted_by == "carol")
+    oauth.revoke_connection(endpoint, spent.application_id)
+    past = timezone.now() - timedelta(seconds=settings.SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS + 60)
+    RefreshToken.objects.filter(revoked__isnull=False).update(revoked=past)
+    # A code alice never exchanged, and the registrations' access tokens, all expired.
+    registered = flow.register(_client(alice))
+    flow.consent(_client(alice), flow.authorization(registered["client_id"], "team-ep"), "team-ep")
+    assert Grant.objects.update(expires=past) == 1
+    expired = AccessToken.objects.filter(refresh_token__isnull=True).update(expires=past)
+    assert expired == 2  # carol's registration's and alice's
+
+    report = sweeps.run_pass(with_retention=True, with_pushes=False)
+
+    assert report.oauth_cleared == oauth.Cleared(access_tokens=2, refresh_tokens=1, codes=1)
+    assert (
+        "retention: cleared 2 OAuth access tokens, 1 refresh tokens, 1 authorization codes"
+        in report.lines()
+    )
+    assert not AccessToken.objects.exists() and not Grant.objects.exists()
+    # The next pass clears nothing, and says nothing about it.
+    again = sweeps.run_pass(with_retention=True, with_pushes=False)
+    assert again.oauth_cleared == oauth.Cleared(0, 0, 0)
+    assert not [line for line in again.lines() if "OAuth" in line]
 
 
 @pytest.fixture
