@@ -7,11 +7,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
+from switchboard import oauth
 from switchboard.lib import oauth_scopes
+from switchboard.models import slug_validator
 from tests.factories import EndpointFactory, HumanFactory
 from tests.oauth import flow
 
@@ -67,6 +70,21 @@ def test_each_endpoint_resource_has_path_inserted_metadata(client: Client) -> No
         "/oauth/nothing",
     ):
         assert_oauth_error(client.get(path), 404, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "slug", ["agent-x", "a", "9_b-c", "Agent", "-agent", "_a", "a.b", "a b", "a%2fb", "a/b", ""]
+)
+def test_the_resources_take_exactly_the_slugs_an_endpoint_may_have(slug: str) -> None:
+    try:
+        slug_validator(slug)
+        valid = True
+    except ValidationError:
+        valid = False
+
+    for kind, path in ((oauth.MCP, f"/mcp/{slug}/oauth"), (oauth.A2A, f"/a2a/{slug}")):
+        parsed = oauth.parse_resource(flow.ORIGIN + path)
+        assert parsed == ((flow.ORIGIN, kind, slug) if valid else None), (kind, slug)
 
 
 @pytest.mark.parametrize(
