@@ -345,16 +345,17 @@ def endpoint_push_url(request: BoardRequest, slug: str) -> HttpResponse:
 @login_required
 @require_POST
 def endpoint_revoke_connection(
-    request: BoardRequest, slug: str, application_id: int
+    request: BoardRequest, slug: str, application_id: int, user_id: int
 ) -> HttpResponse:
-    """Revoke one OAuth client's access to the endpoint, whoever granted it: its access tokens
-    are deleted and its refresh tokens revoked, so its next request is refused (tokens are never
-    cached: switchboard/oauth.py). Only a human who manages the endpoint revokes, as only they
-    revoke its keys (docs/decisions/0034-teams.md)."""
+    """Revoke one connection of the endpoint: the grant ``user_id`` gave the OAuth client
+    ``application_id`` (others' grants of the same client stay). Its access tokens are deleted
+    and its refresh tokens revoked, so its next request is refused (tokens are never cached:
+    switchboard/oauth.py). Only a human who manages the endpoint revokes, as only they revoke
+    its keys (docs/decisions/0034-teams.md)."""
     endpoint = _own_endpoint(request, slug)
     if not _manages(request, endpoint):
         return _refused(request, endpoint)
-    if oauth.revoke_connection(endpoint, application_id):
+    if oauth.revoke_connection(endpoint, application_id, user_id).tokens:
         messages.success(request, "Revoked the connection: its next request is refused.")
     else:
         messages.info(request, "That connection was already gone.")

@@ -13,16 +13,17 @@ front of it are ``switchboard/oauth_views.py``. This module is what the agents' 
   The key URL ``/mcp/{slug}`` takes no tokens and advertises no OAuth.
 - **The resolver** (``resolve_token``): the presented token's SHA-256 (tokens are stored only as
   checksums, ``COMPLIANT_BCP_RFC9700_TOKEN_STORAGE``) → a live access token for exactly this
-  resource → its human's live endpoint of that slug, read through the human's scope
-  (``switchboard.scope``) → that endpoint with its verbs cut to the token's scopes
-  (``switchboard.lib.oauth_scopes``), so every check downstream (tools/list, ``allows``, the MCP
-  fast path) sees only what the token may do. Tokens are not kept in the keys' one-second cache
+  resource → the live endpoint of that slug if its human still manages it (owns it, or is an
+  admin of its team: ``switchboard.scope.managed_by``, the rule consent offers endpoints by)
+  → that endpoint with its verbs cut to the token's scopes (``switchboard.lib.oauth_scopes``),
+  so every check downstream (tools/list, ``allows``, the MCP fast path) sees only what the
+  token may do. Tokens are not kept in the keys' one-second cache
   (docs/decisions/0014-bearer-cache.md): a revocation on the Board refuses the very next
   request, at one indexed lookup per request (docs/decisions/0038-oauth.md).
-- **Connections**: an endpoint's live grants, one per client and surface, for the endpoint's page
-  and ``manage.py oauth``, found by their tokens' resource (whoever granted them: the owner, or
-  a member of the owning team); revoking one revokes its refresh tokens and deletes its access
-  tokens.
+- **Connections**: an endpoint's live grants, one per client, granter and surface, for the
+  endpoint's page and ``manage.py oauth``, found by their tokens' resource (whoever granted
+  them: the owner, or an admin of the owning team); revoking one revokes its refresh tokens
+  and deletes its access tokens.
 - **Client metadata documents** (``GuardedMetadataFetcher``, the ``CIMD_METADATA_FETCHER``):
   fetched through the push rings' SSRF guard (``switchboard/lib/webhook_out.py``), https only,
   at most ``CIMD_MAX_DOCUMENT_SIZE`` bytes, JSON only, kept as long as their ``Cache-Control``
@@ -43,22 +44,24 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import BooleanField, F, Func, Value
+from django.db.models import BooleanField, Count, F, Func, Max, Model, Value
 from django.utils import timezone
 from oauth2_provider.cimd import CIMDError
-from oauth2_provider.models import AccessToken, Application, RefreshToken, clear_expired
+from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken, clear_expired
 from oauth2_provider.settings import oauth2_settings
 
 from switchboard.auth import bearer_token
 from switchboard.lib import asgi, dbthread, oauth_scopes, webhook_out
-from switchboard.models import Endpoint, Human
+from switchboard.models import SLUG_RE, Endpoint, Human
 from switchboard.scope import managed_by
 
 MCP = "mcp"
 A2A = "a2a"
-# An endpoint's slug as the resource paths spell it (no character a regular expression or a
-# SQL/JSON path string would read as anything but itself: ``_for_endpoint`` relies on it).
-_SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
+# An endpoint's slug as the resource paths spell it: the models' rule without its anchors, to be
+# matched whole or set inside the resource paths' pattern. It has no character a regular
+# expression or a SQL/JSON path string reads as anything but itself: ``_for_endpoint`` relies
+# on it.
+_SLUG = re.compile(SLUG_RE.removeprefix("^").removesuffix("$"))
 # The path of each surface's OAuth resource, and the well-known prefix its metadata sits under
 # (RFC 9728 §3.1: inserted before the resource's path).
 _RESOURCE_PATH = re.compile(
@@ -228,9 +231,15 @@ async def aresolve_token(scope: asgi.Scope, resource: str) -> TokenGrant:
 
 @dataclass(frozen=True, slots=True)
 class Connection:
-    """One client's live access to one endpoint resource, granted by one human."""
+    """One human's live grant of one client at one of an endpoint's two resources (``kind``):
+    the scopes that human's live sign-ins of that client allow together, the first one's time
+    and the newest use. A client is one ``Application`` row however many humans sign in with
+    it (a Client ID Metadata Document's ``client_id`` above all: the toolkit makes one row per
+    document URL), so each granter's grant is a connection of its own, listed with its own
+    scopes and revoked alone (``revoke_connection`` with ``user_id``)."""
 
     application_id: int
+    user_id: int
     client: str
     redirect_host: str
     kind: str
@@ -238,6 +247,15 @@ class Connection:
     granted_by: str
     granted_at: dt.datetime
     last_used: dt.datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    """What a revocation ended: the grants (a client and the human who granted it) that had
+    live tokens for the endpoint, and those tokens (refresh and access)."""
+
+    grants: int
+    tokens: int
 
 
 def client_name(application: Application) -> str:
@@ -265,7 +283,7 @@ class _PathExists(Func):
 def _for_endpoint(slug: str) -> _PathExists:
     """Whether a token's ``resource`` (RFC 8707 resources, a JSON array of URLs) names one of
     ``slug``'s OAuth resources, on any origin: the token is this endpoint's connection whoever
-    granted it (an owner, or any member of the owning team), so the endpoint's page and
+    granted it (its owner, or an admin of the owning team), so the endpoint's page and
     ``manage.py oauth`` find it by what it may reach, never by who the endpoint's owner is."""
     if not _SLUG.fullmatch(slug):
         raise ValueError(f"{slug!r} is not an endpoint slug")
@@ -283,25 +301,32 @@ def _kind_for(resources: Any, slug: str) -> str | None:
 
 
 def _live_tokens(
-    endpoint: Endpoint, application_id: int
+    endpoint: Endpoint, application_id: int | None, user_id: int | None
 ) -> tuple[list[RefreshToken], list[AccessToken]]:
-    """``application_id``'s live refresh and access tokens whose resource is one of this
-    endpoint's (on any origin), whoever granted them. Two queries."""
+    """The live refresh and access tokens whose resource is one of this endpoint's (on any
+    origin), of ``application_id`` and granted by ``user_id`` where they are given (None:
+    every client, every granter). Two queries."""
     mine = _for_endpoint(endpoint.slug)
-    refresh = RefreshToken.objects.filter(
-        mine, application_id=application_id, revoked__isnull=True
-    ).only("id", "application_id")
-    access = AccessToken.objects.filter(
-        mine, application_id=application_id, expires__gt=timezone.now()
-    ).only("id")
+    which: dict[str, int] = {}
+    if application_id is not None:
+        which["application_id"] = application_id
+    if user_id is not None:
+        which["user_id"] = user_id
+    refresh = RefreshToken.objects.filter(mine, revoked__isnull=True, **which).only(
+        "id", "application_id", "user_id"
+    )
+    access = AccessToken.objects.filter(mine, expires__gt=timezone.now(), **which).only(
+        "id", "application_id", "user_id"
+    )
     return list(refresh.order_by("created")), list(access.order_by("created"))
 
 
 def connections(endpoint: Endpoint) -> list[Connection]:
-    """The endpoint's connections, one per client and surface, oldest grant first: the live
-    refresh tokens (every sign-in has one; its current access token carries the scopes and the
-    last use) whose resource is one of the endpoint's, whoever granted them (its owner, or any
-    member of its team). One query, however many there are."""
+    """The endpoint's connections, one per client, granter and surface, oldest grant first: the
+    live refresh tokens (every sign-in has one; its current access token carries the scopes and
+    the last use) whose resource is one of the endpoint's, whoever granted them (its owner, or
+    an admin of its team: those who manage it, ``switchboard.scope.managed_by``). One query,
+    however many there are."""
     refresh = (
         RefreshToken.objects.filter(
             _for_endpoint(endpoint.slug), revoked__isnull=True, access_token__isnull=False
@@ -309,7 +334,7 @@ def connections(endpoint: Endpoint) -> list[Connection]:
         .select_related("application", "user", "access_token")
         .order_by("created")
     )
-    found: dict[tuple[int, str], Connection] = {}
+    found: dict[tuple[int, int, str], Connection] = {}
     for token in refresh:
         access: AccessToken = token.access_token
         kind = _kind_for(token.resource, endpoint.slug)
@@ -317,14 +342,17 @@ def connections(endpoint: Endpoint) -> list[Connection]:
             continue
         last_used = access.updated if _used(access) else None
         scopes = oauth_scopes.parse(access.scope)
-        key = (token.application_id, kind)
+        key = (token.application_id, token.user_id, kind)
         previous = found.get(key)
         if previous is not None:
+            # Another sign-in of the same client by the same human: one grant, its scopes
+            # together, its newest use.
             newest = max(
                 (t for t in (previous.last_used, last_used) if t is not None), default=None
             )
             found[key] = Connection(
                 previous.application_id,
+                previous.user_id,
                 previous.client,
                 previous.redirect_host,
                 kind,
@@ -337,6 +365,7 @@ def connections(endpoint: Endpoint) -> list[Connection]:
         user: Human = token.user
         found[key] = Connection(
             token.application_id,
+            token.user_id,
             client_name(token.application),
             redirect_host(token.application),
             kind,
@@ -348,32 +377,71 @@ def connections(endpoint: Endpoint) -> list[Connection]:
     return list(found.values())
 
 
-def clear_expired_tokens() -> None:
+@dataclass(frozen=True, slots=True)
+class Cleared:
+    """What ``clear_expired_tokens`` deleted, per table of the toolkit's."""
+
+    access_tokens: int
+    refresh_tokens: int
+    codes: int
+
+    @property
+    def total(self) -> int:
+        return self.access_tokens + self.refresh_tokens + self.codes
+
+
+_CLEARED_TABLES: tuple[type[Model], ...] = (AccessToken, RefreshToken, Grant)
+
+
+def clear_expired_tokens() -> Cleared:
     """Delete the toolkit's spent rows: expired access tokens and codes, and refresh tokens
     revoked or unused for longer than ``SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS`` (a rotated
     token is kept that long so a replay of it still revokes its family). Every refresh leaves a
     revoked token behind; the sweeper's retention step calls this so the connections' scan
-    stays the size of what is in use."""
+    stays the size of what is in use.
+
+    The toolkit's ``clear_expired`` only logs what it deleted, so each table is counted around
+    it: the rows there before, less those up to the then highest id left after, so a sign-in
+    meanwhile does not hide a deletion. A figure for the sweeper's report, not an audit: a token
+    a revocation deletes during the clear counts too. Two queries a table, over tables this
+    clear keeps small."""
+    before = [
+        model._default_manager.aggregate(top=Max("pk"), rows=Count("pk"))
+        for model in _CLEARED_TABLES
+    ]
     clear_expired()
+    # max: a row given an id below the top but committed after the first count is no deletion.
+    gone = [
+        max(0, counted["rows"] - model._default_manager.filter(pk__lte=counted["top"]).count())
+        if counted["top"] is not None
+        else 0
+        for model, counted in zip(_CLEARED_TABLES, before, strict=True)
+    ]
+    return Cleared(*gone)
 
 
-def revoke_connection(endpoint: Endpoint, application_id: int) -> int:
-    """Revoke every live token of ``application_id`` for ``endpoint``: refresh tokens revoked,
-    access tokens deleted (so the next request with one is refused). Returns how many."""
-    refresh, access = _live_tokens(endpoint, application_id)
+def revoke_connection(
+    endpoint: Endpoint, application_id: int, user_id: int | None = None
+) -> Revoked:
+    """Revoke ``application_id``'s live tokens for ``endpoint``: the grant of ``user_id`` when
+    given (one row of ``connections``), else every human's grant of that client. Refresh tokens
+    are revoked and access tokens deleted, so the next request with one is refused."""
+    return _revoke(*_live_tokens(endpoint, application_id, user_id))
+
+
+def revoke_all(endpoint: Endpoint) -> Revoked:
+    """Revoke every connection of ``endpoint`` (``manage.py oauth revoke --all``)."""
+    return _revoke(*_live_tokens(endpoint, None, None))
+
+
+def _revoke(refresh: list[RefreshToken], access: list[AccessToken]) -> Revoked:
+    """Revoke ``refresh`` and delete ``access`` in one transaction; say what that ended."""
+    grants = {(t.application_id, t.user_id) for t in (*refresh, *access)}
     with transaction.atomic():
         for token in refresh:  # the toolkit's order: the refresh token, then its access token
             token.revoke()
         AccessToken.objects.filter(pk__in=[token.pk for token in access]).delete()
-    return len(refresh) + len(access)
-
-
-def revoke_all(endpoint: Endpoint) -> int:
-    """Revoke every connection of ``endpoint`` (``manage.py oauth revoke --all``)."""
-    return sum(
-        revoke_connection(endpoint, application_id)
-        for application_id in {c.application_id for c in connections(endpoint)}
-    )
+    return Revoked(len(grants), len(refresh) + len(access))
 
 
 def endpoints_for_consent(human_id: int) -> list[Endpoint]:

@@ -122,7 +122,7 @@ urlpatterns = [
         name="endpoint_push_url",
     ),
     path(
-        "endpoints/<slug:slug>/connections/<int:application_id>/revoke",
+        "endpoints/<slug:slug>/connections/<int:application_id>/<int:user_id>/revoke",
         endpoint_views.endpoint_revoke_connection,
         name="endpoint_revoke_connection",
     ),

@@ -61,6 +61,8 @@ class PassReport:
     deadlines: list[str] = field(default_factory=list)
     retries_requeued: list[str] = field(default_factory=list)
     retention: retention.RetentionResult | None = None
+    # The OAuth tokens and codes the retention step cleared (switchboard/oauth.py).
+    oauth_cleared: oauth.Cleared | None = None
     rung: list[str] = field(default_factory=list)
     pushes: push.PushReport | None = None
     rollup: overview.RollupResult | None = None
@@ -121,6 +123,12 @@ class PassReport:
             out.append(
                 f"retention: deleted {self.retention.todos} todos"
                 f" ({self.retention.activity} activity rows), {self.retention.events} events"
+            )
+        if self.oauth_cleared and self.oauth_cleared.total:
+            cleared = self.oauth_cleared
+            out.append(
+                f"retention: cleared {cleared.access_tokens} OAuth access tokens,"
+                f" {cleared.refresh_tokens} refresh tokens, {cleared.codes} authorization codes"
             )
         out.extend(self.notes)
         return out
@@ -305,7 +313,7 @@ def run_pass(*, with_retention: bool = False, with_pushes: bool = True) -> PassR
 
         def retain() -> None:
             report.retention = retention.run()
-            oauth.clear_expired_tokens()
+            report.oauth_cleared = oauth.clear_expired_tokens()
 
         if not _locked(LOCK_RETENTION, retain):
             report.skipped.append("retention")

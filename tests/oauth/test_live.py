@@ -64,7 +64,10 @@ async def _sdk_session(
 
 
 def _mcp(server: LiveServer, path: str, token: str, body: Any, method: str) -> httpx2.Response:
-    name = body.get("params", {}).get("name")
+    """POST ``body`` on the 2026-07-28 wire, with the Mcp-Name header its method carries (a
+    tool's name, a task's id)."""
+    params = body.get("params", {})
+    name = params.get("name") or params.get("taskId")
     return httpx2.post(
         server.url(path),
         headers=modern_headers(token, method, name),
@@ -359,7 +362,7 @@ def test_an_oauth_clients_tasks_outlive_its_hourly_access_token(oauth_live: Live
 
 
 def test_revoking_on_the_board_refuses_the_next_request(oauth_live: LiveServer) -> None:
-    _human, endpoint = _operator("oa-revoke", "oa-revoke")
+    human, endpoint = _operator("oa-revoke", "oa-revoke")
     token, client_id, session = _raw_sign_in(
         oauth_live, "oa-revoke", "oa-revoke", "mcp", (READ, WORK)
     )
@@ -368,7 +371,7 @@ def test_revoking_on_the_board_refuses_the_next_request(oauth_live: LiveServer) 
     page = session.get(f"/endpoints/{endpoint.slug}")
     assert "raw mcp" in page.text and "todos:read todos:work" in page.text
     application = Application.objects.get(client_id=client_id)
-    action = f"/endpoints/{endpoint.slug}/connections/{application.pk}/revoke"
+    action = f"/endpoints/{endpoint.slug}/connections/{application.pk}/{human.pk}/revoke"
     assert action in page.text
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
     assert csrf is not None
@@ -469,7 +472,33 @@ def test_a_requesters_call_without_todos_submit_is_403_naming_it(oauth_live: Liv
     submitted = _mcp(oauth_live, path, requester, calls["submit_todo"], "tools/call")
     assert submitted.status_code == 200, submitted.text
     assert submitted.json()["result"].get("isError") is not True, submitted.text
-    assert Todo.objects.filter(endpoint=endpoint, title="from a chat").exists()
-    # ... and a tasks/ method gets past the scope check to the Tasks code's own answer.
-    polled = _mcp(oauth_live, path, requester, calls["tasks/get"], "tasks/get")
-    assert polled.status_code != 403, polled.text
+    todo = Todo.objects.get(endpoint=endpoint, title="from a chat")
+    # ... and a tasks/ method gets past the scope check to the Tasks code's own answer, for a
+    # client that declared the extension: the todo it submitted is its task, an unknown id is
+    # the Tasks code's "not found" (-32602, at 400 on this wire).
+    declared = {
+        **ENVELOPE,
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+    }
+
+    def tasks_get(task_id: str) -> httpx2.Response:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "tasks/get",
+            "params": {"taskId": task_id, "_meta": declared},
+        }
+        return _mcp(oauth_live, path, requester, body, "tasks/get")
+
+    polled = tasks_get(todo.id)
+    assert polled.status_code == 200, polled.text
+    assert polled.json()["result"]["taskId"] == todo.id
+    assert polled.json()["result"]["status"] == "working"
+    unknown = tasks_get("td_aaaaaaaaaaaaaaaaaaaa")
+    assert unknown.status_code == 400, unknown.text
+    assert unknown.json()["error"] == {
+        "code": -32602,
+        "message": "Failed to retrieve task: Task not found",
+    }

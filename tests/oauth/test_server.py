@@ -7,11 +7,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
+from switchboard import oauth
 from switchboard.lib import oauth_scopes
+from switchboard.models import slug_validator
 from tests.factories import EndpointFactory, HumanFactory
 from tests.oauth import flow
 
@@ -67,6 +70,21 @@ def test_each_endpoint_resource_has_path_inserted_metadata(client: Client) -> No
         "/oauth/nothing",
     ):
         assert_oauth_error(client.get(path), 404, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "slug", ["agent-x", "a", "9_b-c", "Agent", "-agent", "_a", "a.b", "a b", "a%2fb", "a/b", ""]
+)
+def test_the_resources_take_exactly_the_slugs_an_endpoint_may_have(slug: str) -> None:
+    try:
+        slug_validator(slug)
+        valid = True
+    except ValidationError:
+        valid = False
+
+    for kind, path in ((oauth.MCP, f"/mcp/{slug}/oauth"), (oauth.A2A, f"/a2a/{slug}")):
+        parsed = oauth.parse_resource(flow.ORIGIN + path)
+        assert parsed == ((flow.ORIGIN, kind, slug) if valid else None), (kind, slug)
 
 
 @pytest.mark.parametrize(
@@ -329,7 +347,7 @@ def test_the_endpoint_page_lists_connections_and_revokes_them(
     page = client.get("/endpoints/mine").content.decode()
     assert "Test Chat" in page and "todos:read" in page and "127.0.0.1:33418" in page
     application = granted().get().application
-    response = client.post(f"/endpoints/mine/connections/{application.pk}/revoke")
+    response = client.post(f"/endpoints/mine/connections/{application.pk}/{operator.pk}/revoke")
     assert response.status_code == 302
     assert not granted().exists()
     assert RefreshToken.objects.get().revoked is not None
@@ -342,7 +360,7 @@ def test_another_operator_cannot_revoke_a_connection(client: Client, operator: A
     flow.sign_in(client, "mine")
     application = granted().get().application
     client.force_login(HumanFactory(username="stranger"))
-    response = client.post(f"/endpoints/mine/connections/{application.pk}/revoke")
+    response = client.post(f"/endpoints/mine/connections/{application.pk}/{operator.pk}/revoke")
     assert response.status_code == 404
     assert granted().exists()
 
@@ -434,3 +452,31 @@ def test_a_registration_update_is_refused_as_a_registration_is(client: Client) -
         uri, {**base, "redirect_uris": [flow.REDIRECT]}, content_type="application/json"
     )
     assert_oauth_error(anonymous, 401, "invalid_token")
+
+
+def test_a_registration_update_checks_its_token_before_its_body(client: Client) -> None:
+    registered = flow.register(client)
+    uri = registered["registration_client_uri"]
+    private = {"client_name": "Test Chat", "redirect_uris": ["https://10.0.0.7/cb"]}
+
+    # Without a token, or with another client's, a bad body says nothing about the body.
+    anonymous = client.put(uri, private, content_type="application/json")
+    assert_oauth_error(anonymous, 401, "invalid_token")
+    not_json = client.put(uri, b"{", content_type="application/json")
+    assert_oauth_error(not_json, 401, "invalid_token")
+    other = flow.register(client)
+    foreign = client.put(
+        uri,
+        private,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {other['registration_access_token']}",
+    )
+    assert_oauth_error(foreign, 401, "invalid_token")
+    # With its own token the same body is refused for what it is.
+    owned = client.put(
+        uri,
+        private,
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {registered['registration_access_token']}",
+    )
+    assert_oauth_error(owned, 400, "invalid_redirect_uri")
