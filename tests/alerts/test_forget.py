@@ -17,11 +17,10 @@ from alerts.models import Alert, RuleKind
 from switchboard.lib import direct
 from switchboard.lib.sql import fetch_all
 from tests.alerts.conftest import Receiver
-from tests.alerts.test_alerts import dead_letter, webhook
+from tests.alerts.helpers import TITLE, dead_letter, webhook
 from tests.base import Personas
 
 pytestmark = pytest.mark.django_db(transaction=True)
-TITLE = "nightly build"  # what tests.alerts.test_alerts.dead_letter names its todo
 
 
 def test_the_app_registers_its_eraser_with_the_forget() -> None:

@@ -10,7 +10,7 @@ from alerts import sweep
 from alerts.models import Alert
 from switchboard.lib.sql import fetch_all
 from tests.alerts.conftest import Receiver
-from tests.alerts.test_alerts import dead_letter, webhook
+from tests.alerts.helpers import dead_letter, webhook
 from tests.base import Personas
 from todos import retention
 from todos.models import Todo
