@@ -15,9 +15,8 @@ from activity import forget
 from alerts import messages, sweep
 from alerts.models import Alert, RuleKind
 from switchboard.lib import direct
-from switchboard.lib.sql import fetch_all
 from tests.alerts.conftest import Receiver
-from tests.alerts.helpers import TITLE, dead_letter, webhook
+from tests.alerts.helpers import TITLE, dead_letter, waiting_on_the_alerts_lock, webhook
 from tests.base import Personas
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,14 +60,6 @@ def test_an_alert_keeps_only_the_listed_facts_of_a_forgotten_todo() -> None:
     assert line == "Todo td_1 on ep/q: claimed, no heartbeat for 0s; the todo was forgotten"
 
 
-def _waiting_on_the_alerts_lock() -> bool:
-    rows = fetch_all(
-        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %(key)s",
-        {"key": sweep.LOCK_ALERTS},
-    )
-    return bool(rows)
-
-
 def test_a_forget_waits_for_an_evaluation_that_read_the_todo_before_it(
     personas: Personas, receiver: Receiver
 ) -> None:
@@ -86,7 +77,7 @@ def test_a_forget_waits_for_an_evaluation_that_read_the_todo_before_it(
                 found = sweep.firings(RuleKind.DEAD_LETTER, sweep.timezone.now())
                 read.set()
                 deadline = time.monotonic() + 3
-                while time.monotonic() < deadline and not _waiting_on_the_alerts_lock():
+                while time.monotonic() < deadline and not waiting_on_the_alerts_lock():
                     time.sleep(0.02)
                 waiting.set()
                 sweep.apply(RuleKind.DEAD_LETTER, *found)
