@@ -6,18 +6,13 @@ alert itself stays for its own keep (alerts/sql/trim_alerts.sql)."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-from django.db import connection
 
 from alerts import messages, sweep
 from alerts.models import Alert, RuleKind
-from switchboard.lib import direct
 from switchboard.lib.sql import fetch_all
 from tests.alerts.conftest import Receiver
-from tests.alerts.helpers import TITLE, dead_letter, waiting_on_the_alerts_lock, webhook
+from tests.alerts.helpers import TITLE, dead_letter, raced_by, webhook
 from tests.base import Personas
 from todos import retention
 from todos.models import Todo
@@ -80,49 +75,19 @@ def test_retention_waits_for_an_evaluation_that_read_the_todo_before_it(
 ) -> None:
     channel = webhook(personas, receiver)
     todo_id = dead_letter(personas.endpoint_a.id)
-    read, waiting = threading.Event(), threading.Event()
     deleted: list[int] = []
-    errors: list[BaseException] = []
-
-    def evaluation() -> None:
-        # A sweeper's pass: it reads the dead letter, then opens its alert; another sweeper's
-        # retention deletes the todo in between.
-        try:
-            with direct.advisory_lock(sweep.LOCK_ALERTS) as held:
-                assert held
-                found = sweep.firings(RuleKind.DEAD_LETTER, sweep.timezone.now())
-                assert [f.todo_id for f in found[0]] == [todo_id]
-                read.set()
-                deadline = time.monotonic() + 3
-                while time.monotonic() < deadline and not waiting_on_the_alerts_lock():
-                    time.sleep(0.02)
-                if waiting_on_the_alerts_lock():
-                    waiting.set()
-                sweep.apply(RuleKind.DEAD_LETTER, *found)
-        except BaseException as exc:  # reported by the test below
-            errors.append(exc)
-        finally:
-            connection.close()
 
     def retaining() -> None:
-        try:
-            read.wait(5)
-            _past_retention(todo_id)
-            deleted.append(retention.run().todos)
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connection.close()
+        _past_retention(todo_id)
+        deleted.append(retention.run().todos)
 
-    threads = [threading.Thread(target=evaluation), threading.Thread(target=retaining)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
+    # The evaluation reads the dead letter, then opens its alert; another sweeper's retention
+    # deletes the todo in between.
+    waited = raced_by(retaining, todo_id)
 
-    assert errors == [] and deleted == [1]
+    assert deleted == [1]
     assert not Todo.objects.filter(id=todo_id).exists()
     (alert,) = Alert.objects.filter(channel=channel)
     assert alert.todo_id is None, "the evaluation's alert names a todo retention deleted"
     assert TITLE not in alert.summary and alert.detail.get("deleted") is True
-    assert waiting.is_set()
+    assert waited
