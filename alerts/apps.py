@@ -13,9 +13,12 @@ class AlertsConfig(AppConfig):
         # with it, so the todos core never imports the app above it.
         from activity import forget
         from alerts import sweep
-        from todos import sweeps
+        from todos import retention, sweeps
 
         sweeps.register_step("alerts", sweep.step)
         # Forgetting a todo rewrites its alerts in the same transaction (alerts/sweep.py's
         # `forget`): activity/forget.py runs the erasers registered with it, for the same reason.
         forget.register_eraser("alerts", sweep.forget)
+        # Retention deleting a todo rewrites and unlinks its alerts in the batch's transaction
+        # (alerts/sweep.py's `unlink`): todos/retention.py runs its erasers likewise.
+        retention.register_eraser("alerts", sweep.unlink)

@@ -16,9 +16,10 @@ from typing import Any
 from alerts.models import Message, RuleKind
 
 SUMMARY_MAX_CHARS = 500
-# What an alert's detail keeps once its todo is forgotten (activity/forget.py): the facts the
-# evaluators record that are not the todo's content. Anything else (the title, and any key not
-# named here) is dropped: a key added later is erased until it is listed.
+# What an alert's detail keeps once its todo is forgotten (activity/forget.py) or deleted by
+# retention (todos/retention.py): the facts the evaluators record that are not the todo's
+# content. Anything else (the title, and any key not named here) is dropped: a key added later
+# is erased until it is listed.
 FORGET_KEEPS = frozenset(
     {
         "attempts",  # dead_letter
@@ -30,6 +31,12 @@ FORGET_KEEPS = frozenset(
         "waiting_since",  # oldest_pending
     }
 )
+# How an alert whose todo's content was erased says why (``forgotten``'s ``mark``, a key of
+# its detail), at the end of its summary.
+GONE = {
+    "forgotten": "the todo was forgotten",  # activity/forget.py
+    "deleted": "the todo was deleted by retention",  # todos/retention.py
+}
 _PREFIX = {Message.OPENED: "[alert]", Message.RESOLVED: "[resolved]", Message.TEST: "[test]"}
 
 
@@ -52,8 +59,8 @@ def _where(endpoint: str, queue: str | None) -> str:
 def summary(
     kind: str, *, endpoint: str, queue: str | None, todo_id: str | None, detail: Mapping[str, Any]
 ) -> str:
-    """The alert's one line, naming what it is about (and, for a forgotten todo's alert, that
-    it was forgotten: ``forgotten``)."""
+    """The alert's one line, naming what it is about (and, for the alert of a todo forgotten or
+    deleted, which: ``forgotten``)."""
     where = _where(endpoint, queue)
     title = f": {detail['title']}" if detail.get("title") else ""
     if kind == RuleKind.DEAD_LETTER:
@@ -90,15 +97,19 @@ def summary(
         )
     else:
         text = f"{kind} on {where}"
-    if detail.get("forgotten"):
-        text += "; the todo was forgotten"
+    gone = [said for mark, said in GONE.items() if detail.get(mark)]
+    if gone:
+        text += f"; {gone[0]}"
     return text[:SUMMARY_MAX_CHARS]
 
 
-def forgotten(detail: Mapping[str, Any]) -> dict[str, Any]:
-    """An alert's detail once its todo is forgotten: ``FORGET_KEEPS`` alone, marked
-    ``forgotten`` (``summary`` then says so)."""
-    return {k: v for k, v in detail.items() if k in FORGET_KEEPS} | {"forgotten": True}
+def forgotten(detail: Mapping[str, Any], mark: str = "forgotten") -> dict[str, Any]:
+    """An alert's detail once its todo is forgotten (or, ``mark`` ``"deleted"``, deleted by
+    retention): ``FORGET_KEEPS`` alone, marked ``mark`` (``summary`` then says so)."""
+    if mark not in GONE:
+        raise ValueError(f"unknown mark {mark!r}")
+    # An earlier mark stays: a forgotten todo's alert, deleted later, still says it was forgotten.
+    return {k: v for k, v in detail.items() if k in FORGET_KEEPS or k in GONE} | {mark: True}
 
 
 def _iso(value: Any) -> str | None:

@@ -155,7 +155,7 @@ class Alert(models.Model):
         Endpoint, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
     queue = models.TextField(null=True, blank=True)
-    # Not a key: an alert outlives its todo; retention sets it NULL (retention_todos.sql).
+    # Not a key: an alert outlives its todo; retention sets it NULL (sweep.py's `unlink`).
     todo_id = models.TextField(null=True, blank=True)
     summary = models.TextField()
     detail = models.JSONField(db_default={}, default=dict)
@@ -175,8 +175,8 @@ class Alert(models.Model):
                 condition=models.Q(state__in=["pending", "open"]),
                 name="alerts_live_idx",
             ),
-            # Serves: forgotten_alerts.sql (a forget's alerts) and todos/sql/retention_todos.sql
-            # (the alerts of the todos retention deletes).
+            # Serves: forgotten_alerts.sql (the alerts of the todos a forget erases or retention
+            # deletes).
             models.Index(
                 fields=["todo_id"],
                 condition=models.Q(todo_id__isnull=False),

@@ -17,10 +17,12 @@ its open alerts are left as they are rather than resolved by a read that saw not
 
 Forgetting a todo (``activity/forget.py``) rewrites its alerts here too (``forget``, registered
 with the forget by ``alerts/apps.py``, so that module never imports this app), in the forget's
-transaction: the summary and detail without the title, the row kept. The evaluation's lock is
-what makes that complete: the forget waits for an evaluation in progress, which may have read
-the todo before it was forgotten, and keeps the next from reading it until it commits
-(``forget_wait.sql``).
+transaction: the summary and detail without the title, the row kept. Todo retention
+(``todos/retention.py``) does the same through ``unlink``, registered with it likewise, which
+also sets the alerts' ``todo_id`` NULL: the alert outlives its todo. The evaluation's lock is
+what makes both complete: the forget or the retention batch waits for an evaluation in
+progress, which may have read the todo before it was forgotten or deleted, and keeps the next
+from reading it until it commits (``forget_wait.sql``).
 """
 
 from __future__ import annotations
@@ -198,13 +200,26 @@ def forget(todo_ids: Sequence[str]) -> int:
     """Rewrite the alerts raised about ``todo_ids``, which are being forgotten, without their
     content (``messages.forgotten``); how many. Call inside the forget's transaction: it holds
     the evaluation's lock until that commits (``forget_wait.sql``)."""
+    return _rewrite(todo_ids, mark="forgotten", unlink=False)
+
+
+def unlink(todo_ids: Sequence[str]) -> int:
+    """Rewrite the alerts raised about ``todo_ids``, which retention is deleting, as ``forget``
+    does, and unlink them (``todo_id`` NULL: the todo is gone); how many. Call inside the
+    retention batch's transaction, after its statement: it holds the evaluation's lock until
+    that commits, so an evaluation that read a todo before it was deleted has committed its
+    alert before this looks, and none reads it again (``forget_wait.sql``)."""
+    return _rewrite(todo_ids, mark="deleted", unlink=True)
+
+
+def _rewrite(todo_ids: Sequence[str], *, mark: str, unlink: bool) -> int:
     if not todo_ids:
         return 0
     fetch_one(FORGET_WAIT, {"key": LOCK_ALERTS})
     rows = fetch_all(FORGOTTEN_ALERTS, {"todo_ids": list(todo_ids)})
     if not rows:
         return 0
-    details = [messages.forgotten(json.loads(row["detail"])) for row in rows]
+    details = [messages.forgotten(json.loads(row["detail"]), mark) for row in rows]
     summaries = [
         messages.summary(
             row["kind"],
@@ -222,6 +237,7 @@ def forget(todo_ids: Sequence[str]) -> int:
                 "ids": [row["id"] for row in rows],
                 "summaries": summaries,
                 "details": [json.dumps(d) for d in details],
+                "unlink": unlink,
             },
         )
     )

@@ -96,12 +96,14 @@ class Rule(models.Model):
 
     def __str__(self) -> str:
         # An unnamed rule is numbered as the Board and ``create_rule`` number rules: by its
-        # position, the order it is tried in (#10), not by its id.
-        return self.name or f"rule #{self.position}"
+        # position, the order it is tried in, with its id, since positions may tie
+        # (``rule #10 (id 7)``; routing.rule_called).
+        return routing.rule_called(self.name, self.position, self.pk)
 
     @property
     def label(self) -> str:
-        """The rule as a sentence names it: ``rule “CI failures”``, or ``rule #10`` unnamed."""
+        """The rule as a sentence names it: ``rule “CI failures”``, or ``rule #10 (id 7)``
+        unnamed."""
         return f"rule “{self.name}”" if self.name else str(self)
 
     def clean(self) -> None:

@@ -1,8 +1,7 @@
-"""``alerts_todo_idx``: a todo's alerts, for the two statements that look them up by todo:
-forgetting a todo rewrites its alerts without its content (alerts/sql/forgotten_alerts.sql) and
-retention unlinks the alerts of the todos it deletes (todos/sql/retention_todos.sql). Only the
-alerts about a todo enter it (queues', endpoints' and budgets' have none). Built concurrently:
-the sweeper keeps opening alerts meanwhile.
+"""``alerts_todo_idx``: a todo's alerts, looked up by todo (alerts/sql/forgotten_alerts.sql)
+when forgetting a todo rewrites its alerts without its content and when retention, deleting it,
+also unlinks them. Only the alerts about a todo enter it (queues', endpoints' and budgets' have
+none). Built concurrently: the sweeper keeps opening alerts meanwhile.
 """
 
 from django.contrib.postgres.operations import AddIndexConcurrently

@@ -1,11 +1,15 @@
 -- forget_wait: wait for the alert evaluation in progress, if any, and keep the next one from
 --   starting until this transaction ends. A forget (activity/forget.py, through
---   alerts/sweep.py's `forget`) takes the evaluation's lock, LOCK_ALERTS, which the sweeper's
---   pass holds on its session while it reads what fires and opens alerts, here at transaction
---   level: an evaluation that read a todo before it was forgotten has committed its alert (the
---   title in it) before forgotten_alerts.sql looks, and no evaluation reads the todo again
---   until the forget has committed its empty title. Run before forgotten_alerts.sql, in its own
---   statement: under READ COMMITTED that one's snapshot is then taken after the wait.
+--   alerts/sweep.py's `forget`) or a retention batch (todos/retention.py, through its
+--   `unlink`) takes the evaluation's lock, LOCK_ALERTS, which the sweeper's pass holds on its
+--   session while it reads what fires and opens alerts, here at transaction level: an
+--   evaluation that read a todo before it was forgotten or deleted has committed its alert (the
+--   title and the todo's id in it) before forgotten_alerts.sql looks, and no evaluation reads
+--   the todo again until the forget has committed its empty title or retention its delete.
+--   Run before forgotten_alerts.sql, in its own statement: under READ COMMITTED that one's
+--   snapshot is then taken after the wait. Taken after the todos' rows are locked (by the
+--   forget's or retention's statement) and safely so: an evaluation locks no todo, so it never
+--   waits on one the waiting transaction holds.
 -- params: key
 -- returns: one row, nothing in it.
 -- Uses index: none (an advisory lock).

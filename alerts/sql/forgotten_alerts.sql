@@ -1,6 +1,7 @@
--- forgotten_alerts: the alerts raised about the todos being forgotten (`todo_ids`), locked for
---   forget_alerts.sql to rewrite without the todos' content, with what their summary is made
---   of (alerts/messages.py). After forget_wait.sql, in the forget's transaction.
+-- forgotten_alerts: the alerts raised about the todos being forgotten or deleted by retention
+--   (`todo_ids`), locked for forget_alerts.sql to rewrite without the todos' content, with what
+--   their summary is made of (alerts/messages.py). After forget_wait.sql, in the forget's or
+--   the retention batch's transaction.
 -- params: todo_ids
 -- returns: id, kind, queue, todo_id, detail (as JSON text), the endpoint and its slug per alert.
 -- Uses index: alerts_todo_idx (todo_id) WHERE todo_id IS NOT NULL; endpoints_pkey.

@@ -28,6 +28,7 @@ from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all
 from switchboard.scope import Scope
 from tests.alerts.conftest import Receiver, standard_webhooks_valid
+from tests.alerts.helpers import dead_letter, webhook
 from tests.base import Personas
 from tests.reach import claimed, new_todo
 from todos import lifecycle, sweeps
@@ -42,19 +43,6 @@ def documented_verify() -> Any:
     namespace: dict[str, Any] = {}
     exec(block.group(1), namespace)  # noqa: S102 (our own documentation)
     return namespace["verify"]
-
-
-def webhook(personas: Personas, receiver: Receiver, **kw: Any) -> AlertChannel:
-    channel, secret = channels.add_channel(personas.alice, webhook=receiver.url, **kw)
-    assert secret is not None and secret.startswith("whsec_")
-    receiver.secret = secret
-    return channel
-
-
-def dead_letter(endpoint_id: UUID, queue: str = "triage") -> str:
-    todo = claimed(endpoint_id, queue, title="nightly build", max_attempts=1)
-    lifecycle.fail(endpoint_id, todo.todo.id, owner="worker-1", summary="red", retryable=False)
-    return todo.todo.id
 
 
 def states(channel: AlertChannel) -> list[tuple[str, str]]:

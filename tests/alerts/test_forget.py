@@ -5,23 +5,16 @@ it was forgotten, so that evaluation's alert is rewritten too."""
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
-from django.db import connection
 
 from activity import forget
 from alerts import messages, sweep
 from alerts.models import Alert, RuleKind
-from switchboard.lib import direct
-from switchboard.lib.sql import fetch_all
 from tests.alerts.conftest import Receiver
-from tests.alerts.test_alerts import dead_letter, webhook
+from tests.alerts.helpers import TITLE, dead_letter, raced_by, webhook
 from tests.base import Personas
 
 pytestmark = pytest.mark.django_db(transaction=True)
-TITLE = "nightly build"  # what tests.alerts.test_alerts.dead_letter names its todo
 
 
 def test_the_app_registers_its_eraser_with_the_forget() -> None:
@@ -62,56 +55,17 @@ def test_an_alert_keeps_only_the_listed_facts_of_a_forgotten_todo() -> None:
     assert line == "Todo td_1 on ep/q: claimed, no heartbeat for 0s; the todo was forgotten"
 
 
-def _waiting_on_the_alerts_lock() -> bool:
-    rows = fetch_all(
-        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = %(key)s",
-        {"key": sweep.LOCK_ALERTS},
-    )
-    return bool(rows)
-
-
 def test_a_forget_waits_for_an_evaluation_that_read_the_todo_before_it(
     personas: Personas, receiver: Receiver
 ) -> None:
     channel = webhook(personas, receiver)
     todo_id = dead_letter(personas.endpoint_a.id)
-    read, waiting = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
 
-    def evaluation() -> None:
-        # A sweeper's pass: it reads the dead letter (the title in it), then opens the alert;
-        # the forget starts in between.
-        try:
-            with direct.advisory_lock(sweep.LOCK_ALERTS) as held:
-                assert held
-                found = sweep.firings(RuleKind.DEAD_LETTER, sweep.timezone.now())
-                read.set()
-                deadline = time.monotonic() + 3
-                while time.monotonic() < deadline and not _waiting_on_the_alerts_lock():
-                    time.sleep(0.02)
-                waiting.set()
-                sweep.apply(RuleKind.DEAD_LETTER, *found)
-        except BaseException as exc:  # reported by the test below
-            errors.append(exc)
-        finally:
-            connection.close()
+    # The evaluation reads the dead letter (the title in it), then opens the alert; the forget
+    # starts in between.
+    waited = raced_by(lambda: forget.forget(personas.alice.id, [todo_id]), todo_id)
 
-    def forgetting() -> None:
-        try:
-            read.wait(5)
-            forget.forget(personas.alice.id, [todo_id])
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=evaluation), threading.Thread(target=forgetting)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-
-    assert errors == [] and waiting.is_set()
+    assert waited
     (alert,) = Alert.objects.filter(channel=channel)
     assert TITLE not in alert.summary and "title" not in alert.detail
     assert alert.detail["forgotten"] is True

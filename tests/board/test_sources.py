@@ -532,7 +532,8 @@ def test_deleting_a_rule_asks_first(alice_client: Client, personas: Personas) ->
 def test_an_unnamed_rule_is_named_by_its_position_everywhere(
     alice_client: Client, personas: Personas
 ) -> None:
-    """As the source page numbers rules (#10) and ``create_rule`` prints them, never by id."""
+    """As the source page numbers rules (#20) and ``create_rule`` prints them, with the id that
+    tells apart two rules at one position, never by the id alone."""
     source = github_source(personas)
     rule = RuleFactory(
         source=source, endpoint=personas.endpoint_a, queue="all", position=20, match={}
@@ -552,16 +553,33 @@ def test_an_unnamed_rule_is_named_by_its_position_everywhere(
         ),
     ]
 
-    assert said[0] == "rule #20"
-    assert "<title>Edit rule #20 · github" in said[1] and "Edit rule #20</h1>" in said[1]
-    assert "<title>Delete rule #20 · github" in said[2] and "Delete rule #20?</h1>" in said[2]
-    assert "<td>rule #20</td>" in said[3]
-    assert "Disabled rule #20." in said[4]
+    called = f"rule #20 (id {rule.pk})"
+    assert said[0] == called
+    assert f"<title>Edit {called} · github" in said[1] and f"Edit {called}</h1>" in said[1]
+    assert f"<title>Delete {called} · github" in said[2] and f"Delete {called}?</h1>" in said[2]
+    assert f"<td>{called}</td>" in said[3]
+    assert f"Disabled {called}." in said[4]
     assert not any(by_id.search(text) for text in said)
     added = alice_client.post(
         reverse("rule_new", args=["github"]), rule_data(personas, name=""), follow=True
     )
-    assert "Added rule #30." in html.unescape(added.content.decode())
+    new = source.rules.get(position=30)
+    assert f"Added rule #30 (id {new.pk})." in html.unescape(added.content.decode())
+
+
+def test_two_unnamed_rules_at_one_position_are_told_apart_by_their_ids(
+    alice_client: Client, personas: Personas
+) -> None:
+    source = github_source(personas)
+    first, second = (
+        RuleFactory(source=source, endpoint=personas.endpoint_a, queue=q, position=0, match={})
+        for q in ("a", "b")
+    )
+
+    deleted = alice_client.post(reverse("rule_delete", args=["github", second.pk]), follow=True)
+
+    assert str(first) != str(second)
+    assert f"Deleted rule #0 (id {second.pk})." in html.unescape(deleted.content.decode())
 
 
 def test_a_disabled_rule_is_skipped_and_can_be_enabled_again(

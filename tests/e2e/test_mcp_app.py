@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 
@@ -25,6 +24,7 @@ from switchboard.models import DRAIN_VERBS, Verb
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from tests.live import LiveServer
+from tests.mcp.wire import APP_URI, APPS_CLIENT, MIME, rpc
 from tests.otlp.helpers import SpanSpec, post, request
 from tests.otlp.test_usage import FIXTURES
 from tests.reach import OWNER
@@ -32,10 +32,6 @@ from todos import lifecycle
 from todos.models import Todo
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-MODERN = "2026-07-28"
-UI = "io.modelcontextprotocol/ui"
-MIME = "text/html;profile=mcp-app"
 
 HOST = """<!doctype html><html><body>
 <iframe id="app" sandbox="allow-scripts" style="width:600px;height:400px"></iframe>
@@ -69,32 +65,17 @@ window.startApp = (html, toolResult) => {
 </script></body></html>"""
 
 
-def rpc(url: str, key: str, method: str, params: dict[str, Any], *, ui: bool) -> dict[str, Any]:
-    """A 2026-07-28 request whose client declares MCP Apps (``ui``) or nothing."""
-    capabilities = {"extensions": {UI: {"mimeTypes": [MIME]}}} if ui else {}
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": method,
-        "params": {
-            **params,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": capabilities,
-            },
-        },
-    }
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": method,
-    }
-    if "name" in params or "uri" in params:
-        headers["Mcp-Name"] = params.get("name") or params["uri"]
-    response = httpx.post(url, json=body, headers=headers, timeout=30)
-    assert response.status_code == 200, response.text
-    return dict(response.json()["result"])
+def app_rpc(url: str, key: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A request from a client that declares MCP Apps (the host, proxying the App's calls too):
+    its result."""
+    return rpc(url, key, method, params, capabilities=APPS_CLIENT)
+
+
+def opening(url: str, key: str, todo_id: str) -> tuple[str, dict[str, Any]]:
+    """What a host opens the App with: its HTML, and get_todo's result for the todo."""
+    [content] = app_rpc(url, key, "resources/read", {"uri": APP_URI})["contents"]
+    shown = app_rpc(url, key, "tools/call", {"name": "get_todo", "arguments": {"id": todo_id}})
+    return str(content["text"]), shown
 
 
 def test_the_app_is_declared_only_to_clients_of_the_extension_and_served_as_mcp_app(
@@ -104,19 +85,17 @@ def test_the_app_is_declared_only_to_clients_of_the_extension_and_served_as_mcp_
     _, key = mint_key(endpoint)
     url = live_daphne.mcp_url("viewer")
 
-    plain = {t["name"]: t for t in rpc(url, key, "tools/list", {}, ui=False)["tools"]}
+    plain = {t["name"]: t for t in rpc(url, key, "tools/list", {})["tools"]}
     assert set(plain) == {"get_todo", "submit_todo"}
     assert all("_meta" not in t for t in plain.values())
 
-    tools = {t["name"]: t for t in rpc(url, key, "tools/list", {}, ui=True)["tools"]}
-    assert tools["submit_todo"]["_meta"]["ui"] == {"resourceUri": "ui://switchboard/todo"}
-    assert tools["get_todo"]["_meta"]["ui"] == {"resourceUri": "ui://switchboard/todo"}
+    tools = {t["name"]: t for t in app_rpc(url, key, "tools/list", {})["tools"]}
+    assert tools["submit_todo"]["_meta"]["ui"] == {"resourceUri": APP_URI}
+    assert tools["get_todo"]["_meta"]["ui"] == {"resourceUri": APP_URI}
     for name in ("answer_todo", "cancel_todo", "retry_todo"):
         assert tools[name]["_meta"]["ui"]["visibility"] == ["app"]
 
-    [content] = rpc(url, key, "resources/read", {"uri": "ui://switchboard/todo"}, ui=True)[
-        "contents"
-    ]
+    [content] = app_rpc(url, key, "resources/read", {"uri": APP_URI})["contents"]
     assert content["mimeType"] == MIME
     csp = content["_meta"]["ui"]["csp"]
     assert csp["connectDomains"] == [] and csp["resourceDomains"] == []
@@ -131,25 +110,21 @@ def test_the_app_renders_in_a_host_and_its_cancel_button_cancels_the_todo(
     endpoint = EndpointFactory(owner=personas.alice, slug="chat", verbs=[*DRAIN_VERBS, Verb.SUBMIT])
     _, key = mint_key(endpoint)
     url = live_daphne.mcp_url("chat")
-    submitted = rpc(
+    submitted = app_rpc(
         url,
         key,
         "tools/call",
         {"name": "submit_todo", "arguments": {"queue": "q", "title": "Summarize the thread"}},
-        ui=True,
     )
     todo_id = submitted["structuredContent"]["todo"]["id"]
     lifecycle.claim(endpoint.id, todo_id, owner=OWNER)
-    shown = rpc(url, key, "tools/call", {"name": "get_todo", "arguments": {"id": todo_id}}, ui=True)
-    [content] = rpc(url, key, "resources/read", {"uri": "ui://switchboard/todo"}, ui=True)[
-        "contents"
-    ]
+    html, shown = opening(url, key, todo_id)
 
     calls: list[str] = []
 
     def proxy_tool_call(params: dict[str, Any]) -> dict[str, Any]:
         calls.append(params["name"])
-        return rpc(url, key, "tools/call", params, ui=True)
+        return app_rpc(url, key, "tools/call", params)
 
     context = browser.new_context()
     try:
@@ -158,7 +133,7 @@ def test_the_app_renders_in_a_host_and_its_cancel_button_cancels_the_todo(
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.expose_function("proxyToolCall", proxy_tool_call)
         page.set_content(HOST)
-        page.evaluate("([html, result]) => window.startApp(html, result)", [content["text"], shown])
+        page.evaluate("([html, result]) => window.startApp(html, result)", [html, shown])
         app = page.frame_locator("#app")
         expect(app.locator("h1")).to_have_text("Summarize the thread")
         expect(app.locator(".state")).to_have_text("claimed")
@@ -189,7 +164,7 @@ def test_the_app_shows_cost_spans_and_notes_as_they_arrive(
     url = live_daphne.mcp_url("notes")
 
     def call(name: str, **arguments: Any) -> dict[str, Any]:
-        result = rpc(url, key, "tools/call", {"name": name, "arguments": arguments}, ui=True)
+        result = app_rpc(url, key, "tools/call", {"name": name, "arguments": arguments})
         assert not result.get("isError"), result
         return dict(result["structuredContent"])
 
@@ -211,10 +186,7 @@ def test_the_app_shows_cost_spans_and_notes_as_they_arrive(
     sent = post(live_daphne, key, request(spans).SerializeToString(), slug="notes")
     assert sent.status_code == 200, sent.content
     call("heartbeat", id=todo_id, note="read the thread")
-    shown = rpc(url, key, "tools/call", {"name": "get_todo", "arguments": {"id": todo_id}}, ui=True)
-    [content] = rpc(url, key, "resources/read", {"uri": "ui://switchboard/todo"}, ui=True)[
-        "contents"
-    ]
+    html, shown = opening(url, key, todo_id)
 
     context = browser.new_context()
     try:
@@ -225,11 +197,11 @@ def test_the_app_shows_cost_spans_and_notes_as_they_arrive(
 
         def proxy_tool_call(params: dict[str, Any]) -> dict[str, Any]:
             calls.append(params["name"])
-            return rpc(url, key, "tools/call", params, ui=True)
+            return app_rpc(url, key, "tools/call", params)
 
         page.expose_function("proxyToolCall", proxy_tool_call)
         page.set_content(HOST)
-        page.evaluate("([html, result]) => window.startApp(html, result)", [content["text"], shown])
+        page.evaluate("([html, result]) => window.startApp(html, result)", [html, shown])
         app = page.frame_locator("#app")
         usage = app.locator("#usage")
         expect(usage).to_contain_text("1,200 in / 340 out tokens")

@@ -238,6 +238,18 @@ def test_the_rule_tester_shows_the_trace_and_creates_nothing(
     dropped = admin_client.post(url, {"headers": "", "payload": '{"action": "created"}'})
     assert "would be stored as <strong>dropped</strong>" in dropped.content.decode()
 
+
+def test_the_rule_tester_names_an_unnamed_rule_as_the_board_does(
+    admin_client: Client, personas: Personas
+) -> None:
+    source = SourceFactory(owner=personas.alice)
+    rule = Rule.objects.create(source=source, endpoint=personas.endpoint_a, queue="ci", match={})
+    url = admin_url("admin:todos_source_test_rules", source.pk)
+
+    response = admin_client.post(url, {"headers": "", "payload": "{}"})
+
+    assert f"<td>rule #0 (id {rule.pk})</td>" in response.content.decode()
+
     bad = admin_client.post(url, {"headers": "no colon here", "payload": "{"})
     assert "Line 1 is not" in bad.content.decode()
     assert "not JSON" in bad.content.decode()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 
 from activity.models import TodoActivity
@@ -17,52 +16,18 @@ from tests import reach
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from tests.mcp.conftest import LiveServer
-from tests.mcp.test_tasks import Legacy
+from tests.mcp.wire import APP_URI, APPS_CLIENT, MIME, Legacy, rpc
 from todos import lifecycle, states
 from todos.models import Todo
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
-MODERN = "2026-07-28"
-UI = "io.modelcontextprotocol/ui"
-MIME = "text/html;profile=mcp-app"
-APP_URI = "ui://switchboard/todo"
-
-
-def rpc(url: str, key: str, method: str, params: dict[str, Any], *, ui: bool) -> dict[str, Any]:
-    """A 2026-07-28 request from a client that declares MCP Apps (``ui``) or nothing; the
-    JSON-RPC response."""
-    capabilities = {"extensions": {UI: {"mimeTypes": [MIME]}}} if ui else {}
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": method,
-        "params": {
-            **params,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": capabilities,
-            },
-        },
-    }
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": method,
-    }
-    if "name" in params or "uri" in params:
-        headers["Mcp-Name"] = params.get("name") or params["uri"]
-    response = httpx.post(url, json=body, headers=headers, timeout=30)
-    assert response.status_code == 200, response.text
-    return dict(response.json())
-
 
 def tool(url: str, key: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A tools/call from the App (the host proxies it with the App's client declaring the
     extension): the CallToolResult."""
-    return dict(
-        rpc(url, key, "tools/call", {"name": name, "arguments": arguments}, ui=True)["result"]
+    return rpc(
+        url, key, "tools/call", {"name": name, "arguments": arguments}, capabilities=APPS_CLIENT
     )
 
 
@@ -81,16 +46,17 @@ def test_the_app_resource_is_listed_only_to_clients_that_declared_the_extension(
     _, key = mint_key(endpoint)
     url = live.mcp_url("lister")
 
-    def listed(*, ui: bool) -> list[str]:
-        return [r["uri"] for r in rpc(url, key, "resources/list", {}, ui=ui)["result"]["resources"]]
+    def listed(capabilities: dict[str, Any] | None) -> list[str]:
+        listing = rpc(url, key, "resources/list", {}, capabilities=capabilities)
+        return [r["uri"] for r in listing["resources"]]
 
-    assert APP_URI in listed(ui=True)
-    assert APP_URI not in listed(ui=False)
+    assert APP_URI in listed(APPS_CLIENT)
+    assert APP_URI not in listed(None)
     # A 2025-11-25 session: later requests do not say what initialize declared.
     legacy = Legacy(url, key).result("resources/list", {})
     assert APP_URI not in [r["uri"] for r in legacy["resources"]]
     # The resource itself stays readable: a host that saw it in a tool's _meta reads it.
-    read = rpc(url, key, "resources/read", {"uri": APP_URI}, ui=False)["result"]
+    read = rpc(url, key, "resources/read", {"uri": APP_URI})
     assert read["contents"][0]["mimeType"] == MIME
 
 

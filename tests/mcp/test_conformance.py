@@ -1,7 +1,7 @@
 """The official MCP conformance suite's server Tasks scenarios against a live Switchboard.
 
-The suite (``@modelcontextprotocol/conformance``, the version tests/oauth/test_conformance.py
-pins, run the same way through npx) has ten server scenarios for the Tasks extension
+The suite (``@modelcontextprotocol/conformance``, the version tests/conformance.py pins and
+runs through npx) has ten server scenarios for the Tasks extension
 (``conformance list``: ``tasks-*``, all 2026-07-28). They call fixture tools; a live server
 runs the test-only surface tests/mcp/conformance_surface.py, which offers them over the
 product's own MCP: each task fixture is a ``submit_todo`` on the queue named like it, and the
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -33,9 +32,9 @@ from mcp import Client
 from switchboard.credentials import mint_key
 from switchboard.models import DRAIN_VERBS, Verb
 from tests.base import Personas
+from tests.conformance import conformance_argv
 from tests.factories import EndpointFactory
 from tests.live import LiveServer, mcp_client, start_servers, stop_servers
-from tests.oauth.test_conformance import CONFORMANCE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -185,25 +184,9 @@ class Agent:
                 )
 
 
-def _run_scenario(npx: str, url: str, scenario: str, out: Path) -> tuple[list[dict[str, Any]], str]:
+def _run_scenario(url: str, scenario: str, out: Path) -> tuple[list[dict[str, Any]], str]:
     process = subprocess.run(
-        [
-            npx,
-            "-y",
-            "--prefer-offline",
-            "-p",
-            "node@22",
-            "-p",
-            CONFORMANCE,
-            "conformance",
-            "server",
-            "--url",
-            url,
-            "--scenario",
-            scenario,
-            "-o",
-            str(out),
-        ],
+        conformance_argv("server", "--url", url, "--scenario", scenario, "-o", str(out)),
         capture_output=True,
         text=True,
         timeout=TIMEOUT_SECONDS,
@@ -217,8 +200,6 @@ def _run_scenario(npx: str, url: str, scenario: str, out: Path) -> tuple[list[di
 def test_the_conformance_suites_tasks_scenarios_pass_but_the_expected_differences(
     surface: LiveServer, personas: Personas, tmp_path: Path
 ) -> None:
-    npx = shutil.which("npx")
-    assert npx is not None, "npx is needed (Node.js): the suite is an npm package"
     verbs = [*DRAIN_VERBS, Verb.REQUEST_INPUT, Verb.SUBMIT]
     endpoint = EndpointFactory(owner=personas.alice, slug="conformance", verbs=verbs)
     _, requester_key = mint_key(endpoint)
@@ -228,7 +209,7 @@ def test_the_conformance_suites_tasks_scenarios_pass_but_the_expected_difference
     logs: dict[str, str] = {}
     with Agent(surface.mcp_url(endpoint.slug), agent_key) as agent:
         for scenario in SCENARIOS:
-            checks, logs[scenario] = _run_scenario(npx, url, scenario, tmp_path / scenario)
+            checks, logs[scenario] = _run_scenario(url, scenario, tmp_path / scenario)
             assert checks, (scenario, logs[scenario][-3000:])
             for check in checks:
                 outcomes[(scenario, check["id"])] = check["status"]

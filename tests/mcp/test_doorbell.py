@@ -29,7 +29,7 @@ from mcp_server import doorbell
 from switchboard.models import Endpoint
 from tests.base import Personas
 from tests.mcp.conftest import MODES, LiveServer, run
-from tests.mcp.test_http import _initialize, assert_jsonrpc_error, legacy_headers, post
+from tests.mcp.wire import assert_jsonrpc_error, initialize, legacy_headers, post
 from todos import lifecycle
 from todos.models import Todo
 
@@ -326,14 +326,14 @@ def test_the_listener_comes_back_after_its_backend_is_terminated(
 def test_the_legacy_get_stream_and_subscribe_refuse_what_they_cannot_serve(
     live: LiveServer, personas: Personas
 ) -> None:
-    session = _initialize(live, personas.key_a)
+    session = initialize(live, personas.key_a)
     url = live.mcp_url("agent-a")
     stream_headers = {**legacy_headers(personas.key_a, session), "Accept": "text/event-stream"}
     with httpx2.stream("GET", url, headers=stream_headers, timeout=10) as opened:
         assert opened.status_code == 200
         assert opened.headers["content-type"] == "text/event-stream"
         assert next(opened.iter_bytes()).startswith(b":")  # a comment: the stream is open
-    foreign = _initialize(live, personas.key_b, "agent-b")
+    foreign = initialize(live, personas.key_b, "agent-b")
     refusals = [
         ({**stream_headers, "Mcp-Session-Id": foreign}, 404),
         ({**stream_headers, "Accept": "application/json"}, 406),
@@ -354,8 +354,8 @@ def test_the_legacy_get_stream_and_subscribe_refuse_what_they_cannot_serve(
 
 
 def test_legacy_subscriptions_are_capped_per_session(live: LiveServer, personas: Personas) -> None:
-    session = _initialize(live, personas.key_a)
-    other = _initialize(live, personas.key_a)
+    session = initialize(live, personas.key_a)
+    other = initialize(live, personas.key_a)
 
     def subscribe(sid: str, uri: str) -> Any:
         body = {"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe", "params": {"uri": uri}}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx2
 import pytest
@@ -20,71 +19,20 @@ from switchboard.auth import KEY_CACHE_SECONDS
 from switchboard.models import EndpointKey
 from tests.base import Personas
 from tests.mcp.conftest import MODES, LiveServer, mcp_client, run
+from tests.mcp.wire import (
+    ENVELOPE,
+    MODERN,
+    TOOLS_LIST,
+    assert_jsonrpc_error,
+    initialize,
+    legacy_headers,
+    modern_headers,
+    post,
+    tool_call,
+)
 from todos import lifecycle
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
-ENVELOPE = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-TOOLS_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": ENVELOPE}}
-
-
-def modern_headers(key: str, method: str, name: str | None = None) -> dict[str, str]:
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Content-Type": "application/json",
-        "Accept": ACCEPT,
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": method,
-    }
-    if name is not None:
-        headers["Mcp-Name"] = name
-    return headers
-
-
-def legacy_headers(key: str, session: str | None = None) -> dict[str, str]:
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Content-Type": "application/json",
-        "Accept": ACCEPT,
-        "MCP-Protocol-Version": LEGACY,
-    }
-    if session is not None:
-        headers["Mcp-Session-Id"] = session
-    return headers
-
-
-def tool_call(name: str, arguments: dict[str, Any], *, modern: bool = True) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": name, "arguments": arguments}
-    if modern:
-        params["_meta"] = ENVELOPE
-    return {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
-
-
-def post(
-    server: LiveServer,
-    headers: dict[str, str],
-    body: Any,
-    slug: str = "agent-a",
-) -> httpx2.Response:
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx2.post(server.mcp_url(slug), headers=headers, content=content, timeout=30)
-
-
-def assert_jsonrpc_error(response: httpx2.Response, status: int, code: int) -> dict[str, Any]:
-    """The refusal is ``status`` with a JSON-RPC error ``code`` in a JSON body."""
-    assert response.status_code == status, (response.status_code, response.text)
-    assert response.headers["content-type"].startswith("application/json"), response.headers
-    body = response.json()
-    assert body["jsonrpc"] == "2.0"
-    assert body["error"]["code"] == code, body
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
-    return dict(body)
 
 
 # --- authentication --------------------------------------------------------------------------
@@ -194,35 +142,12 @@ def test_the_sdk_client_sees_the_401_as_an_error(
 # --- legacy sessions -------------------------------------------------------------------------
 
 
-def _initialize(server: LiveServer, key: str, slug: str = "agent-a") -> str:
-    response = post(
-        server,
-        legacy_headers(key),
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LEGACY,
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        },
-        slug,
-    )
-    assert response.status_code == 200, response.text
-    assert response.json()["result"]["protocolVersion"] == LEGACY
-    session = response.headers["mcp-session-id"]
-    assert session.startswith("sbs_") and session.isascii() and session.isprintable()
-    return session
-
-
 def test_a_legacy_session_opened_on_one_process_continues_on_another(
     live_servers: tuple[LiveServer, LiveServer], personas: Personas
 ) -> None:
     first, second = live_servers
     todo = lifecycle.create(personas.endpoint_a.id, queue="q")
-    session = _initialize(first, personas.key_a)
+    session = initialize(first, personas.key_a)
 
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert post(second, legacy_headers(personas.key_a, session), initialized).status_code == 202
@@ -296,8 +221,8 @@ def test_the_sdk_legacy_client_works_through_a_round_robin_of_two_processes(
 
 
 def test_a_forged_or_foreign_session_id_is_404(live: LiveServer, personas: Personas) -> None:
-    session_b = _initialize(live, personas.key_b, "agent-b")  # valid, but for endpoint B
-    session_a = _initialize(live, personas.key_a)
+    session_b = initialize(live, personas.key_b, "agent-b")  # valid, but for endpoint B
+    session_a = initialize(live, personas.key_a)
     forged = session_a[:-4] + ("AAAA" if not session_a.endswith("AAAA") else "BBBB")
     for session in (session_b, forged, "sbs_made-up", "x" * 300):
         response = post(

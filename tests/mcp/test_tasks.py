@@ -5,8 +5,8 @@ a client extension claim a result shape: ``TasksExtension`` below declares
 ``io.modelcontextprotocol/tasks``, claims ``resultType: "task"`` and resolves it by polling
 ``tasks/get`` through the SDK's own session, as a Tasks client would. What the SDK cannot send
 (the 2025-11-25 ``params.task``, ``tasks/result``, ``tasks/list``, ``tasks/update`` with a
-chosen answer, malformed input) goes as raw JSON-RPC over httpx. Agents on another key of the
-same endpoint claim and finish the work over MCP, as real agents would.
+chosen answer, malformed input) goes as raw JSON-RPC (tests/mcp/wire.py). Agents on another
+key of the same endpoint claim and finish the work over MCP, as real agents would.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import Any, Literal
 
-import httpx
 import httpx2
 import pytest
 from a2a.types import GetTaskRequest, TaskState
@@ -35,14 +34,20 @@ from tests.a2a.test_a2a import a2a
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from tests.mcp.conftest import LiveServer, error_of, mcp_client, run
+from tests.mcp.wire import (
+    MODERN,
+    TASKS,
+    TASKS_CLIENT,
+    Legacy,
+    envelope,
+    modern_headers,
+    modern_post,
+)
 from todos import task_states
 from todos.models import Todo
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
-TASKS = "io.modelcontextprotocol/tasks"
 # Faster than the server's suggested pollIntervalMs: the test waits on agents it drives itself.
 POLL_SECONDS = 0.1
 
@@ -132,66 +137,13 @@ def modern_call(
     method: str,
     params: dict[str, Any],
     *,
-    tasks: bool = True,
-    name: Any = None,
+    name: str | None = None,
     send_name: bool = True,
-) -> httpx.Response:
-    capabilities: dict[str, Any] = {"extensions": {TASKS: {}}} if tasks else {}
-    body = {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "method": method,
-        "params": {
-            **params,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": capabilities,
-            },
-        },
-    }
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": method,
-    }
-    label = name if name is not None else params.get("taskId", params.get("name"))
-    if label is not None and send_name:
-        headers["Mcp-Name"] = str(label)
-    return httpx.post(url, json=body, headers=headers, timeout=30)
-
-
-class Legacy:
-    """A 2025-11-25 session over raw JSON-RPC: initialize, then requests with its session id."""
-
-    def __init__(self, url: str, key: str) -> None:
-        self.url = url
-        self.headers = {
-            "Authorization": f"Bearer {key}",
-            "Accept": "application/json, text/event-stream",
-        }
-        response = self.post(
-            "initialize",
-            {
-                "protocolVersion": LEGACY,
-                "capabilities": {"tasks": {}},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        )
-        self.capabilities = response.json()["result"]["capabilities"]
-        self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
-        self.headers["MCP-Protocol-Version"] = LEGACY
-
-    def post(self, method: str, params: dict[str, Any], timeout: float = 30) -> httpx.Response:
-        body = {"jsonrpc": "2.0", "id": 3, "method": method, "params": params}
-        return httpx.post(self.url, json=body, headers=self.headers, timeout=timeout)
-
-    def result(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
-        response = self.post(method, params, timeout)
-        assert response.status_code == 200, response.text
-        body = response.json()
-        assert "result" in body, body
-        return dict(body["result"])
+) -> httpx2.Response:
+    """A 2026-07-28 request from a client that declares Tasks (``modern_post``)."""
+    return modern_post(
+        url, key, method, params, capabilities=TASKS_CLIENT, name=name, send_name=send_name
+    )
 
 
 async def claim(agent: Client, queue: str) -> dict[str, Any]:
@@ -640,7 +592,7 @@ def test_bad_task_requests_are_json_rpc_errors_never_5xx(
         url, requester_key, "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}}
     ).json()["result"]["taskId"]
     # No extension declared: -32021 naming it.
-    bare = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}, tasks=False)
+    bare = modern_post(url, requester_key, "tasks/get", {"taskId": task_id})
     assert bare.status_code == 400
     assert bare.json()["error"]["code"] == -32021
     assert TASKS in bare.json()["error"]["data"]["requiredCapabilities"]["extensions"]
@@ -698,23 +650,15 @@ def test_notifications_tasks_on_subscriptions_listen(live: LiveServer, personas:
         "method": "subscriptions/listen",
         "params": {
             "notifications": {"taskIds": [task_id, "td_" + "b" * 20]},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": MODERN,
-                "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
-            },
+            "_meta": envelope(TASKS_CLIENT),
         },
     }
-    headers = {
-        "Authorization": f"Bearer {requester_key}",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": MODERN,
-        "Mcp-Method": "subscriptions/listen",
-    }
+    headers = modern_headers(requester_key, "subscriptions/listen")
 
     async def listen() -> list[dict[str, Any]]:
         heard: list[dict[str, Any]] = []
         async with (
-            httpx.AsyncClient(timeout=30) as http,
+            httpx2.AsyncClient(timeout=30) as http,
             http.stream("POST", url, json=body, headers=headers) as response,
         ):
             assert response.status_code == 200
@@ -722,7 +666,7 @@ def test_notifications_tasks_on_subscriptions_listen(live: LiveServer, personas:
             async for line in response.aiter_lines():
                 if not line.startswith("data:"):
                     continue
-                message = httpx.Response(200, content=line[5:]).json()
+                message = json.loads(line[5:])
                 heard.append(message)
                 if message["method"] == "notifications/subscriptions/acknowledged":
                     continue
@@ -763,7 +707,7 @@ def test_notifications_tasks_status_on_the_legacy_get_stream(
     async def listen() -> list[dict[str, Any]]:
         heard: list[dict[str, Any]] = []
         async with (
-            httpx.AsyncClient(timeout=30) as http,
+            httpx2.AsyncClient(timeout=30) as http,
             http.stream("GET", url, headers=headers) as response,
         ):
             assert response.status_code == 200
@@ -771,7 +715,7 @@ def test_notifications_tasks_status_on_the_legacy_get_stream(
             async for line in response.aiter_lines():
                 if not line.startswith("data:"):
                     continue
-                message = httpx.Response(200, content=line[5:]).json()
+                message = json.loads(line[5:])
                 if message["method"] != "notifications/tasks/status":
                     continue
                 heard.append(message["params"])

@@ -1,19 +1,19 @@
 """The official MCP conformance suite's authorization-server scenarios against a live server.
 
-The suite (``@modelcontextprotocol/conformance``, the version below) has no authorization
-scenarios for MCP servers: its ``auth/*`` scenarios test clients. It has two for authorization
-servers, run here: ``authorization-server-metadata-endpoint`` (RFC 8414 at the well-known URI,
-the issuer, ``client_id_metadata_document_supported``) and ``authorization-code-grant`` (the
-code grant with PKCE S256 and ``resource``: the redirect, ``state`` and ``iss``, a JSON
-``no-store`` token response). The second prints an authorization URL for a person and waits for
-its callback on 127.0.0.1; this test is that person, on the Board's consent page over HTTP.
-Like tests/mcp/test_inspector.py it fails, never skips, when npx is missing.
+The suite (``@modelcontextprotocol/conformance``, the version tests/conformance.py pins and
+runs through npx) has no authorization scenarios for MCP servers: its ``auth/*`` scenarios test
+clients. It has two for authorization servers, run here: ``authorization-server-metadata-endpoint``
+(RFC 8414 at the well-known URI, the issuer, ``client_id_metadata_document_supported``) and
+``authorization-code-grant`` (the code grant with PKCE S256 and ``resource``: the redirect,
+``state`` and ``iss``, a JSON ``no-store`` token response). The second prints an authorization
+URL for a person and waits for its callback on 127.0.0.1; this test is that person, on the
+Board's consent page over HTTP. Like tests/mcp/test_inspector.py it fails, never skips, when npx
+is missing.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +22,7 @@ import httpx2
 import pytest
 
 from switchboard.lib.oauth_scopes import READ, WORK
+from tests.conformance import conformance_argv
 from tests.factories import EndpointFactory, HumanFactory
 from tests.live import LiveServer, _free_port
 from tests.oauth.conftest import board_login
@@ -29,7 +30,6 @@ from tests.oauth.flow import form_fields
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CONFORMANCE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 TIMEOUT_SECONDS = 600
 
 
@@ -50,8 +50,6 @@ def _deliver(callback: str) -> None:
 def test_the_conformance_suites_authorization_server_scenarios_pass(
     oauth_live: LiveServer, tmp_path: Path
 ) -> None:
-    npx = shutil.which("npx")
-    assert npx is not None, "npx is needed (Node.js): the suite is an npm package"
     human = HumanFactory(username="oa-conf")
     EndpointFactory(owner=human, slug="oa-conf")
     session = board_login(oauth_live, "oa-conf")
@@ -68,15 +66,7 @@ def test_the_conformance_suites_authorization_server_scenarios_pass(
     resource = oauth_live.url("/mcp/oa-conf/oauth")
     out = tmp_path / "results"
     process = subprocess.Popen(
-        [
-            npx,
-            "-y",
-            "--prefer-offline",
-            "-p",
-            "node@22",
-            "-p",
-            CONFORMANCE,
-            "conformance",
+        conformance_argv(
             "authorization",
             "--url",
             oauth_live.base,
@@ -88,7 +78,7 @@ def test_the_conformance_suites_authorization_server_scenarios_pass(
             str(port),
             "-o",
             str(out),
-        ],
+        ),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

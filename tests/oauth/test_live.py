@@ -27,8 +27,7 @@ from switchboard.lib.oauth_scopes import READ, SUBMIT, WORK
 from switchboard.models import DRAIN_VERBS, Verb
 from tests.factories import EndpointFactory, HumanFactory
 from tests.live import LiveServer, run
-from tests.mcp.test_http import ENVELOPE, TOOLS_LIST, modern_headers, tool_call
-from tests.mcp.test_tasks import Legacy
+from tests.mcp.wire import ENVELOPE, TOOLS_LIST, Legacy, modern_headers, tool_call
 from tests.oauth.conftest import (
     Consent,
     MemoryStorage,

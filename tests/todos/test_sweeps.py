@@ -314,17 +314,17 @@ def test_each_retention_batch_commits_before_the_pass_ends(
     with _other_session() as other:
 
         def one_batch(sql: str, params: Any) -> Any:
-            rows = fetch(sql, params)
-            if "todos" in sql:
+            # Before each batch: what the batches before it deleted is visible to others.
+            if sql == retention.RETENTION_TODOS:
                 left.append(len(_committed_states(other, ids)))
                 assert not _lock_free(other, sweeps.LOCK_RETENTION)
-            return rows
+            return fetch(sql, params)
 
         monkeypatch.setattr(retention, "fetch_all", one_batch)
         report = sweeps.run_pass(with_retention=True)
 
         assert report.retention is not None and report.retention.todos == 3
-        assert left[:3] == [2, 1, 0]  # each deletion visible to others at once
+        assert left == [3, 2, 1, 0]  # each batch committed before the next began
         assert _lock_free(other, sweeps.LOCK_RETENTION)
 
 

@@ -383,6 +383,16 @@ def _no_time(arrived: dt.datetime, payload: Any) -> dict[str, Any]:
     return {}
 
 
+def rule_called(name: str, position: int, rule_id: int | None) -> str:
+    """What a rule is called wherever it is named (``Rule.__str__``, ``RuleSpec.called``): its
+    name, or, unnamed, its position (the order it is tried in) and its id, as ``create_rule``
+    prints it: ``rule #20 (id 7)``. Positions may tie (the default is 0), so the number alone
+    could name two rules; ``rule #20`` alone for a rule not saved yet."""
+    if name:
+        return name
+    return f"rule #{position}" + (f" (id {rule_id})" if rule_id is not None else "")
+
+
 @dataclass(frozen=True, slots=True)
 class RuleSpec:
     """What routing needs of a rule; built from a ``Rule`` row (``from_rule``) or a form."""
@@ -402,6 +412,11 @@ class RuleSpec:
     # lifecycle.create's time arguments for a delivery arriving at an instant with a payload
     # (``Rule.todo_time``); none for a spec not built from a rule.
     todo_time: Callable[[dt.datetime, Any], dict[str, Any]] = _no_time
+
+    @property
+    def called(self) -> str:
+        """The rule's name as its ``Rule`` says it (``rule_called``)."""
+        return rule_called(self.name, self.position, self.id)
 
     @classmethod
     def from_rule(cls, rule: Any, routable: bool) -> RuleSpec:

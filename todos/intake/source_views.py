@@ -93,7 +93,7 @@ def _would_create(plan: routing.RoutingPlan) -> list[WouldCreate]:
     for planned in plan.todos:
         todos.append(
             WouldCreate(
-                rule=planned.rule.name or f"rule #{planned.rule.position}",
+                rule=planned.rule.called,
                 endpoint=planned.rule.endpoint_slug,
                 queue=planned.rule.queue,
                 title=planned.title,
@@ -632,7 +632,7 @@ def rule_new(request: BoardRequest, slug: str) -> HttpResponse:
         except ValidationError as exc:  # the endpoint was revoked since the form was checked
             form.add_error(None, exc)
         else:
-            at = f" at position {rule.position}" if rule.name else ""  # else it says #N
+            at = f" at position {rule.position}" if rule.name else ""  # else it says #N (id N)
             messages.success(request, f"Added {rule.label}{at}.")
             return redirect("source_detail", slug=source.slug)
     return _rule_form_page(request, source, form, None)
@@ -663,8 +663,9 @@ def rule_delete(request: BoardRequest, slug: str, rule_id: int) -> HttpResponse:
     source = _own_source(request, slug)
     rule = _own_rule(source, rule_id)
     if request.method == "POST":
+        label = rule.label  # before the delete, which leaves the instance without its id
         sources.delete_rule(rule)
-        messages.success(request, f"Deleted {rule.label}.")
+        messages.success(request, f"Deleted {label}.")
         return redirect("source_detail", slug=source.slug)
     return render(
         request, "sources/rule_delete.html", {"section": "sources", "source": source, "rule": rule}

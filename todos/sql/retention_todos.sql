@@ -1,13 +1,14 @@
 -- retention_todos: delete up to `batch` finished todos past retention (hybrid, docs/guides/operations.md):
 --   finished more than `days` ago, or beyond the newest `max_terminal` finished todos of their
 --   endpoint. Their attempts (and later spans, activity, bindings) go by ON DELETE CASCADE,
---   their MCP task rows by the statement's own DELETE; their alerts stay, unlinked from them.
---   Rows are locked SKIP LOCKED, so two sweepers never delete the same row twice, and a row
---   a transition holds is left for the next pass.
+--   their MCP task rows by the statement's own DELETE; their alerts are the alerts app's, which
+--   unlinks them in the same transaction (todos/retention.py runs its eraser with the ids
+--   returned here). Rows are locked SKIP LOCKED, so two sweepers never delete the same row
+--   twice, and a row a transition holds is left for the next pass.
 -- params: days, max_terminal, batch
 -- returns: id, endpoint_id and its activity rows' count per deleted todo.
 -- Uses index: todos_finished_idx (endpoint_id, finished_at DESC) WHERE finished_at IS NOT NULL;
---   mcp_tasks_pkey; alerts_todo_idx (todo_id) WHERE todo_id IS NOT NULL.
+--   mcp_tasks_pkey.
 WITH candidates AS (
     SELECT x.id
       FROM endpoints e
@@ -43,16 +44,11 @@ gone AS (
     RETURNING t.id, t.endpoint_id
 ),
 -- mcp_tasks names its todo without a foreign key (mcp_server/migrations/0003_tasks.py says why):
--- its rows go here, in the same statement, so none outlives its todo.
+-- its rows go here, in the same statement, so none outlives its todo. (An alert names its todo
+-- without one too, but outlives it, rewritten: docs/decisions/0037-alerts.md says why that is
+-- the alerts app's eraser's work and not this statement's.)
 tasks AS (
     DELETE FROM mcp_tasks m USING gone WHERE m.todo_id = gone.id
-),
--- An alert names its todo without a foreign key too: it outlives the todo, its history kept
--- SWITCHBOARD_ALERTS_KEEP_DAYS by its own trim (docs/decisions/0037-alerts.md), the todo's id
--- still in its summary and subject. Only the link goes (the Board's alerts page links a todo
--- by it), so none is left pointing at nothing.
-unlinked AS (
-    UPDATE alerts a SET todo_id = NULL FROM gone WHERE a.todo_id = gone.id
 )
 -- The activity rows that go with each todo by cascade, counted from the statement's snapshot
 -- (which still holds them).
