@@ -86,6 +86,8 @@ class TodoRow(Protocol):
     @property
     def start_by(self) -> dt.datetime | None: ...
     @property
+    def attempts_total(self) -> int: ...
+    @property
     def finish_by(self) -> dt.datetime | None: ...
 
 
@@ -100,7 +102,8 @@ def has_budget(todo: TodoRow) -> bool:
 def is_claimable(todo: TodoRow, now: dt.datetime) -> bool:
     """A claim would take it at ``now``: todos/sql/_claimable.sql.
 
-    Pending and not past its ``start_by`` (the deadline sweep dead-letters it); claimed with a
+    Pending and not past its ``start_by`` (the deadline sweep dead-letters it) unless it was
+    claimed before (``start_by`` bounds the first claim only); claimed with a
     lapsed lease and budget left (a takeover); failed with a due retry and budget left; in
     every case due (``not_before`` unset or passed) and not past its ``finish_by``. ``now``
     stands for the statement's ``now()``.
@@ -110,7 +113,7 @@ def is_claimable(todo: TodoRow, now: dt.datetime) -> bool:
     if todo.finish_by is not None and todo.finish_by <= now:
         return False
     if todo.state == State.PENDING:
-        return todo.start_by is None or todo.start_by > now
+        return todo.start_by is None or todo.start_by > now or todo.attempts_total > 0
     if todo.state == State.CLAIMED:
         lapsed = todo.lease_expires_at is not None and todo.lease_expires_at < now
         return lapsed and has_budget(todo)
@@ -203,7 +206,11 @@ def claimable_q(prefix: str = "") -> Q:
     timely = (Q(**{f"{p}not_before__isnull": True}) | Q(**{f"{p}not_before__lte": Now()})) & (
         Q(**{f"{p}finish_by__isnull": True}) | Q(**{f"{p}finish_by__gt": Now()})
     )
-    started_in_time = Q(**{f"{p}start_by__isnull": True}) | Q(**{f"{p}start_by__gt": Now()})
+    started_in_time = (
+        Q(**{f"{p}start_by__isnull": True})
+        | Q(**{f"{p}start_by__gt": Now()})
+        | Q(**{f"{p}attempts_total__gt": 0})
+    )
     return timely & (
         (Q(**{f"{p}state": State.PENDING}) & started_in_time)
         | (Q(**{f"{p}state": State.CLAIMED, f"{p}lease_expires_at__lt": Now()}) & budget)
@@ -255,7 +262,8 @@ class TodoQuerySet(models.QuerySet["Todo"]):
 
             (t.not_before IS NULL OR t.not_before <= now())
             AND (t.finish_by IS NULL OR t.finish_by > now())
-            AND ((t.state = 'pending' AND (t.start_by IS NULL OR t.start_by > now()))
+            AND ((t.state = 'pending'
+                  AND (t.start_by IS NULL OR t.start_by > now() OR t.attempts_total > 0))
             OR (t.state = 'claimed' AND t.lease_expires_at < now() AND t.attempt < t.max_attempts)
             OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL AND t.next_retry_at <= now()
                 AND t.attempt < t.max_attempts))

@@ -16,7 +16,14 @@ from django.utils import timezone
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, fetch_one
 from tests.base import Personas
-from tests.reach import OWNER, claimed, expire_lease, new_todo, set_created_at
+from tests.reach import (
+    OWNER,
+    claimed,
+    expire_lease,
+    make_retry_due,
+    new_todo,
+    set_created_at,
+)
 from tests.rows import attempt_rows
 from todos import lifecycle
 from todos.models import Todo
@@ -283,6 +290,54 @@ def test_a_run_timeout_on_the_last_attempt_dead_letters(personas: Personas) -> N
     move(got.todo.id, claimed_at="now() - interval '31 seconds'")
     expire_lease(got.todo.id)
     assert lifecycle.reap().dead_lettered == (got.todo.id,)
+
+
+# --- start_by bounds the first claim only; who ended a run that timed out -------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("back", ["reaped", "retry requeued", "released"])
+def test_a_todo_claimed_before_its_start_by_stays_claimable_once_back_to_pending(
+    personas: Personas, back: str
+) -> None:
+    # start_by bounds the first claim only: "a lapsed lease or a due retry past it was
+    # claimed in time and stays claimable" (docs/decisions/0027-time-and-cancellation.md).
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, start_by=soon(3600), max_attempts=3).todo.id
+    move(todo_id, start_by="now() - interval '1 second'")
+    if back == "reaped":
+        expire_lease(todo_id)
+        assert lifecycle.reap().requeued == (todo_id,)
+    elif back == "retry requeued":
+        lifecycle.fail(ep, todo_id, owner=OWNER, retryable=True)
+        make_retry_due(todo_id)
+        assert lifecycle.requeue_due_retries() == (todo_id,)
+    else:
+        lifecycle.release(ep, todo_id, owner=OWNER)
+    assert Todo.objects.get(pk=todo_id).state == "pending"
+
+    assert lifecycle.dead_letter_late() == ()
+    assert lifecycle.claim(ep, todo_id, owner="worker-2").todo.id == todo_id
+
+
+@pytest.mark.django_db
+def test_a_run_timeout_after_an_answered_question_is_told_as_the_sweepers(
+    personas: Personas,
+) -> None:
+    # TodoEnded.by is who ended the claim (switchboard/lib/errors.py); ended.sql: "none for a
+    # run timeout, which the reaper closes", so the sweeper.
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, run_timeout_seconds=60, max_attempts=3).todo.id
+    lifecycle.interrupt(ep, todo_id, owner=OWNER, state="input-required")
+    lifecycle.resume(personas.alice.id, todo_id, response={"answer": "yes"})
+    move(todo_id, claimed_at="now() - interval '61 seconds'")
+    expire_lease(todo_id)
+    assert lifecycle.reap().retry_scheduled == (todo_id,)
+
+    with pytest.raises(lifecycle.TodoEnded) as ended:
+        lifecycle.heartbeat(ep, todo_id, owner=OWNER)
+    assert (ended.value.code, ended.value.reason) == ("timed_out", "run_timeout")
+    assert ended.value.by == "sweeper"
 
 
 # --- dedupe --------------------------------------------------------------------------------

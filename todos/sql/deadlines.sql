@@ -1,6 +1,6 @@
 -- deadlines: dead-letter the todos whose time ran out: any unfinished todo past its finish_by
---   (no retry after its deadline), and any still pending past its start_by (nobody took it in
---   time). An open attempt closes timed_out/dead_lettered, its summary the reason; a `deadline`
+--   (no retry after its deadline), and any still pending past its start_by that was never
+--   claimed (nobody took it in time; start_by bounds the first claim only). An open attempt closes timed_out/dead_lettered, its summary the reason; a `deadline`
 --   activity row of the sweeper says which deadline passed (detail.reason: 'finish_by' or
 --   'start_by'), so the holder's next call learns who ended it (ended.sql). SKIP LOCKED, as
 --   every sweep: a row a transition holds is left for the next pass, and an in-flight todo
@@ -8,7 +8,8 @@
 -- params: limit
 -- returns: id, endpoint_id, reason, from_state per dead-lettered todo.
 -- Uses index: todos_finish_by_idx (finish_by) WHERE finish_by IS NOT NULL AND finished_at IS
---   NULL; todos_start_by_idx (start_by) WHERE start_by IS NOT NULL AND state = 'pending';
+--   NULL; todos_start_by_idx (start_by) WHERE start_by IS NOT NULL AND state = 'pending'
+--   AND attempts_total = 0;
 --   todos_pkey to lock each.
 WITH late AS (
     (SELECT f.id FROM todos f
@@ -17,7 +18,8 @@ WITH late AS (
       LIMIT %(limit)s)
     UNION
     (SELECT s.id FROM todos s
-      WHERE s.start_by IS NOT NULL AND s.state = 'pending' AND s.start_by <= now()
+      WHERE s.start_by IS NOT NULL AND s.state = 'pending' AND s.attempts_total = 0
+        AND s.start_by <= now()
       ORDER BY s.start_by
       LIMIT %(limit)s)
 ),
@@ -28,7 +30,7 @@ due AS (
       JOIN todos t ON t.id = late.id
      -- Re-checked on the row as it stands once locked (a transition may have moved it).
      WHERE ((t.finish_by <= now() AND t.finished_at IS NULL)
-            OR (t.start_by <= now() AND t.state = 'pending'))
+            OR (t.start_by <= now() AND t.state = 'pending' AND t.attempts_total = 0))
        AND (t.state NOT IN ('claimed', 'input-required', 'auth-required') OR @{current_attempt})
      LIMIT %(limit)s
        FOR UPDATE OF t SKIP LOCKED
