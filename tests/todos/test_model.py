@@ -71,8 +71,11 @@ ROWS_SQL = (
     + ", ".join(f"({load(lifecycle.statements.SQL_DIR, '_' + p)}) AS sql_{p}" for p in PREDICATES)
     + " FROM todos t WHERE t.id = ANY(%(ids)s)"
 )
-# The loaded rows, for the Python forms on a model instance.
-LOADED_SQL = "SELECT * FROM todos WHERE id = ANY(%s)"
+# The rows read, loaded as the ORM loads a row (Model.from_db), for the Python forms on a
+# model instance.
+DB = "default"
+FIELDS = [f.attname for f in Todo._meta.concrete_fields]
+COLUMNS = [f.column for f in Todo._meta.concrete_fields]
 SHOWN = ("state", "attempt", "owner", "lease_expires_at", "next_retry_at")
 
 
@@ -393,7 +396,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         ):
             assert a["open"] == (a["outcome"] is None), a
             attempts[a["todo_id"]].append((a["seq"], a["owner"], a["outcome"], a["disposition"]))
-        loaded = {todo.id: todo for todo in Todo.objects.raw(LOADED_SQL, [ids])}
+        loaded = {i: Todo.from_db(DB, FIELDS, [r[c] for c in COLUMNS]) for i, r in rows.items()}
         orm: dict[str, set[str]] = {p: set() for p in PREDICATES}
         for r in fetch_all(*orm_forms()):
             orm[r["predicate"]].add(r["id"])
