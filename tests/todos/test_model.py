@@ -23,14 +23,16 @@ budget left); a takeover of such a run closes it ``timed_out/requeued``; no leas
 heartbeat, resume) runs past finish_by or claimed_at + the run timeout, and a live one is
 exactly the earliest of those and its TTL; the holder whose claim a deadline or a cancel ended
 is told so (``TodoEnded``: code, reason, who), anyone else gets a conflict. Every example starts
-from two todos with a finish_by and a run timeout, each held by an agent, and time passing and
-the sweeper are one rule, so that a run of 20 examples reaches them.
+from three todos with every deadline set, two of them held by an agent each, and time passing
+and the sweeper are one rule, so that a run of 20 examples reaches them.
 
-Time: PostgreSQL's ``now()`` is one instant in the test's transaction, so "the clock moves" is a
-rule that moves a lease, a retry or a deadline into the past on the row (``tests/reach.py``), as
-the other lifecycle tests do; a lease capped by a deadline lapses with it, and a run times out
-by moving its claim's ``claimed_at`` back. Each example runs in a transaction rolled back at its
-end.
+Time: each example runs in a transaction of its own, rolled back at its end, and PostgreSQL's
+``now()`` is one instant in it, so "the clock moves" is a rule that moves a lease, a retry or a
+deadline into the past on the row (``tests/reach.py``), as the other lifecycle tests do; a lease
+capped by a deadline lapses with it, and a run times out by moving its claim's ``claimed_at``
+back. Django's ``Now()``, which the ORM forms read, is the statement's time instead: it runs on
+with the example, never as far as a lease or a deadline (however long Hypothesis takes to shrink
+a failure, which it would if the examples shared the test's transaction).
 
 Replayable: Hypothesis replays an example's choices to shrink a failure, so every choice the
 machine offers is listed in the order the todos were created (their ids are random), and
@@ -78,7 +80,9 @@ from todos.models import Todo
 from todos.states import State
 from todos.types import TodoView
 
-pytestmark = pytest.mark.django_db
+# Transactional, so that each example's atomic block is a transaction of its own (not a
+# savepoint in the test's), and now() is that example's start.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 QUEUE = "model"
 AGENTS = ("w1", "w2")
@@ -104,9 +108,8 @@ COLUMNS = [f.column for f in Todo._meta.concrete_fields]
 SHOWN = ("state", "attempt", "owner", "lease_expires_at", "next_retry_at", "claimed_at")
 # How far ahead a new todo's start_by, finish_by and run timeout reach, in seconds: around the
 # claims' lease TTL (300 s by default), so that they cap some leases and not others, and at
-# least two minutes, so that none passes while the test runs: the ORM forms read Django's
-# Now(), the statement's time on PostgreSQL, where the statements and the model read the
-# test's transaction's now(). Within check_time's bounds (todos/limits.py).
+# least two minutes, so that none passes for the ORM forms (Django's Now(), the statement's
+# time) while an example runs. Within check_time's bounds (todos/limits.py).
 AHEAD = (120, 600)
 assert AHEAD[0] >= RUN_TIMEOUT_MIN_SECONDS and AHEAD[1] <= RUN_TIMEOUT_MAX_SECONDS
 SWEEPER = str(Actor.sweeper())
