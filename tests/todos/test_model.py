@@ -553,7 +553,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             else:
                 item.finish_by = "past" if what == "finish_by" else item.finish_by
                 item.start_by = "past" if item.start_by is not None else None
-            if item.lease is not None:
+            # A lease is capped by finish_by and the run timeout, never by start_by (it bounds
+            # the first claim, not a run), so only those two lapse one.
+            if item.lease is not None and what != "start_by":
                 item.lease = "lapsed"
 
     def _sweep(self, steps: tuple[str, ...], data: st.DataObject) -> None:
