@@ -174,7 +174,7 @@ def _indexdef(name: str) -> str:
         (
             "idx_todo_attempts_ended",
             "CREATE INDEX idx_todo_attempts_ended ON todo_attempts USING btree (ended_at DESC)"
-            " WHERE ((ended_at IS NOT NULL) AND (outcome = ANY (ARRAY['completed'::text,"
+            " WHERE ((ended_at IS NOT NULL) AND ((outcome)::text = ANY (ARRAY['completed'::text,"
             " 'failed'::text, 'lease_expired'::text, 'reaped'::text])))",
         ),
         (

@@ -1,6 +1,7 @@
 """The schema as PostgreSQL holds it: migrations in step with the models, CHECK lists equal to the
-TextChoices, reversible migrations, the queue table's storage parameters, the claim index (its
-plans are in test_plans.py), and the deferred one-open-attempt constraint."""
+TextChoices, the hot tables' one-column bounds as domains, reversible migrations, the queue
+table's storage parameters, the claim index (its plans are in test_plans.py), and the deferred
+one-open-attempt constraint."""
 
 from __future__ import annotations
 
@@ -50,15 +51,17 @@ def test_makemigrations_finds_no_model_change_missing_from_the_migrations() -> N
 
 
 def _check_values(table: str, column: str) -> list[str]:
-    """The literals of the one CHECK constraint on ``table`` that constrains ``column`` alone to a
-    list of values (``col = ANY (ARRAY[...])`` or ``col <@ ARRAY[...]``)."""
+    """The literals of the one CHECK constraint that constrains ``table``'s ``column`` alone to a
+    list of values (``col = ANY (ARRAY[...])`` or ``col <@ ARRAY[...]``): the table's, or the
+    column's domain's (switchboard/lib/domains.py)."""
     rows = fetch_all(
         """
         SELECT c.conname, pg_get_constraintdef(c.oid) AS definition
-          FROM pg_constraint c
-          JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
-         WHERE c.conrelid = %(table)s::regclass AND c.contype = 'c'
-           AND cardinality(c.conkey) = 1 AND a.attname = %(column)s
+          FROM pg_attribute a
+          JOIN pg_constraint c
+            ON (c.conrelid = a.attrelid AND cardinality(c.conkey) = 1 AND a.attnum = c.conkey[1])
+            OR c.contypid = a.atttypid
+         WHERE a.attrelid = %(table)s::regclass AND a.attname = %(column)s AND c.contype = 'c'
            AND pg_get_constraintdef(c.oid) LIKE '%%ARRAY[%%'
         """,
         {"table": table, "column": column},
@@ -113,7 +116,7 @@ def _schema() -> dict[str, Any]:
     """What the migrations built: tables, columns, constraints, indexes, storage parameters."""
     return {
         "columns": fetch_all(
-            """SELECT table_name, column_name, data_type, is_nullable, column_default
+            """SELECT table_name, column_name, data_type, domain_name, is_nullable, column_default
                  FROM information_schema.columns WHERE table_schema = 'public'
                 ORDER BY table_name, column_name""",
             {},
@@ -355,6 +358,66 @@ def test_a_todo_nobody_holds_cannot_carry_a_lease_copy(
     with pytest.raises(IntegrityError) as excinfo, transaction.atomic():
         fetch_all(f"UPDATE todos SET {column} = {value} WHERE id = %(id)s", {"id": todo.id})
     assert "todos_lease_copy_held" in str(excinfo.value)
+
+
+# --- the hot tables' one-column bounds are domains ----------------------------------------------
+
+# Table CHECKs on one column left on the hot tables, each for a reason
+# (todos/migrations/0026_check_domains.py): the id is every other table's foreign key, the cost
+# cap a numeric with its own precision.
+ONE_COLUMN_CHECKS_KEPT = {"todos_id_check", "todos_max_cost_usd_check"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("table", ["todos", "todo_attempts"])
+def test_the_hot_tables_keep_table_checks_only_for_rules_over_several_columns(table: str) -> None:
+    """Every claim and complete writes both tables, and a table CHECK is parsed and prepared again
+    by each such statement: a bound on one column belongs to its domain
+    (switchboard/lib/domains.py, docs/decisions/0043-check-domains.md)."""
+    rows = fetch_all(
+        """SELECT conname FROM pg_constraint
+            WHERE conrelid = %(table)s::regclass AND contype = 'c' AND cardinality(conkey) = 1""",
+        {"table": table},
+    )
+    assert {r["conname"] for r in rows} <= ONE_COLUMN_CHECKS_KEPT
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("table", "assignment", "domain"),
+    [
+        ("todos", "state = 'done'", "todo_state"),
+        ("todos", "queue = ''", "todo_queue"),
+        ("todos", "queue = repeat('q', 129)", "todo_queue"),
+        ("todos", "title = repeat('t', 1025)", "todo_title"),
+        ("todos", "dedupe_key = ''", "todo_dedupe_key"),
+        ("todos", "priority = 1001", "todo_priority"),
+        ("todos", "max_attempts = 0", "todo_max_attempts"),
+        ("todos", "lease_ttl_seconds = 9", "todo_lease_ttl"),
+        ("todos", "run_timeout_seconds = 9", "todo_run_timeout"),
+        ("todos", "attempt = -1", "todo_count"),
+        ("todos", "ring_attempts = -1", "todo_count"),
+        ("todos", "lease_token_hash = '\\x00'", "todo_token_hash"),
+        ("todo_attempts", "outcome = 'finished'", "attempt_outcome"),
+        ("todo_attempts", "disposition = 'gone'", "attempt_disposition"),
+        ("todo_attempts", "claimer_kind = 'human'", "attempt_claimer_kind"),
+        ("todo_attempts", "claimant = repeat('c', 129)", "attempt_claimant"),
+        ("todo_attempts", "summary = repeat('s', 2049)", "attempt_summary"),
+        ("todo_attempts", "artifact = repeat('a', 513)", "attempt_artifact"),
+        ("todo_attempts", "lease_token_hash = '\\x00'", "attempt_token_hash"),
+        ("todo_attempts", "trace_id = '\\x00'", "attempt_trace_id"),
+    ],
+)
+def test_a_domain_refuses_what_the_table_check_refused(
+    personas: Personas, table: str, assignment: str, domain: str
+) -> None:
+    todo = lifecycle.create(personas.endpoint_a.id, queue="triage", title="bounded")
+    lifecycle.claim(personas.endpoint_a.id, todo.id, owner="agent-a")
+    key = "id" if table == "todos" else "todo_id"
+
+    with pytest.raises(IntegrityError) as excinfo, transaction.atomic():
+        fetch_all(f"UPDATE {table} SET {assignment} WHERE {key} = %(id)s", {"id": todo.id})
+    assert f'domain {domain} violates check constraint "{domain}_check"' in str(excinfo.value)
 
 
 # --- the queue table --------------------------------------------------------------------------

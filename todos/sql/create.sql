@@ -12,13 +12,16 @@
 --   one probe of queue_settings' key, else no cap)
 -- returns: the todo; no row when the endpoint is unknown or revoked, or the dedupe key is held
 --   (and no search row).
+-- The queue is typed `::text` where it is inserted: the column is a domain (todo_queue,
+--   switchboard/lib/domains.py), and a parameter read both as it and in a text comparison
+--   must be given one type.
 -- Uses index: endpoints_pkey; queue_settings_queue_key; todos_dedupe_idx; todo_search_pkey and todo_search_text_idx take
 --   the new row.
 WITH upd AS (
     INSERT INTO todos (id, endpoint_id, queue, title, event_id, payload, work_order,
                        routing_trace, assignee, max_attempts, priority, not_before, start_by,
                        finish_by, run_timeout_seconds, dedupe_key, max_cost_usd)
-    SELECT %(id)s, e.id, %(queue)s, %(title)s, %(event_id)s, %(payload)s, %(work_order)s,
+    SELECT %(id)s, e.id, %(queue)s::text, %(title)s, %(event_id)s, %(payload)s, %(work_order)s,
            %(routing_trace)s, %(assignee)s, %(max_attempts)s, %(priority)s, %(not_before)s,
            %(start_by)s, %(finish_by)s, %(run_timeout_seconds)s, %(dedupe_key)s,
            COALESCE(%(max_cost_usd)s::numeric,
