@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, connection, models, transaction
@@ -17,10 +18,11 @@ from django.db.migrations.executor import MigrationExecutor
 
 from activity.models import ActorKind, Kind
 from attempts.models import ClaimerKind, Disposition, Outcome
-from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.lib.sql import fetch_all, fetch_one, numbered
 from switchboard.models import Verb
 from tests.base import Personas
 from todos import lifecycle
+from todos.management.commands.sql import named as named_statements
 from todos.models import (
     EventDisposition,
     MissedPolicy,
@@ -418,6 +420,30 @@ def test_a_domain_refuses_what_the_table_check_refused(
     with pytest.raises(IntegrityError) as excinfo, transaction.atomic():
         fetch_all(f"UPDATE {table} SET {assignment} WHERE {key} = %(id)s", {"id": todo.id})
     assert f'domain {domain} violates check constraint "{domain}_check"' in str(excinfo.value)
+
+
+@pytest.mark.django_db
+def test_every_statement_types_each_parameter_one_way() -> None:
+    """psycopg sends a Python string untyped and PostgreSQL deduces its type from its uses; a
+    parameter written to a domain column and compared as text elsewhere deduces two and the
+    statement is refused at its first run (create.sql types its queue once, ``::text``). Each
+    statement ``manage.py sql`` names, the writers of the domains' columns among them, prepares
+    with every parameter untyped."""
+    connection.ensure_connection()
+    raw = connection.connection
+    assert raw is not None
+    refused = {}
+    for name, sql in named_statements().items():
+        text, _ = numbered(sql)
+        with transaction.atomic():
+            try:
+                psycopg.RawCursor(raw).execute(f"PREPARE untyped_probe AS {text}")
+            except psycopg.Error as error:
+                refused[name] = str(error).splitlines()[0]
+                transaction.set_rollback(True)
+            else:
+                psycopg.RawCursor(raw).execute("DEALLOCATE untyped_probe")
+    assert not refused
 
 
 # --- the queue table --------------------------------------------------------------------------
