@@ -133,7 +133,7 @@ SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1,
                           'check', 'ci/unit', 'detail', repeat('x', 200)),
        repeat('Fix the failing check, push, and report back. ', 4), 5,
        now() - (%(n)s - i) * interval '1 millisecond', now(),
-       %(spread)s * (((i * 7919) %% 21) - 10) * 10
+       %(spread)s * (((i::bigint * 7919) %% 21) - 10) * 10
   FROM generate_series(1, %(n)s) AS i
 """
 
