@@ -3,15 +3,15 @@
 The model (``Item``, one per todo) is the lifecycle written out as small Python: its state, the
 attempts it spent and may spend, its holder, its lease (live or lapsed), its retry (none, ahead,
 due), its deadlines (start_by and finish_by unset, ahead or past; a run timeout and whether the
-current claim ran past it) and its attempts with how each ended; per queue whether it is
-paused. Every rule calls the real lifecycle (create with or without deadlines, claim by id and
-claim_next, heartbeat, complete, fail, release, interrupt and resume, cancel and retry by the
-owning human, pause and resume of the queue, the deadline sweep, the reaper and the retry
-requeue), asks the model what must happen (taken or refused, how a refusal reads, and the
-state after), and after every step ``check`` compares the whole database with the model: each
-todo's row, its attempt rows (exactly one open attempt while it is held, each closed once with
-the outcome, disposition and summary the model says), every lease within its caps, and the
-state predicates in all three forms (Python on the loaded row, the ORM filter, the SQL fragment
+current claim ran past it) and its attempts with how each ended; per queue whether it is paused.
+Every rule calls the real lifecycle (create with or without deadlines, claim by id and claim_next,
+heartbeat, complete, fail, release, interrupt and resume, apart and as a holder's question answered
+at once, cancel and retry by the owning human, pause and resume of the queue, the deadline sweep,
+the reaper and the retry requeue), asks the model what must happen (taken or refused, how a refusal
+reads, and the state after), and after every step ``check`` compares the whole database with the
+model: each todo's row, its attempt rows (exactly one open attempt while it is held, each closed
+once with the outcome, disposition and summary the model says), every lease within its caps, and
+the state predicates in all three forms (Python on the loaded row, the ORM filter, the SQL fragment
 the statements splice in) with each other and with the model.
 
 Deadlines (docs/decisions/0027-time-and-cancellation.md): no claim takes a todo past its
@@ -475,6 +475,24 @@ class LifecycleMachine(RuleBasedStateMachine):
         # finish_by) gives a lease already lapsed.
         item.state, item.lease = State.CLAIMED, "lapsed" if item.capped else "live"
         item.attempts[-1].answered = True
+
+    @precondition(lambda self: any(i.lease == "live" for i in self.items.values()))
+    @rule(data=st.data())
+    def the_holder_asks_and_is_answered(self, data: st.DataObject) -> None:
+        """A live claim's holder asks a question and the owning human answers it at once: the
+        attempt then carries an answer, whose activity row must not be read as its ending
+        (ended.sql) when a deadline or the reaper ends the run later; and the wait may take
+        the run's time. As separate rules the question, its answer and the run's timeout
+        rarely meet in an example."""
+        live = [t for t, item in self.items.items() if item.lease == "live"]
+        todo = data.draw(st.sampled_from(live))
+        holder = self.items[todo].holder
+        assert holder is not None
+        self.interrupt(todo, holder, "input")
+        self.resume(todo)
+        item = self.items[todo]
+        if "run_timeout" in item.deadlines_ahead() and data.draw(st.booleans()):
+            self._move(todo, "run_timeout")  # the wait for the answer took the run's time
 
     @rule(todo=todos)
     def cancel(self, todo: str) -> None:
