@@ -189,7 +189,9 @@ class Attempt:
     disposition: str | None = None
     summary: str | None = None
     by: str | None = None  # who ended it, when someone other than its holder did
-    answered: bool = False  # interrupted and resumed while open
+    # Interrupted and resumed while open: read by no rule, shown in a failing example's model
+    # (an answered attempt's ending is what ended.sql once named wrongly).
+    answered: bool = False
 
 
 @dataclass

@@ -324,8 +324,8 @@ def test_a_todo_claimed_before_its_start_by_stays_claimable_once_back_to_pending
 def test_a_run_timeout_after_an_answered_question_is_told_as_the_sweepers(
     personas: Personas,
 ) -> None:
-    # TodoEnded.by is who ended the claim (switchboard/lib/errors.py); ended.sql: "none for a
-    # run timeout, which the reaper closes", so the sweeper.
+    # TodoEnded.by is who ended the claim (switchboard/lib/errors.py); ended.sql: a run
+    # timeout is the reaper's, which writes no activity row, so the sweeper, never the answer.
     ep = personas.endpoint_a.id
     todo_id = claimed(ep, run_timeout_seconds=60, max_attempts=3).todo.id
     lifecycle.interrupt(ep, todo_id, owner=OWNER, state="input-required")
