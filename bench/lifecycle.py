@@ -12,7 +12,8 @@ fall on all of them alike:
 - cycles: claim_next + complete,
   ``a``  through ``todos.lifecycle`` (Django's connection, the product's settings),
   ``a-notify``  ``a`` with its change-feed announcements never sent,
-  ``b``  the same two statements (``lifecycle.CLAIM_NEXT``/``COMPLETE``, same parameters) on a
+  ``b``  the same two statements (``lifecycle.CLAIM_NEXT_UNLIMITED``/``COMPLETE``, same parameters:
+  what ``a`` runs for the bench's queue, which sets no limit) on a
   bare psycopg connection per thread in autocommit, their announcements sent as the product's,
   ``c``  bare statements without attempt history (``bench/sql/*_no_attempts.sql``);
 - heartbeats over N claimed todos per thread: ``hb-a`` through ``lifecycle.heartbeat``, ``hb-b``
@@ -96,9 +97,11 @@ _NO_ATTEMPT_FRAGMENTS = {
     # The paused-queue probe on claim_next's own parameters, as the product's (_queue_open.sql).
     "pause_endpoint": "%(endpoint_id)s",
     "pause_queue": "%(queue)s",
-    # The queue-limits probe on the same (_queue_limited.sql, _queue_limits.sql).
-    "limits_endpoint": "%(endpoint_id)s",
-    "limits_queues": "(SELECT %(queues)s::text[])",
+    # The queue-limits guard of the claim the product runs for a queue that sets no limit, as
+    # the bench's does (_queue_unlimited.sql in place of _queue_limits.sql).
+    "queue_limits": load(
+        TODOS_SQL, "_queue_unlimited", pause_endpoint="%(endpoint_id)s", pause_queue="%(queue)s"
+    ),
     # The change feed's announcement, as the product's claim and complete make it: not attempt
     # history, so both sides of b/c pay it (its own price: a-notify here, b-notify in
     # bench/ablations).
@@ -108,7 +111,6 @@ _NO_ATTEMPT_FRAGMENTS = {
 _NO_ATTEMPT_FRAGMENTS["claim_next_cand"] = load(
     TODOS_SQL, "_claim_next_cand", **_NO_ATTEMPT_FRAGMENTS
 )
-_NO_ATTEMPT_FRAGMENTS["queue_limited"] = load(TODOS_SQL, "_queue_limited", **_NO_ATTEMPT_FRAGMENTS)
 
 
 def _bench_statement(name: str) -> str:
@@ -277,7 +279,8 @@ def every_note_stored() -> Iterator[None]:
 
 @dataclass(frozen=True, slots=True)
 class BareStatements:
-    claim: str = lifecycle.CLAIM_NEXT
+    # What lifecycle.claim_next runs for the bench's queue, which sets no limit.
+    claim: str = lifecycle.CLAIM_NEXT_UNLIMITED
     complete: str = lifecycle.COMPLETE
     heartbeat: str = lifecycle.HEARTBEAT
     # Hand the statements' announcements to the change feed's announcer, as

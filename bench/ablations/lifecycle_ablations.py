@@ -28,9 +28,10 @@ What each prices (the decisions the schema already made are in docs/decisions/):
   the per-queue index read from each requested queue's head;
 - ``b+2q``: the claim asked for two queues, the bench's and an empty one: the several-queue
   statement (heads read unlocked, then one locked by id) instead of the one-queue walk;
-- ``b-limits``, ``b+limited``: the claim without the queue-limits probe and spend arm (before
-  docs/decisions/0028-queue-limits.md: what an unlimited queue pays), and the claim of a queue
-  with limits set but never reached (what a limited one pays: the row locked and written);
+- ``b+limits``, ``b+limited``: the claim of the same unlimited queue in the full form, with the
+  queue-limits probe, lock and spend arm (what every claim paid before
+  docs/decisions/0044-claim-unlimited-queue.md), and the claim of a queue with limits set but
+  never reached (what a limited one pays: the row locked and written);
 - ``b-notify``: ``b`` announcing nothing (``a-notify``, its Django side, is in the main bench:
   the change feed's budget);
 - ``a+inline``, ``b+inline``: the claim and the complete announcing as they did before
@@ -81,7 +82,6 @@ from todos.lifecycle import core as core_lifecycle  # noqa: E402
 from todos.lifecycle.statements import (  # noqa: E402
     LOCK_QUEUE_LIMITS,
     NOTIFY_CHANGED_SQL,
-    statement,
 )
 from todos.models import QueueSettings  # noqa: E402
 
@@ -102,7 +102,7 @@ def _rewrite(name: str, sql: str, pattern: str, replacement: str) -> str:
 # claim has committed.
 CLAIM_NEXT_UNFOLDED = _rewrite(
     "b-unfolded",
-    lifecycle.CLAIM_NEXT,
+    lifecycle.CLAIM_NEXT_UNLIMITED,
     r"(?s),\s*prior AS \(.*\Z",
     "\nSELECT upd.*, (SELECT seq FROM opened) AS attempt_seq, '[]'::jsonb AS prior_attempts"
     "\n  FROM upd",
@@ -113,7 +113,7 @@ PRIOR_ATTEMPTS = load(ABLATION_SQL, "prior_attempts")
 # so nothing is left for the announcer.
 _NOTIFIED = r"(json_build_object\((?:[^()]|\([^()]*\))*\)::text) AS notified"
 _INLINE = r"pg_notify('todo_changed', \1) AS notified"
-CLAIM_NEXT_INLINE = _rewrite("b+inline", lifecycle.CLAIM_NEXT, _NOTIFIED, _INLINE)
+CLAIM_NEXT_INLINE = _rewrite("b+inline", lifecycle.CLAIM_NEXT_UNLIMITED, _NOTIFIED, _INLINE)
 COMPLETE_INLINE = _rewrite("b+inline", lifecycle.COMPLETE, _NOTIFIED, _INLINE)
 # a+after: the announcements of a statement sent on the caller's own connection, right after it
 # (autocommit: a transaction of their own, committed without waiting for its flush).
@@ -133,23 +133,12 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     activity="",
     activity_bump="",
     prior_attempts=str(lifecycle.PRIOR_ATTEMPTS),
-    limits_endpoint="%(endpoint_id)s",
-    limits_queues="(SELECT %(queues)s::text[])",
     # The lease cap's spots, as todos/lifecycle/statements.py fills them for a claim.
     run_started="now()",
     run_timeout="COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
     notify_changed=NOTIFY_CHANGED_SQL,
-    holds_limited_slot=(
-        "EXISTS (SELECT 1 FROM queue_limited ql"
-        " WHERE ql.queue = t.queue AND ql.max_in_flight IS NOT NULL)"
-    ),
-)
-# The claim before docs/decisions/0028-queue-limits.md: no queue-limits probe, no spend arm
-# (as the owning human's claim, which honours no limit).
-CLAIM_NEXT_NO_LIMITS = statement(
-    "claim_next",
+    # No limit arms, as b's claim of the bench's unlimited queue (CLAIM_NEXT_UNLIMITED).
     queue_limited="queue_limited AS (SELECT WHERE false)",
-    queue_limits="TRUE",
     queue_spend="",
     holds_limited_slot="false",
 )
@@ -222,7 +211,10 @@ class LimitedClient(core.BareClient):
     that found its count stale runs again in a transaction behind the settings row's lock."""
 
     def __init__(self, target: core.Target, owner: str) -> None:
-        super().__init__(target, owner, core.LIFECYCLE, prepare=True)
+        # A limited queue's claim is the full form (todos/lifecycle/agent.py).
+        super().__init__(
+            target, owner, core.BareStatements(claim=lifecycle.CLAIM_NEXT), prepare=True
+        )
 
     def claim(self) -> str | None:
         got = super().claim()
@@ -422,12 +414,12 @@ def inline_notify() -> Iterator[None]:
     """``todos.lifecycle``'s claim and complete notifying in their own transaction."""
     from todos.lifecycle import agent
 
-    before = agent.CLAIM_NEXT, agent.COMPLETE
-    agent.CLAIM_NEXT, agent.COMPLETE = CLAIM_NEXT_INLINE, COMPLETE_INLINE
+    before = agent.CLAIM_NEXT_UNLIMITED, agent.COMPLETE
+    agent.CLAIM_NEXT_UNLIMITED, agent.COMPLETE = CLAIM_NEXT_INLINE, COMPLETE_INLINE
     try:
         yield
     finally:
-        agent.CLAIM_NEXT, agent.COMPLETE = before
+        agent.CLAIM_NEXT_UNLIMITED, agent.COMPLETE = before
 
 
 @contextmanager
@@ -607,10 +599,10 @@ def ablations(catalog: Catalog, held: int) -> dict[str, Variant]:
         ),
         Variant("b+2q", "cycle", "b claiming from two queues (one empty)", TwoQueueClient, "b"),
         Variant(
-            "b-limits",
+            "b+limits",
             "cycle",
-            "b without the queue-limits probe (before 0028)",
-            core.bare_client(core.BareStatements(claim=CLAIM_NEXT_NO_LIMITS)),
+            "b in the full form: the queue-limits probe, lock and spend (before 0044)",
+            core.bare_client(core.BareStatements(claim=lifecycle.CLAIM_NEXT)),
             "b",
         ),
         Variant(

@@ -250,7 +250,8 @@ def test_no_statement_hashes_the_open_attempts(
 
 CLAIM_INDEX = "todos_claim_queue_idx"
 HEADS = 8  # rows claim_next_queues reads per queue (todos/sql/claim_next_queues.sql)
-CLAIMS = ["CLAIM_NEXT", "CLAIM_NEXT_QUEUES"]  # one queue, several
+# One queue (its fast form first: a queue that sets no limit), several.
+CLAIMS = ["CLAIM_NEXT_UNLIMITED", "CLAIM_NEXT", "CLAIM_NEXT_QUEUES"]
 
 
 def _todo_reads(plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -319,17 +320,23 @@ def backlog_on_another_queue(personas: Personas) -> Personas:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("queues", "takes"),
-    [(["triage"], 1), (["idle"], 0), (["triage", "build"], 1), (["idle", "spare"], 0)],
+    ("name", "queues", "takes"),
+    [
+        ("CLAIM_NEXT_UNLIMITED", ["triage"], 1),
+        ("CLAIM_NEXT_UNLIMITED", ["idle"], 0),
+        ("CLAIM_NEXT", ["triage"], 1),
+        ("CLAIM_NEXT", ["idle"], 0),
+        ("CLAIM_NEXT_QUEUES", ["triage", "build"], 1),
+        ("CLAIM_NEXT_QUEUES", ["idle", "spare"], 0),
+    ],
 )
 def test_claim_next_does_not_read_the_backlog_of_queues_it_did_not_ask_for(
-    backlog_on_another_queue: Personas, queues: list[str], takes: int
+    backlog_on_another_queue: Personas, name: str, queues: list[str], takes: int
 ) -> None:
     # Executed on the generic plan (what a prepared statement runs): the per-endpoint walk this
     # replaced read the 20,000 older "bulk" rows on every one of these calls.
     values = {**_values(backlog_on_another_queue), "queue": queues[0], "queues": queues}
-    sql = lifecycle.CLAIM_NEXT if len(queues) == 1 else lifecycle.CLAIM_NEXT_QUEUES
-    plan = _generic_plan(sql, values, analyze=True)
+    plan = _generic_plan(getattr(lifecycle, name), values, analyze=True)
 
     read = 0
     for node in _todo_reads(plan):
@@ -398,7 +405,10 @@ def a_long_pause_history(few_leases_in_the_statistics: Personas) -> Personas:
 # Several queues: once per queue in `heads`, and once more in `walk`, which runs here: the
 # fixture's todos share one created_at, so the head locked is not strictly older than the rows
 # `heads` left unread (claim_next_queues.sql).
-@pytest.mark.parametrize(("name", "probes"), [("CLAIM_NEXT", 1), ("CLAIM_NEXT_QUEUES", 2 * 2)])
+@pytest.mark.parametrize(
+    ("name", "probes"),
+    [("CLAIM_NEXT_UNLIMITED", 1), ("CLAIM_NEXT", 1), ("CLAIM_NEXT_QUEUES", 2 * 2)],
+)
 def test_the_claims_paused_queue_probe_is_one_index_lookup_per_queue(
     a_long_pause_history: Personas, name: str, probes: int
 ) -> None:

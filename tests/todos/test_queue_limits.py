@@ -6,15 +6,20 @@ several, a claim by id), never the owning human's; an empty claim_next says why
 from __future__ import annotations
 
 import datetime as dt
+import time
+from typing import Any
 
 import pytest
 from django.db import connection
 
+from switchboard.lib import sql as sql_lib
 from switchboard.lib.errors import InvalidInput, LeaseConflict
+from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.reach import OWNER, new_todo
 from tests.rows import todo_row
 from todos import lifecycle
+from todos.lifecycle import agent, statements
 from todos.models import QueueSettings
 from todos.types import QueueEmpty
 
@@ -225,3 +230,119 @@ def test_an_unlimited_queue_locks_and_spends_nothing(personas: Personas) -> None
 
     assert _claim(personas) is not None
     assert QueueSettings.objects.get(endpoint_id=ep, queue="triage").refilled_at == before
+
+
+# --- the fast form: one queue that sets no limit (docs/decisions/0044-claim-unlimited-queue.md) -
+
+
+@pytest.fixture
+def statements_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The lifecycle statements run from here on, by their ``manage.py sql`` names."""
+    names = {text: name for name, text in statements.named().items()}
+    ran: list[str] = []
+    fetch = sql_lib._fetch
+
+    def spy(sql: str, params: Any, rows: Any) -> Any:
+        ran.append(names.get(sql, "other"))
+        return fetch(sql, params, rows)
+
+    monkeypatch.setattr(sql_lib, "_fetch", spy)
+    return ran
+
+
+def test_a_queue_without_limits_is_claimed_by_the_fast_form_alone(
+    personas: Personas, statements_run: list[str]
+) -> None:
+    new_todo(personas.endpoint_a.id, "triage")
+    # A settings row that limits nothing (a run timeout only) is no limit.
+    lifecycle.set_queue_limits(
+        personas.endpoint_a.id, "triage", human_id=None, run_timeout_seconds=60
+    )
+    statements_run.clear()
+
+    assert _claim(personas) is not None
+    assert _claim(personas) is None
+
+    assert statements_run == ["claim_next_unlimited", "claim_next_unlimited", "claim_empty"]
+
+
+def test_the_fast_form_takes_nothing_from_a_queue_that_sets_a_limit(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    todo = new_todo(ep, "triage")
+    _limit(personas, max_in_flight=5)
+    params = {
+        "endpoint_id": ep,
+        "queue": "triage",
+        "queues": ["triage"],
+        "owner": OWNER,
+        "ttl_seconds": 60,
+        "claimer_kind": "endpoint",
+        "claimer_endpoint_id": ep,
+        "claimer_session": None,
+        "claimant": None,
+        "token_hash": None,
+        "attempts_cap": 50,
+        "trace_id": None,
+    }
+
+    assert fetch_all(lifecycle.CLAIM_NEXT_UNLIMITED, params) == []
+    assert todo_row(todo.id)["state"] == "pending"
+    assert [row["id"] for row in fetch_all(lifecycle.CLAIM_NEXT, params)] == [todo.id]
+
+
+def test_a_limited_queue_is_claimed_in_the_full_form_and_remembered_for_a_while(
+    personas: Personas, statements_run: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ep = personas.endpoint_a.id
+    for _ in range(3):
+        new_todo(ep, "triage")
+    _limit(personas, max_in_flight=2)
+    statements_run.clear()
+
+    assert _claim(personas) is not None
+    # The fast form took nothing, the reasons showed the limit, the full form took the todo.
+    assert statements_run == ["claim_next_unlimited", "claim_empty", "claim_next"]
+    statements_run.clear()
+    assert _claim(personas) is not None
+    assert _claim(personas) is None  # at its limit
+    assert statements_run[:2] == ["claim_next", "claim_next"]
+    assert "claim_next_unlimited" not in statements_run
+
+    # The limit lifted: the process still believes it until its memory of the queue expires.
+    _limit(personas, max_in_flight=None)
+    new_todo(ep, "triage")
+    statements_run.clear()
+    assert _claim(personas) is not None
+    assert statements_run == ["claim_next"]
+    later = time.monotonic() + agent.LIMITED_QUEUE_SECONDS + 1
+    monkeypatch.setattr(agent.time, "monotonic", lambda: later)
+    statements_run.clear()
+    assert _claim(personas) is not None
+    assert statements_run == ["claim_next_unlimited"]
+
+
+def test_a_limit_set_after_fast_claims_holds_from_the_next_claim(personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    for _ in range(4):
+        new_todo(ep, "triage")
+    assert _claim(personas) is not None  # the fast form: no limit yet
+
+    _limit(personas, max_in_flight=2)
+
+    assert _claim(personas) is not None
+    assert _claim(personas) is None
+    assert _why(personas, "triage")[0].reason == "max_in_flight"
+
+
+def test_the_memory_of_limited_queues_is_bounded(
+    personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent, "_LIMITED_QUEUES_MAX", 2)
+    monkeypatch.setattr(agent, "_limited_queues", {})
+    ep = personas.endpoint_a.id
+    for queue in ("q1", "q2", "q3"):
+        new_todo(ep, queue)
+        _limit(personas, queue, claims_per_minute=10)
+        assert _claim(personas, queue) is not None
+
+    assert list(agent._limited_queues) == [(ep, "q3")]

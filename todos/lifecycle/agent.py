@@ -5,6 +5,7 @@ the claim asked for one, the fence token)."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from decimal import Decimal
@@ -44,6 +45,7 @@ from todos.lifecycle.statements import (
     CLAIM_EMPTY,
     CLAIM_NEXT,
     CLAIM_NEXT_QUEUES,
+    CLAIM_NEXT_UNLIMITED,
     COMPLETE,
     CREATE,
     DEDUPE_HIT,
@@ -159,6 +161,10 @@ def claim_next_or_why(
     then runs again behind the queue's lock, in one transaction with it, where its snapshot
     follows every claim of the queue before it, so the count is exact and it takes a todo when
     there is room (docs/decisions/0028-queue-limits.md).
+
+    One queue is claimed first with the fast form, which leaves the limits' lock and spend out
+    and takes nothing from a queue that sets a limit (``CLAIM_NEXT_UNLIMITED``); that one, and
+    several queues, take the full form (docs/decisions/0044-claim-unlimited-queue.md).
     """
     if isinstance(queues, str) or not queues:
         raise InvalidInput("queues", "must be a non-empty list of queue names")
@@ -175,6 +181,16 @@ def claim_next_or_why(
         trace_id=trace_id,
     )
     params.update(endpoint_id=endpoint_id, queue=queue_list[0], queues=queue_list)
+    if len(queue_list) == 1 and not _known_limited(endpoint_id, queue_list[0]):
+        # The fast form first: it takes nothing from a queue that sets a limit.
+        rows = run(CLAIM_NEXT_UNLIMITED, params, None)
+        if rows:
+            return claimed_result(rows[0], token, "claim_next")
+        empty = fetch_all(CLAIM_EMPTY, params)
+        if not _sets_a_limit(empty[0]):
+            metrics.transition("claim_next", "empty")
+            return tuple(QueueEmpty.from_row(row) for row in empty)
+        _note_limited(endpoint_id, queue_list[0])
     sql = CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES
     rows = run(sql, params, None)
     if not rows:
@@ -189,6 +205,32 @@ def claim_next_or_why(
             metrics.transition("claim_next", "empty")
             return why
     return claimed_result(rows[0], token, "claim_next")
+
+
+# The queues (endpoint, queue) this process found setting a limit when its claim tried the
+# fast form, each until a monotonic instant: their claims go straight to the full form
+# (CLAIM_NEXT) until then. A limit set since is found by the fast form's guard, on the claim
+# after it; one lifted is noticed when the entry expires. Bounded: full, it starts again.
+# Shared by the process's threads: a dict's get and set are atomic under the GIL.
+LIMITED_QUEUE_SECONDS = 60.0
+_LIMITED_QUEUES_MAX = 4096
+_limited_queues: dict[tuple[UUID, str], float] = {}
+
+
+def _known_limited(endpoint_id: UUID, queue: str) -> bool:
+    until = _limited_queues.get((endpoint_id, queue))
+    return until is not None and until > time.monotonic()
+
+
+def _note_limited(endpoint_id: UUID, queue: str) -> None:
+    if len(_limited_queues) >= _LIMITED_QUEUES_MAX:
+        _limited_queues.clear()
+    _limited_queues[(endpoint_id, queue)] = time.monotonic() + LIMITED_QUEUE_SECONDS
+
+
+def _sets_a_limit(row: dict[str, Any]) -> bool:
+    """Whether a ``claim_empty.sql`` row's queue sets a limit (the fast form skips such a queue)."""
+    return row["max_in_flight"] is not None or row["claims_per_minute"] is not None
 
 
 def _why_empty(params: dict[str, Any]) -> tuple[QueueEmpty, ...]:

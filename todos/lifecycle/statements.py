@@ -97,6 +97,22 @@ CREATE = statement("create")
 # A claim's run timeout starts now (_lease_cap.sql).
 _AT_CLAIM = {"run_started": "now()"}
 CLAIM_NEXT = statement("claim_next", **_AT_CLAIM)
+# The arms a claim that honours no queue limit leaves out: the limited rows' lock, the
+# token spend, the slot mark (a queue without limits has no slot to free).
+_NO_LIMIT_ARMS = {
+    "queue_limited": "queue_limited AS (SELECT WHERE false)",
+    "queue_spend": "",
+}
+# claim_next of one queue that sets no limit, guarded on that (_queue_unlimited.sql): the
+# statement an agent's claim runs first; a limited queue gives nothing to it and is claimed
+# with CLAIM_NEXT instead (docs/decisions/0044-claim-unlimited-queue.md).
+CLAIM_NEXT_UNLIMITED = statement(
+    "claim_next",
+    queue_limits="@{queue_unlimited}",
+    holds_limited_slot="false",
+    **_NO_LIMIT_ARMS,
+    **_AT_CLAIM,
+)
 CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue", **_AT_CLAIM)
 # A todo's own queue, where a statement reaches the todo first (claim by id, rings).
 _ITS_QUEUE = {"pause_endpoint": "t.endpoint_id", "pause_queue": "t.queue"}
@@ -120,9 +136,8 @@ OPERATOR_CLAIM = _recorded(
     from_state="upd.prior_state",
     scope=HUMAN_SCOPE_SQL,
     queue_open="TRUE",
-    queue_limited="queue_limited AS (SELECT WHERE false)",
     queue_limits="TRUE",
-    queue_spend="",
+    **_NO_LIMIT_ARMS,
     # The owner's claim honours no limit but fills a slot all the same (_queue_limits.sql
     # counts every held todo): one probe of the queue's settings row, on a human's click.
     holds_limited_slot=(
