@@ -57,7 +57,7 @@ class TodoView:
     # Not a column: create() found the dedupe key held and returned the todo holding it.
     deduplicated: bool = False
     # The tombstone of a forgotten todo (activity/forget.py): read where a statement returns
-    # them (``t.*``), None elsewhere.
+    # them (``t.*``), None elsewhere (an agent's own transitions return ``VIEW_COLUMNS``).
     forgotten_at: dt.datetime | None = None
     forgotten_by: str | None = None
     # The cost cap, and the usage columns the OTLP ingest keeps on the row, as read (None when
@@ -96,7 +96,8 @@ class TodoView:
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
-_TODO_FIELDS = tuple(
+# Also the columns an agent's hot transitions return (todos/lifecycle/statements.py, VIEW).
+VIEW_COLUMNS = _TODO_FIELDS = tuple(
     f.name
     for f in fields(TodoView)
     if f.name

@@ -24,6 +24,7 @@ from switchboard.scope import (
 )
 from todos.limits import BULK_ACTIONS, PRIOR_ATTEMPTS
 from todos.states import IN_FLIGHT_STATES
+from todos.types import VIEW_COLUMNS
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 # The owning human, on the todo's current attempt (see _current_attempt.sql); never fenced.
@@ -72,8 +73,20 @@ def statement(name: str, **fragments: str) -> str:
             "EXISTS (SELECT 1 FROM queue_limited ql"
             " WHERE ql.queue = t.queue AND ql.max_in_flight IS NOT NULL)"
         ),
+        # The todo's columns the statement's write returns (`upd`): all of them, but in an
+        # agent's own transitions (_view).
+        "returned": "t.*",
     }
     return load(SQL_DIR, name, **{**defaults, **fragments})
+
+
+def _view(*extra: str) -> str:
+    """What an agent's own transitions (claim, heartbeat, complete, fail, release) return of the
+    todo: the columns ``TodoView`` reads (``VIEW_COLUMNS``: not the usage or a tombstone, which
+    none of their callers reads), and ``extra``, which the statement reads from ``upd`` itself.
+    Each column returned is a value PostgreSQL writes out and psycopg loads and names on every
+    call, and ``t.*`` has 17 more (docs/decisions/0045-agent-transitions-return-the-view.md)."""
+    return ", ".join(f"t.{name}" for name in (*VIEW_COLUMNS, *extra))
 
 
 def _recorded(name: str, *, attempt: str, from_state: str, **fragments: str) -> str:
@@ -96,7 +109,9 @@ CREATE = statement("create")
 # One queue (the usual call) and several (docs/decisions/0013-claim-per-queue.md).
 # A claim's run timeout starts now (_lease_cap.sql).
 _AT_CLAIM = {"run_started": "now()"}
-CLAIM_NEXT = statement("claim_next", **_AT_CLAIM)
+# An agent's claim returns what its ClaimResult reads (_view).
+_AGENT_CLAIM = {**_AT_CLAIM, "returned": _view()}
+CLAIM_NEXT = statement("claim_next", **_AGENT_CLAIM)
 # The arms a claim that honours no queue limit leaves out: the limited rows' lock, the
 # token spend, the slot mark (a queue without limits has no slot to free).
 _NO_LIMIT_ARMS = {
@@ -111,9 +126,9 @@ CLAIM_NEXT_UNLIMITED = statement(
     queue_limits="@{queue_unlimited}",
     holds_limited_slot="false",
     **_NO_LIMIT_ARMS,
-    **_AT_CLAIM,
+    **_AGENT_CLAIM,
 )
-CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue", **_AT_CLAIM)
+CLAIM_NEXT_QUEUES = statement("claim_next_queues", pause_queue="q.queue", **_AGENT_CLAIM)
 # A todo's own queue, where a statement reaches the todo first (claim by id, rings).
 _ITS_QUEUE = {"pause_endpoint": "t.endpoint_id", "pause_queue": "t.queue"}
 # Operator variants, A2A transitions and the retry sweep also write one activity row each
@@ -129,7 +144,7 @@ _ITS_LIMITS = {
     "limits_endpoint": "%(scope_endpoint_id)s",
     "limits_queues": "(SELECT ARRAY[q.queue] FROM todos q WHERE q.id = %(id)s)",
 }
-CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE, **_ITS_LIMITS, **_AT_CLAIM)
+CLAIM = statement("claim", scope=ENDPOINT_SCOPE_SQL, **_ITS_QUEUE, **_ITS_LIMITS, **_AGENT_CLAIM)
 OPERATOR_CLAIM = _recorded(
     "claim",
     attempt="upd.attempts_total",
@@ -153,16 +168,18 @@ CLAIM_EMPTY = statement("claim_empty")
 LOCK_QUEUE_LIMITS = statement("lock_queue_limits")
 LOCK_QUEUE_LIMITS_OF_TODO = statement("lock_queue_limits", **_ITS_LIMITS)
 # A heartbeat closes nothing, so it guards on the todo row alone (heartbeat.sql).
-HEARTBEAT = statement("heartbeat", guard="@{holder}")
-HEARTBEAT_NOTE = statement("heartbeat_note", guard="@{holder}")
+HEARTBEAT = statement("heartbeat", guard="@{holder}", returned=_view("attempt_heartbeat_at"))
+HEARTBEAT_NOTE = statement(
+    "heartbeat_note", guard="@{holder}", returned=_view("attempt_heartbeat_at", "activity_seq")
+)
 OPERATOR_EXTEND = _recorded(
     "heartbeat", guard=HUMAN_SCOPE_SQL, extend_notify=", @{notify_changed} AS notified", **_HELD
 )
-COMPLETE = statement("complete")
+COMPLETE = statement("complete", returned=_view("holds_limited_slot"))
 OPERATOR_COMPLETE = _recorded("complete", guard=_OPERATOR_GUARD, **_HELD)
-FAIL = statement("fail")
+FAIL = statement("fail", returned=_view("holds_limited_slot"))
 OPERATOR_FAIL = _recorded("fail", guard=_OPERATOR_GUARD, **_HELD)
-RELEASE = statement("release")
+RELEASE = statement("release", returned=_view("holds_limited_slot"))
 OPERATOR_RELEASE = _recorded("release", guard=_OPERATOR_GUARD, **_HELD)
 REAP = statement("reap")
 # The deadline sweep: finish_by and start_by passed (deadlines.sql).
@@ -213,7 +230,8 @@ RESUME_BY_HUMAN = _recorded("resume", scope=HUMAN_SCOPE_SQL, **_RESUMED)
 RESUME_BY_REQUESTER = _recorded("resume", scope=ENDPOINT_SCOPE_SQL, **_RESUMED)
 REJECT = _recorded("reject", **_HELD)
 # The holder's complete and fail classify a miss with REPORTED instead: it may be a retry.
-REPORTED = statement("reported", scope=ENDPOINT_SCOPE_SQL)
+# It answers a replay as the report answered (_view).
+REPORTED = statement("reported", scope=ENDPOINT_SCOPE_SQL, returned=_view())
 # The holder's miss when someone else ended its claim (canceled, timed out): core.holder_miss.
 ENDED = statement("ended", scope=ENDPOINT_SCOPE_SQL)
 # A miss's classification (core.miss), in the caller's scope.

@@ -51,7 +51,7 @@ upd AS (
            holds_limited_slot = @{holds_limited_slot}
       FROM cand
      WHERE t.id = cand.cand_id
-    RETURNING t.*, cand.prior_state
+    RETURNING @{returned}, cand.prior_state
 ),
 opened AS (
     -- seq is attempts_total after the increment: no sequence object, no max(seq) scan, never

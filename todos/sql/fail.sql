@@ -19,7 +19,7 @@ WITH upd AS (
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}
                 THEN true ELSE false END
-    RETURNING t.*
+    RETURNING @{returned}
 ),
 closed AS (
     UPDATE todo_attempts a

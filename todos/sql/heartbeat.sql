@@ -28,7 +28,7 @@ WITH upd AS (
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}
                 THEN true ELSE false END
-    RETURNING t.*
+    RETURNING @{returned}
 ),
 touched AS (
     UPDATE todo_attempts a

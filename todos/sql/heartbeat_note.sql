@@ -26,7 +26,7 @@ upd AS (
      WHERE t.id = %(id)s
        AND CASE WHEN t.state = 'claimed' AND @{guard}
                 THEN true ELSE false END
-    RETURNING t.*
+    RETURNING @{returned}
 ),
 touched AS (
     -- Plan rule 2. The sampled heartbeat write (heartbeat.sql) and the dropped note's count.

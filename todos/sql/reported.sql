@@ -10,7 +10,7 @@
 --   endpoint scope's parameters
 -- returns: the todo, attempt_seq and replayed; no row when the todo is out of scope.
 -- Uses index: todos_pkey; todo_attempts_pkey (one probe).
-SELECT t.*, t.attempts_total AS attempt_seq,
+SELECT @{returned}, t.attempts_total AS attempt_seq,
        COALESCE((SELECT a.outcome = %(outcome)s AND a.claimer_kind = 'endpoint'
                         AND a.claimer_endpoint_id = %(endpoint_id)s AND a.owner = %(owner)s
                         AND a.lease_token_hash IS NOT DISTINCT FROM %(token_hash)s::bytea
