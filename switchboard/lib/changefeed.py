@@ -107,8 +107,10 @@ ANNOUNCE_INTERVAL_SECONDS = 0.02
 ANNOUNCE_FLUSH_SECONDS = 2.0
 # The announcer's statement: every payload of a batch in one transaction, which commits without
 # waiting for the WAL flush (set for the session when it connects, _announcer_connect), so the
-# notification queue's lock is held for the commit record's write, not its flush.
-_ANNOUNCE_SQL = f"SELECT pg_notify('{CHANNEL}', p) FROM unnest(%s::text[]) AS p"
+# notification queue's lock is held for the commit record's write, not its flush. The payloads
+# go as a binary array (%b): as text, psycopg escapes every JSON payload's quotes with a regular
+# expression, about 11 µs of the process's Python a payload (0.6 µs in binary).
+_ANNOUNCE_SQL = f"SELECT pg_notify('{CHANNEL}', p) FROM unnest(%b::text[]) AS p"
 _RESYNC_PAYLOAD = json.dumps({"kind": RESYNC})
 
 
