@@ -80,6 +80,7 @@ from switchboard.scope import Scope  # noqa: E402
 from todos import lifecycle  # noqa: E402
 from todos.lifecycle import core as core_lifecycle  # noqa: E402
 from todos.lifecycle.statements import (  # noqa: E402
+    AGENT_VIEW_SQL,
     LOCK_QUEUE_LIMITS,
     NOTIFY_CHANGED_SQL,
 )
@@ -137,7 +138,9 @@ CLAIM_NEXT_PER_ENDPOINT = load(
     run_started="now()",
     run_timeout="COALESCE(t.run_timeout_seconds, @{queue_run_timeout})",
     notify_changed=NOTIFY_CHANGED_SQL,
-    # No limit arms, as b's claim of the bench's unlimited queue (CLAIM_NEXT_UNLIMITED).
+    # What it returns of the todo, and no limit arms, as b's claim of the bench's unlimited
+    # queue (CLAIM_NEXT_UNLIMITED).
+    returned=AGENT_VIEW_SQL,
     queue_limited="queue_limited AS (SELECT WHERE false)",
     queue_spend="",
     holds_limited_slot="false",

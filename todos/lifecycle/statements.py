@@ -109,8 +109,9 @@ CREATE = statement("create")
 # One queue (the usual call) and several (docs/decisions/0013-claim-per-queue.md).
 # A claim's run timeout starts now (_lease_cap.sql).
 _AT_CLAIM = {"run_started": "now()"}
-# An agent's claim returns what its ClaimResult reads (_view).
-_AGENT_CLAIM = {**_AT_CLAIM, "returned": _view()}
+# What an agent's claim returns of the todo: what its ClaimResult reads (_view).
+AGENT_VIEW_SQL = _view()
+_AGENT_CLAIM = {**_AT_CLAIM, "returned": AGENT_VIEW_SQL}
 CLAIM_NEXT = statement("claim_next", **_AGENT_CLAIM)
 # The arms a claim that honours no queue limit leaves out: the limited rows' lock, the
 # token spend, the slot mark (a queue without limits has no slot to free).
@@ -231,7 +232,7 @@ RESUME_BY_REQUESTER = _recorded("resume", scope=ENDPOINT_SCOPE_SQL, **_RESUMED)
 REJECT = _recorded("reject", **_HELD)
 # The holder's complete and fail classify a miss with REPORTED instead: it may be a retry.
 # It answers a replay as the report answered (_view).
-REPORTED = statement("reported", scope=ENDPOINT_SCOPE_SQL, returned=_view())
+REPORTED = statement("reported", scope=ENDPOINT_SCOPE_SQL, returned=AGENT_VIEW_SQL)
 # The holder's miss when someone else ended its claim (canceled, timed out): core.holder_miss.
 ENDED = statement("ended", scope=ENDPOINT_SCOPE_SQL)
 # A miss's classification (core.miss), in the caller's scope.
