@@ -99,9 +99,7 @@ _NO_ATTEMPT_FRAGMENTS = {
     "pause_queue": "%(queue)s",
     # The queue-limits guard of the claim the product runs for a queue that sets no limit, as
     # the bench's does (_queue_unlimited.sql in place of _queue_limits.sql).
-    "queue_limits": load(
-        TODOS_SQL, "_queue_unlimited", pause_endpoint="%(endpoint_id)s", pause_queue="%(queue)s"
-    ),
+    "queue_limits": "@{queue_unlimited}",
     # The change feed's announcement, as the product's claim and complete make it: not attempt
     # history, so both sides of b/c pay it (its own price: a-notify here, b-notify in
     # bench/ablations).

@@ -68,7 +68,7 @@ class TodoView:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Self:
-        values = {name: row[name] for name in _TODO_FIELDS}
+        values = {name: row[name] for name in VIEW_COLUMNS}
         if "forgotten_at" in row:
             values["forgotten_at"] = row["forgotten_at"]
             values["forgotten_by"] = row["forgotten_by"]
@@ -96,8 +96,8 @@ class TodoView:
 
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
-# Also the columns an agent's hot transitions return (todos/lifecycle/statements.py, VIEW).
-VIEW_COLUMNS = _TODO_FIELDS = tuple(
+# Also the columns an agent's own transitions return (todos/lifecycle/statements.py, _view).
+VIEW_COLUMNS = tuple(
     f.name
     for f in fields(TodoView)
     if f.name

@@ -189,7 +189,7 @@ def claim_next_or_why(
         empty = fetch_all(CLAIM_EMPTY, params)
         if not _sets_a_limit(empty[0]):
             metrics.transition("claim_next", "empty")
-            return tuple(QueueEmpty.from_row(row) for row in empty)
+            return _reasons(empty)
         _note_limited(endpoint_id, queue_list[0])
     sql = CLAIM_NEXT if len(queue_list) == 1 else CLAIM_NEXT_QUEUES
     rows = run(sql, params, None)
@@ -234,7 +234,12 @@ def _sets_a_limit(row: dict[str, Any]) -> bool:
 
 
 def _why_empty(params: dict[str, Any]) -> tuple[QueueEmpty, ...]:
-    return tuple(QueueEmpty.from_row(row) for row in fetch_all(CLAIM_EMPTY, params))
+    return _reasons(fetch_all(CLAIM_EMPTY, params))
+
+
+def _reasons(rows: list[dict[str, Any]]) -> tuple[QueueEmpty, ...]:
+    """``claim_empty.sql``'s rows, one reason a queue."""
+    return tuple(QueueEmpty.from_row(row) for row in rows)
 
 
 def _taking_only[**P](
