@@ -8,7 +8,8 @@ It starts its own server, ``manage.py serve --no-seed --no-sweeper --port <free 
 as ``make run`` serves the product) with the same ``DATABASE_URL``, waits for ``/healthz``, and
 stops it on exit, Ctrl-C included. Then, ``--rounds`` times, with the order rotated each round so
 that drift and the neighbours' load fall on all variants alike, each for ``--seconds`` on
-``--todos`` freshly seeded pending todos:
+``--todos`` freshly seeded pending todos after ``--history`` completed ones (the settled
+endpoint ``bench/lifecycle.py`` measures on, from ``bench/seeding.py``):
 
 - ``direct``: claim_next + complete through ``todos.lifecycle`` on ``--clients`` threads in this
   process (Django's connections, the product's settings), the owner an MCP claim records;
@@ -81,6 +82,7 @@ from django.db import connections  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
+from bench import seeding  # noqa: E402
 from bench.devserver import DevServer  # noqa: E402
 from mcp_server.verbs import owner_of  # noqa: E402
 from switchboard import credentials, embedded, runtime_settings  # noqa: E402
@@ -101,18 +103,6 @@ WIRE = "mcp wire"
 # Seeding in one statement (as bench/lifecycle.py does): ids are md5 hex with 0/1/8/9 mapped to
 # w/x/y/z, which satisfies todos_id_check ('^td_[a-z2-7]{20}$') and is unique per (nonce, i);
 # created_at is spread 1 ms apart so claim order is total; payload sized like a webhook's todo.
-SEED = """
-INSERT INTO todos (id, endpoint_id, queue, title, payload, work_order, max_attempts,
-                   created_at, updated_at)
-SELECT 'td_' || substr(translate(md5(%(nonce)s || ':' || i), '0189', 'wxyz'), 1, 20),
-       %(endpoint_id)s, %(queue)s, 'bench todo ' || i,
-       jsonb_build_object('n', i, 'repo', 'stump/switchboard', 'ref', 'refs/heads/main',
-                          'check', 'ci/unit', 'detail', repeat('x', 200)),
-       repeat('Fix the failing check, push, and report back. ', 4), 5,
-       now() - (%(n)s - i) * interval '1 millisecond', now()
-  FROM generate_series(1, %(n)s) AS i
-"""
-
 BACKENDS = """
 SELECT pid FROM pg_stat_activity
  WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
@@ -141,15 +131,6 @@ def ensure_endpoint() -> tuple[Endpoint, str]:
     credentials.revoke_keys(EndpointKey.objects.filter(endpoint=endpoint))
     _, plaintext = credentials.mint_key(endpoint)
     return endpoint, plaintext
-
-
-def seed(admin: psycopg.Connection[Any], endpoint_id: uuid.UUID, n: int) -> None:
-    """Replace every todo (and, by cascade, attempt) with ``n`` fresh pending ones."""
-    admin.execute("TRUNCATE todos, todo_attempts CASCADE")
-    admin.execute(
-        SEED, {"nonce": uuid.uuid4().hex, "endpoint_id": endpoint_id, "queue": QUEUE, "n": n}
-    )
-    admin.execute("VACUUM (ANALYZE) todos, todo_attempts")
 
 
 def server_is_local(url: str) -> bool:
@@ -552,7 +533,8 @@ def print_header(admin: psycopg.Connection[Any], args: argparse.Namespace, local
         f" httpx2 {version('httpx2')}; {os.cpu_count()} CPUs, load {load1:.2f}/{load5:.2f}"
     )
     print(
-        f"{args.todos} pending todos per measurement, {args.seconds:g} s each,"
+        f"{args.todos} pending todos (after {args.history} completed) per measurement,"
+        f" {args.seconds:g} s each,"
         f" {args.rounds} round(s), {args.clients} clients (threads for direct)"
     )
 
@@ -614,6 +596,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="repetitions, rotated (3)")
     parser.add_argument("--todos", type=int, default=20_000, help="pending todos seeded (20000)")
     parser.add_argument(
+        "--history", type=int, default=10_000, help="completed todos seeded first (10000)"
+    )
+    parser.add_argument(
         "--only", default="", help="comma-separated: direct, 2026-07-28, legacy, wire"
     )
     parser.add_argument(
@@ -659,7 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for round_no in range(args.rounds):
                     shift = round_no % len(keys)
                     for k in keys[shift:] + keys[:shift]:
-                        seed(admin, endpoint.id, args.todos)
+                        seeding.seed(admin, endpoint.id, QUEUE, args.todos, args.history)
                         if k == DIRECT:
                             s = measure_direct(
                                 endpoint, args.clients, args.seconds, round_no, meters
