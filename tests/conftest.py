@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from switchboard import embedded, runtime_settings
-from switchboard.lib import changefeed
+from switchboard.lib import changefeed, dbthread
 from tests.base import Personas, make_personas
 from tests.concurrency.harness import raw_connection
 
@@ -48,6 +48,16 @@ def django_db_setup(django_db_setup: None) -> Iterator[None]:
     changefeed.FEED.close()
     with raw_connection(autocommit=True) as conn:
         conn.execute(_LEFTOVER_SESSIONS)
+
+
+@pytest.fixture
+def one_hop_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[dbthread.Pool]:
+    """``dbthread``'s hops on one thread of their own, so every call meets the same connection
+    (as a busy server's threads do); the thread and its connection closed after the test."""
+    pool = dbthread.Pool(threads=1)
+    monkeypatch.setattr(dbthread, "_pool", pool)
+    yield pool
+    pool.shutdown()
 
 
 @pytest.fixture(autouse=True)

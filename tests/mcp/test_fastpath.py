@@ -16,19 +16,18 @@ import asyncio
 import json
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.test import override_settings
 
 from mcp_server import fastpath, transport
 from mcp_server import server as mcp
 from mcp_server.verbs import owner_of
 from switchboard.credentials import mint_key
-from switchboard.lib import frontdoor
+from switchboard.lib import dbthread, frontdoor
 from switchboard.lib.frontdoor import Door
 from switchboard.models import Endpoint, Verb
 from tests.base import Personas
@@ -293,15 +292,10 @@ def _run(case: Case, endpoint: Endpoint, key: str, fast: bool, said: list[bool])
     del said[:]
 
     async def go() -> Answer:
-        # One worker thread, so its database connection can be closed before the loop goes.
-        loop = asyncio.get_running_loop()
-        executor = ThreadPoolExecutor(max_workers=1)
-        loop.set_default_executor(executor)
         try:
             return await _send(body, headers)
         finally:
             await mcp.RUNTIME.stop()  # the manager's task belongs to this event loop
-            await loop.run_in_executor(executor, connections.close_all)
 
     with override_settings(SWITCHBOARD_MCP_FAST_PATH=fast):
         answer = asyncio.run(go())
@@ -310,9 +304,12 @@ def _run(case: Case, endpoint: Endpoint, key: str, fast: bool, said: list[bool])
 
 
 @pytest.fixture
-def fast_endpoint(personas: Personas) -> Callable[[tuple[str, ...] | None], str]:
+def fast_endpoint(
+    personas: Personas, one_hop_thread: dbthread.Pool
+) -> Callable[[tuple[str, ...] | None], str]:
     """The key of the one endpoint the cases call, slug "fast", with the verbs the case sets
-    (all of them by default)."""
+    (all of them by default). The calls' hops run on one thread whose connection is closed
+    after the test."""
 
     def key_for(verbs: tuple[str, ...] | None) -> str:
         endpoint = EndpointFactory(

@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.test import RequestFactory
 from django.utils import timezone
 
 from switchboard import auth
 from switchboard.auth import BearerRejected, bearer_token, resolve_endpoint_bearer
 from switchboard.credentials import mint_key
+from switchboard.lib import dbthread
 from switchboard.models import Endpoint, EndpointKey
 from tests.base import Personas
 from todos import lifecycle
@@ -177,24 +177,15 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
 
 
 def _aresolve(key: str, slug: str) -> Endpoint:
-    """``aresolve_endpoint_bearer`` on a loop whose one worker thread closes its connection
-    after (it would otherwise outlive the test and hold the test database open)."""
+    """``aresolve_endpoint_bearer`` on a loop of its own (the tests' ``one_hop_thread`` closes
+    the worker's connection after them)."""
     scope = _scope((b"authorization", f"Bearer {key}".encode()))
-
-    async def resolve() -> Endpoint:
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
-        try:
-            return await auth.aresolve_endpoint_bearer(scope, slug)
-        finally:
-            await loop.run_in_executor(None, connections.close_all)
-
-    return asyncio.run(resolve())
+    return asyncio.run(auth.aresolve_endpoint_bearer(scope, slug))
 
 
 @pytest.mark.django_db(transaction=True)  # the lookup runs on a worker thread's connection
 def test_the_async_resolver_trusts_a_resolved_key_for_key_cache_seconds_only(
-    personas: Personas, clock: Clock
+    personas: Personas, clock: Clock, one_hop_thread: dbthread.Pool
 ) -> None:
     assert _aresolve(personas.key_a, "agent-a").pk == personas.endpoint_a.pk
     EndpointKey.objects.filter(endpoint=personas.endpoint_a).update(revoked_at=timezone.now())
@@ -213,7 +204,9 @@ def test_the_async_resolver_trusts_a_resolved_key_for_key_cache_seconds_only(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_async_resolver_keeps_no_refusal(personas: Personas, clock: Clock) -> None:
+def test_the_async_resolver_keeps_no_refusal(
+    personas: Personas, clock: Clock, one_hop_thread: dbthread.Pool
+) -> None:
     """An unknown key is asked about every time: a key minted a moment later works at once."""
     endpoint = personas.endpoint_a
     EndpointKey.objects.filter(endpoint=endpoint).update(revoked_at=timezone.now())

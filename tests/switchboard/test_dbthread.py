@@ -1,23 +1,23 @@
 """switchboard/lib/dbthread.py: one worker-thread hop, the connection probed only after idling.
 
-Each test runs its calls on a loop whose default executor has one thread, so every call meets
-the same worker connection, as a busy server's threads do.
+Each test runs its calls on a pool of one thread (``one_hop_thread``), so every call meets the
+same worker connection, as a busy server's threads do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from asgiref.sync import async_to_sync
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, connection
 from django.db.backends.postgresql.base import DatabaseWrapper
 
 from switchboard.lib import dbthread
@@ -64,29 +64,24 @@ def backend_pid() -> int:
 
 def run_steps(clock: Clock, *steps: Callable[[], Any]) -> list[Any]:
     """Each step's ``dbthread.run`` outcome in order (a DatabaseError it raised, or its value),
-    on one loop with one worker thread whose connection is closed at the end. Two markers run
+    on one loop (the test's ``one_hop_thread`` runs them on one worker thread). Two markers run
     between calls instead: ``KILL`` terminates the worker's backend (the last pid a step
     returned) from a connection of its own, as a server restart or a pooler would; ``IDLE``
     moves the clock on by ``IDLE_PROBE_SECONDS``."""
 
     async def main() -> list[Any]:
-        loop = asyncio.get_running_loop()
-        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
         outcomes: list[Any] = []
-        try:
-            for step in steps:
-                if step is KILL:
-                    _terminate(next(o for o in reversed(outcomes) if isinstance(o, int)))
-                    continue
-                if step is IDLE:
-                    clock.now += dbthread.IDLE_PROBE_SECONDS
-                    continue
-                try:
-                    outcomes.append(await dbthread.run(step))
-                except DatabaseError as exc:
-                    outcomes.append(exc)
-        finally:
-            await loop.run_in_executor(None, connections.close_all)
+        for step in steps:
+            if step is KILL:
+                _terminate(next(o for o in reversed(outcomes) if isinstance(o, int)))
+                continue
+            if step is IDLE:
+                clock.now += dbthread.IDLE_PROBE_SECONDS
+                continue
+            try:
+                outcomes.append(await dbthread.run(step))
+            except DatabaseError as exc:
+                outcomes.append(exc)
         return outcomes
 
     return asyncio.run(main())
@@ -114,7 +109,7 @@ def _terminate(pid: int) -> None:
 
 
 def test_a_connection_used_a_moment_ago_is_not_probed_and_an_idle_one_is(
-    clock: Clock, probes: list[int]
+    clock: Clock, probes: list[int], one_hop_thread: dbthread.Pool
 ) -> None:
     first, hot, idle = run_steps(clock, backend_pid, backend_pid, IDLE, backend_pid)
     assert first == hot == idle  # one connection throughout
@@ -123,7 +118,7 @@ def test_a_connection_used_a_moment_ago_is_not_probed_and_an_idle_one_is(
 
 
 def test_a_dead_connection_fails_one_hot_call_and_is_replaced_before_an_idle_one(
-    clock: Clock, probes: list[int]
+    clock: Clock, probes: list[int], one_hop_thread: dbthread.Pool
 ) -> None:
     """The price of the skipped probe: killed between two calls a moment apart, the second
     call fails (a DatabaseError: a tool answers ``internal``) and the boundary after it drops
@@ -150,7 +145,7 @@ def test_wrap_hops_each_call_to_a_worker_thread_with_its_arguments() -> None:
 
 
 def test_a_thread_sensitive_hop_runs_in_the_thread_of_the_sync_code_around_it(
-    clock: Clock,
+    clock: Clock, one_hop_thread: dbthread.Pool
 ) -> None:
     """As channels' consumers run under async_to_sync: the caller's own thread (and so its
     connection), with the same boundary around the call."""
@@ -160,6 +155,150 @@ def test_a_thread_sensitive_hop_runs_in_the_thread_of_the_sync_code_around_it(
 
     assert async_to_sync(hop)() == backend_pid()
     assert run_steps(clock, backend_pid) != [backend_pid()]  # a worker thread's own connection
+
+
+def test_the_thread_that_went_idle_last_takes_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two calls at once start both threads; calls one at a time after them all meet one thread
+    (and so one warm connection), not each thread in turn."""
+    pool = dbthread.Pool(threads=2)
+    monkeypatch.setattr(dbthread, "_pool", pool)
+    both = threading.Barrier(2, timeout=5)
+
+    def meet() -> int:
+        both.wait()
+        return threading.get_ident()
+
+    async def main() -> tuple[set[int], list[int]]:
+        together = await asyncio.gather(dbthread.run(meet), dbthread.run(meet))
+        alone = [await dbthread.run(threading.get_ident) for _ in range(6)]
+        return set(together), alone
+
+    try:
+        together, alone = asyncio.run(main())
+    finally:
+        pool.shutdown()
+    assert len(together) == 2
+    assert len(set(alone)) == 1 and alone[0] in together
+
+
+def test_calls_past_the_threads_wait_their_turn_and_all_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = dbthread.Pool(threads=2)
+    monkeypatch.setattr(dbthread, "_pool", pool)
+    running = 0
+    most = 0
+    lock = threading.Lock()
+
+    def step(n: int) -> int:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        threading.Event().wait(0.02)
+        with lock:
+            running -= 1
+        return n * n
+
+    async def main() -> list[int]:
+        return await asyncio.gather(*(dbthread.run(step, n) for n in range(8)))
+
+    try:
+        squares = asyncio.run(main())
+    finally:
+        pool.shutdown()
+    assert squares == [n * n for n in range(8)]
+    assert most == 2
+
+
+def test_a_call_whose_caller_gave_up_before_it_started_is_not_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = dbthread.Pool(threads=1)
+    monkeypatch.setattr(dbthread, "_pool", pool)
+    release = threading.Event()
+    ran: list[str] = []
+
+    async def main() -> None:
+        busy = asyncio.ensure_future(dbthread.run(release.wait, 5))
+        await asyncio.sleep(0.05)  # the one thread is in it
+        queued = asyncio.ensure_future(dbthread.run(ran.append, "queued"))
+        await asyncio.sleep(0.05)
+        queued.cancel()
+        release.set()
+        assert await busy is True
+        await dbthread.run(ran.append, "after")
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+
+    try:
+        asyncio.run(main())
+    finally:
+        pool.shutdown()
+    assert ran == ["after"]
+
+
+def test_a_call_runs_in_its_callers_context_and_hands_back_its_exception(
+    one_hop_thread: dbthread.Pool,
+) -> None:
+    label: contextvars.ContextVar[str] = contextvars.ContextVar("label", default="none")
+
+    def fails() -> None:
+        raise LookupError(label.get())
+
+    async def main() -> tuple[str, str]:
+        label.set("caller's")
+        seen = await dbthread.run(label.get)
+        with pytest.raises(LookupError) as raised:
+            await dbthread.run(fails)
+        return seen, str(raised.value)
+
+    assert asyncio.run(main()) == ("caller's", "caller's")
+
+
+def test_a_call_outliving_its_loop_leaves_the_thread_serving(
+    one_hop_thread: dbthread.Pool,
+) -> None:
+    """The loop that asked is closed before the answer: nothing waits for it, and the thread
+    takes the next loop's call."""
+    release = threading.Event()
+
+    async def leave() -> None:
+        waiting = asyncio.ensure_future(dbthread.run(release.wait, 5))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # asyncio.run cancels it as the loop closes
+
+    asyncio.run(leave())
+    release.set()
+    assert asyncio.run(dbthread.run(lambda: 42)) == 42
+    assert len(one_hop_thread._workers) == 1
+
+
+def test_shutdown_closes_the_threads_connections_and_ends_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = dbthread.Pool(threads=2)
+    monkeypatch.setattr(dbthread, "_pool", pool)
+    both = threading.Barrier(2, timeout=5)
+
+    def pid_together() -> int:
+        both.wait()
+        return backend_pid()
+
+    async def main() -> set[int]:
+        return set(await asyncio.gather(dbthread.run(pid_together), dbthread.run(pid_together)))
+
+    pids = asyncio.run(main())
+    pool.shutdown()
+    assert len(pids) == 2
+    assert not any(worker.is_alive() for worker in pool._workers)
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)", [list(pids)])
+        assert cur.fetchone() == (0,)
+    with pytest.raises(RuntimeError):
+        pool.submit((asyncio.new_event_loop(), None, None, None, ()))  # type: ignore[arg-type]
 
 
 PRODUCT = ("switchboard", "todos", "attempts", "activity", "otlp", "mcp_server", "a2a_server")
