@@ -23,6 +23,7 @@ from django.db import connection, transaction
 
 from switchboard.lib.errors import LeaseConflict
 from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.scope import Scope
 from tests.base import Personas
 from tests.concurrency.harness import (
     Crew,
@@ -809,3 +810,29 @@ def test_a_reap_whose_snapshot_predates_a_reclaim_closes_the_attempt_that_reclai
             again = exc
         assert todo["state"] == "pending" and isinstance(again, ClaimResult), (opened, again)
         assert opened == [(1, "lease_expired"), (2, "reaped")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_that_waited_on_a_claim_closes_the_attempt_that_claim_opened(
+    personas: Personas,
+) -> None:
+    """A requester's cancel arriving as an agent claims the todo (MCP Tasks and A2A cancel
+    right after submitting): the cancel's snapshot predates the claim's attempt."""
+    endpoint_id = personas.endpoint_a.id
+    todo_id = lifecycle.create(endpoint_id, queue="race").id
+    crew = Crew()
+    with transaction.atomic():
+        claimed = lifecycle.claim(endpoint_id, todo_id, owner="agent", lease_ttl_seconds=TTL)
+        canceled = behind_this_transaction(
+            crew,
+            "requester",
+            lambda: lifecycle.cancel(Scope.of_endpoint(endpoint_id), todo_id, reason="race"),
+        )
+    crew.join(timeout=10)
+    assert not crew.problems, crew.problems
+    (result,) = canceled
+    assert isinstance(result, ReportResult), repr(result)
+    assert result.todo.state == "canceled"
+    assert result.attempt_seq == claimed.attempt_seq
+    attempts = [(a["seq"], a["outcome"], a["ended_at"] is not None) for a in attempt_rows(todo_id)]
+    assert attempts == [(claimed.attempt_seq, "canceled", True)]

@@ -339,9 +339,22 @@ def run_single(
     params: dict[str, Any],
     scope: Scope,
     todo_id: str,
+    *,
+    again_on_miss: bool = False,
 ) -> dict[str, Any]:
-    """Run a single-todo statement (its announcement goes out after commit: ``_notify.sql``)."""
+    """Run a single-todo statement (its announcement goes out after commit: ``_notify.sql``).
+
+    ``again_on_miss``: a miss runs the statement once more before it is classified. A statement
+    that waited on the todo's row lock re-checks the row at its newest version, but reads
+    ``todo_attempts`` from the snapshot it took before: when the lock was a claim's, the
+    attempt that claim opened is invisible to its current-attempt guard
+    (``todos/sql/_current_attempt.sql``) and the held todo looks out of reach. The second run
+    takes a new snapshot. For the transitions whose intent outlives a claim (a cancel); a miss
+    changed nothing, so running it again is safe.
+    """
     rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
+    if not rows and again_on_miss:
+        rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
     if not rows:
         if transition in _HOLDER_TRANSITIONS:
             # The holder's own transition: it may learn that someone else ended its claim.

@@ -135,6 +135,8 @@ def cancel(
         params,
         scope,
         todo_id,
+        # A requester cancels right after submitting, as the agent claims (MCP Tasks, A2A).
+        again_on_miss=True,
     )
     closes = ("canceled", "canceled") if row["attempt_seq"] is not None else None
     counted("cancel", closes, activity=kind)

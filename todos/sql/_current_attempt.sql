@@ -7,7 +7,9 @@
 -- anew yet could not see (so could not close, nor check the fence of) that attempt. Keyed on the
 -- re-checked row's attempts_total, this predicate is false exactly then, so the statement does
 -- not match; the caller gets a conflict (or the sweep leaves the row for its next pass) instead
--- of leaving an attempt open behind a finished todo.
+-- of leaving an attempt open behind a finished todo. A cancel runs once more on such a miss, with
+-- a new snapshot that sees the attempt (run_single's again_on_miss, todos/lifecycle/core.py): a
+-- requester that cancels as the agent claims means the cancel, whoever holds the todo.
 --
 -- OFFSET 0 keeps it one probe of the todo's key per row checked. Without it PostgreSQL may plan
 -- the EXISTS as a hashed subplan (it does whenever the statistics show few open attempts): every
