@@ -9,7 +9,7 @@ its ``notified`` column, and the OTLP store does for the todos it stored spans o
 (``otlp/sql/store.sql``). ``switchboard.lib.sql`` hands them to ``announce`` once the
 statement's transaction has committed (never for a rollback), and the process's ``Announcer``
 sends them with ``pg_notify`` from a connection and a transaction of its own, committed without
-waiting for its WAL flush, in batches: at most one transaction per 20 ms, each carrying what
+waiting for its WAL flush, in batches: at most one transaction per 50 ms, each carrying what
 was announced since the last. PostgreSQL then delivers them to every process listening,
 whichever process (web, sweeper, a command) made the change. The payload is ids and small facts
 only (``Change``); a consumer re-reads what it shows through the owner-scoped reads.
@@ -98,10 +98,12 @@ ANNOUNCE_MAX_PENDING = 10_000
 # The announcements of one transaction: PostgreSQL folds identical payloads within one anyway.
 ANNOUNCE_BATCH_MAX = 1_000
 # The least time between two of a process's notify-only transactions: a batch costs the process
-# about the CPU of a small statement, so under load one carries every announcement of the last
-# 20 ms, while after a quiet spell the first goes at once. An announcement waits at most this
-# long for its turn (the live update's budget is 500 ms at p95).
-ANNOUNCE_INTERVAL_SECONDS = 0.02
+# about the CPU of a small statement and more (the thread's wake-ups, its backend's commit on the
+# same cores), so under load one carries every announcement of the last 50 ms, while after a
+# quiet spell the first goes at once. An announcement waits at most this long for its turn (the
+# live update's budget is 500 ms at p95). docs/decisions/0033-announce-after-commit.md, "The
+# interval", has the figures for 50 ms against 20.
+ANNOUNCE_INTERVAL_SECONDS = 0.05
 # How long a process's exit (and ``Announcer.flush``'s default) waits for announcements still
 # on their way.
 ANNOUNCE_FLUSH_SECONDS = 2.0

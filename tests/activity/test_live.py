@@ -59,6 +59,9 @@ def ws_path(page: str) -> str:
 
 
 def paint(client: Client, path: str) -> str:
+    # What the test committed before the page is announced before it (a barrier): the page's
+    # socket then hears only what happens after it opens.
+    assert changefeed.ANNOUNCER.flush()
     response = client.get(path)
     assert response.status_code == 200
     return response.content.decode()
