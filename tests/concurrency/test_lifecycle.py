@@ -836,3 +836,27 @@ def test_a_cancel_that_waited_on_a_claim_closes_the_attempt_that_claim_opened(
     assert result.attempt_seq == claimed.attempt_seq
     attempts = [(a["seq"], a["outcome"], a["ended_at"] is not None) for a in attempt_rows(todo_id)]
     assert attempts == [(claimed.attempt_seq, "canceled", True)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_revoke_that_waited_on_a_claim_dead_letters_the_todo_that_claim_took(
+    personas: Personas,
+) -> None:
+    """Revoking an endpoint as its agent claims one of its todos: the revoke's snapshot
+    predates the claim's attempt, and the claimed todo must not outlive the endpoint."""
+    endpoint_id = personas.endpoint_a.id
+    todo_id = lifecycle.create(endpoint_id, queue="race").id
+    crew = Crew()
+    with transaction.atomic():
+        claimed = lifecycle.claim(endpoint_id, todo_id, owner="agent", lease_ttl_seconds=TTL)
+        revoked = behind_this_transaction(
+            crew, "owner", lambda: lifecycle.revoke_endpoint(personas.alice.id, endpoint_id)
+        )
+    crew.join(timeout=10)
+    assert not crew.problems, crew.problems
+    (result,) = revoked
+    assert not isinstance(result, Exception), repr(result)
+    assert result.endpoint_revoked and result.dead_lettered == (todo_id,)
+    assert todo_row(todo_id)["state"] == "failed"
+    attempts = [(a["seq"], a["outcome"]) for a in attempt_rows(todo_id)]
+    assert attempts == [(claimed.attempt_seq, "revoked")]

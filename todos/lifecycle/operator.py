@@ -42,6 +42,7 @@ from todos.lifecycle.statements import (
     OPERATOR_RELEASE,
     RETRY,
     REVOKE_ENDPOINT,
+    REVOKED_SWEEP,
 )
 from todos.limits import BULK_MAX
 from todos.types import ClaimResult, FailResult, ReportResult, RevokeResult, TodoView
@@ -149,13 +150,21 @@ def revoke_endpoint(human_id: int, endpoint_id: UUID) -> RevokeResult:
     Revoking an endpoint already revoked, or one the human does not own, changes nothing and
     returns ``endpoint_revoked=False``.
     """
-    row = fetch_one(REVOKE_ENDPOINT, {"endpoint_id": endpoint_id, "scope_human_id": human_id})
+    params = {"endpoint_id": endpoint_id, "scope_human_id": human_id}
+    row = fetch_one(REVOKE_ENDPOINT, params)
     assert row is not None  # the statement always returns one row
     dead = tuple(row["dead_lettered"])
     # Count the attempts the statement closed, not the todos it dead-lettered: a pending todo
     # is dead-lettered too but has no open attempt, and counting it overstated the metric.
     closed = int(row["attempts_closed"])
     if row["revoked"]:
+        # A claim that committed while the revoke waited on its todo's row took a todo the
+        # revoke could not dead-letter (its snapshot missed the claim's attempt): once more,
+        # with a fresh snapshot, for what the revoked endpoint still holds.
+        swept = fetch_one(REVOKED_SWEEP, params)
+        assert swept is not None
+        dead = tuple(sorted((*dead, *swept["dead_lettered"])))
+        closed += int(swept["attempts_closed"])
         counted("revoke_endpoint")
         if closed:
             transaction.on_commit(

@@ -6,13 +6,13 @@
 -- returns: revoked (bool), dead_lettered (text[] of todo ids), attempts_closed (open attempts
 --   closed; fewer than dead_lettered, since a pending todo is dead-lettered but has no attempt),
 --   notified (one announcement per dead-lettered todo, sent after commit).
+-- revoking: the endpoint this revokes (its id), by default revoking it now. REVOKED_SWEEP
+--   (todos/lifecycle/statements.py) reads an endpoint already revoked instead, and dead-letters
+--   what it still holds: the revoke runs it once after itself, for a todo whose claim committed
+--   while the revoke waited on its row (the revoke's snapshot could not see that claim's
+--   attempt, _current_attempt.sql).
 -- Uses index: endpoints_pkey, todos_board_state_idx (endpoint_id, state, …).
-WITH ep AS (
-    UPDATE endpoints e
-       SET revoked_at = now()
-     WHERE e.id = %(endpoint_id)s AND @{manages} AND e.revoked_at IS NULL
-    RETURNING e.id
-),
+WITH ep AS (@{revoking}),
 upd AS (
     UPDATE todos t
        SET state = 'failed', next_retry_at = NULL, @{unheld},
