@@ -14,6 +14,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -34,7 +35,7 @@ from tests.concurrency.harness import (
 from tests.reach import expire_lease, lapsed
 from tests.rows import attempt_rows, todo_row
 from todos import lifecycle
-from todos.types import ClaimResult, FailResult, ReportResult, SweepResult
+from todos.types import ClaimResult, FailResult, ReportResult, RevokeResult, SweepResult
 
 TTL = lifecycle.LEASE_TTL_MIN_SECONDS
 DIED = ("lease_expired", "reaped")
@@ -812,6 +813,22 @@ def test_a_reap_whose_snapshot_predates_a_reclaim_closes_the_attempt_that_reclai
         assert opened == [(1, "lease_expired"), (2, "reaped")]
 
 
+def behind_a_claim(
+    endpoint_id: UUID, name: str, act: Callable[[str], object]
+) -> tuple[str, ClaimResult, object]:
+    """A new todo claimed in a transaction that ``act(todo_id)``, in a thread, waits behind: the
+    todo's id, the claim, and what ``act`` returned (or raised) once the claim committed."""
+    todo_id = lifecycle.create(endpoint_id, queue="race").id
+    crew = Crew()
+    with transaction.atomic():
+        claimed = lifecycle.claim(endpoint_id, todo_id, owner="agent", lease_ttl_seconds=TTL)
+        out = behind_this_transaction(crew, name, lambda: act(todo_id))
+    crew.join(timeout=10)
+    assert not crew.problems, crew.problems
+    (result,) = out
+    return todo_id, claimed, result
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_cancel_that_waited_on_a_claim_closes_the_attempt_that_claim_opened(
     personas: Personas,
@@ -819,18 +836,11 @@ def test_a_cancel_that_waited_on_a_claim_closes_the_attempt_that_claim_opened(
     """A requester's cancel arriving as an agent claims the todo (MCP Tasks and A2A cancel
     right after submitting): the cancel's snapshot predates the claim's attempt."""
     endpoint_id = personas.endpoint_a.id
-    todo_id = lifecycle.create(endpoint_id, queue="race").id
-    crew = Crew()
-    with transaction.atomic():
-        claimed = lifecycle.claim(endpoint_id, todo_id, owner="agent", lease_ttl_seconds=TTL)
-        canceled = behind_this_transaction(
-            crew,
-            "requester",
-            lambda: lifecycle.cancel(Scope.of_endpoint(endpoint_id), todo_id, reason="race"),
-        )
-    crew.join(timeout=10)
-    assert not crew.problems, crew.problems
-    (result,) = canceled
+    todo_id, claimed, result = behind_a_claim(
+        endpoint_id,
+        "requester",
+        lambda todo_id: lifecycle.cancel(Scope.of_endpoint(endpoint_id), todo_id, reason="race"),
+    )
     assert isinstance(result, ReportResult), repr(result)
     assert result.todo.state == "canceled"
     assert result.attempt_seq == claimed.attempt_seq
@@ -845,17 +855,10 @@ def test_a_revoke_that_waited_on_a_claim_dead_letters_the_todo_that_claim_took(
     """Revoking an endpoint as its agent claims one of its todos: the revoke's snapshot
     predates the claim's attempt, and the claimed todo must not outlive the endpoint."""
     endpoint_id = personas.endpoint_a.id
-    todo_id = lifecycle.create(endpoint_id, queue="race").id
-    crew = Crew()
-    with transaction.atomic():
-        claimed = lifecycle.claim(endpoint_id, todo_id, owner="agent", lease_ttl_seconds=TTL)
-        revoked = behind_this_transaction(
-            crew, "owner", lambda: lifecycle.revoke_endpoint(personas.alice.id, endpoint_id)
-        )
-    crew.join(timeout=10)
-    assert not crew.problems, crew.problems
-    (result,) = revoked
-    assert not isinstance(result, Exception), repr(result)
+    todo_id, claimed, result = behind_a_claim(
+        endpoint_id, "owner", lambda _: lifecycle.revoke_endpoint(personas.alice.id, endpoint_id)
+    )
+    assert isinstance(result, RevokeResult), repr(result)
     assert result.endpoint_revoked and result.dead_lettered == (todo_id,)
     assert todo_row(todo_id)["state"] == "failed"
     attempts = [(a["seq"], a["outcome"]) for a in attempt_rows(todo_id)]
