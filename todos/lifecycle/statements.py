@@ -209,21 +209,9 @@ FORGET = _recorded(
     "forget", attempt="NULL::int", from_state="upd.from_state", scope=HUMAN_SCOPE_SQL
 )
 # Revoked by a human who manages the endpoint: its owner, or an admin of its team.
-REVOKE_ENDPOINT = statement(
-    "revoke_endpoint",
-    revoking="""UPDATE endpoints e
-       SET revoked_at = now()
-     WHERE e.id = %(endpoint_id)s AND @{manages} AND e.revoked_at IS NULL
-    RETURNING e.id""",
-    manages=HUMAN_MANAGES_SQL,
-)
-# The same for an endpoint already revoked: what it still holds is dead-lettered.
-REVOKED_SWEEP = statement(
-    "revoke_endpoint",
-    revoking="""SELECT e.id FROM endpoints e
-     WHERE e.id = %(endpoint_id)s AND @{manages} AND e.revoked_at IS NOT NULL""",
-    manages=HUMAN_MANAGES_SQL,
-)
+REVOKE_ENDPOINT = statement("revoke_endpoint", manages=HUMAN_MANAGES_SQL)
+# What a revoked endpoint still holds, dead-lettered as the revoke does (run once after it).
+REVOKED_SWEEP = statement("revoked_sweep", manages=HUMAN_MANAGES_SQL)
 # A queue's pause and resume: by a human (the endpoints in their scope only: their own and
 # their teams') or the system (a command).
 _OWN_ENDPOINT = HUMAN_ENDPOINTS_SQL
