@@ -64,7 +64,9 @@ class Firing:
 
 
 def read(kind: str) -> list[Firing]:
-    """What the rules of SQL kind ``kind`` find firing now, each with its summary."""
+    """What the rules of SQL kind ``kind`` find firing now, each with its summary. An event
+    about a todo already forgotten keeps only what a forgotten todo's alert may
+    (``messages.forgotten``), as the forget rewrites the alerts raised before it."""
     rows = fetch_all(FIRE[kind], {"kind": kind, "lookback_seconds": EVENT_LOOKBACK_SECONDS})
     return summarised(
         kind,
@@ -75,7 +77,9 @@ def read(kind: str) -> list[Firing]:
                 r["endpoint_id"],
                 r["queue"],
                 r["todo_id"],
-                _plain(r["detail"]),
+                messages.forgotten(_plain(r["detail"]))
+                if r.get("forgotten")
+                else _plain(r["detail"]),
             )
             for r in rows
         ),

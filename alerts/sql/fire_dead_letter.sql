@@ -5,7 +5,8 @@
 --   subject carries the moment it was dead-lettered: a todo retried by a human and
 --   dead-lettered again is a second event.
 -- params: kind, lookback_seconds
--- returns: rule_id, subject, endpoint_id, queue, todo_id, detail.
+-- returns: rule_id, subject, endpoint_id, queue, todo_id, detail, forgotten (the todo was
+--   forgotten before this read: alerts/evaluate.py keeps only what a forgotten todo's alert may).
 -- Uses index: todos_finished_idx (endpoint_id, finished_at DESC) WHERE finished_at IS NOT NULL;
 --   todo_activity_pkey per todo found.
 WITH rs AS (@{rule_endpoints})
@@ -13,7 +14,8 @@ SELECT rs.rule_id,
        t.id || '@' || EXTRACT(EPOCH FROM t.finished_at)::text AS subject,
        rs.endpoint_id, t.queue, t.id AS todo_id,
        jsonb_build_object('title', left(t.title, 200), 'attempts', t.attempts_total,
-                          'at', t.finished_at) AS detail
+                          'at', t.finished_at) AS detail,
+       t.forgotten_at IS NOT NULL AS forgotten
   FROM rs
   JOIN todos t
     ON t.endpoint_id = rs.endpoint_id

@@ -2,13 +2,15 @@
 --   (their `deadline` activity row, todos/sql/deadlines.sql) within the last
 --   `lookback_seconds` and after the rule was made; the subject is that row.
 -- params: kind, lookback_seconds
--- returns: rule_id, subject, endpoint_id, queue, todo_id, detail.
+-- returns: rule_id, subject, endpoint_id, queue, todo_id, detail, forgotten (as
+--   fire_dead_letter.sql's).
 -- Uses index: todos_finished_idx (endpoint_id, finished_at DESC) WHERE finished_at IS NOT NULL;
 --   todo_activity_pkey per todo found.
 WITH rs AS (@{rule_endpoints})
 SELECT rs.rule_id, t.id || '#' || a.seq AS subject, rs.endpoint_id, t.queue, t.id AS todo_id,
        jsonb_build_object('title', left(t.title, 200), 'reason', a.detail->>'reason',
-                          'at', a.at) AS detail
+                          'at', a.at) AS detail,
+       t.forgotten_at IS NOT NULL AS forgotten
   FROM rs
   JOIN todos t
     ON t.endpoint_id = rs.endpoint_id

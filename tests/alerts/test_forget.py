@@ -43,6 +43,25 @@ def test_a_forgotten_todo_s_alert_stays_without_its_title_and_its_message_says_s
     assert TITLE not in str(sent) and "the todo was forgotten" in sent["text"]
 
 
+def test_an_alert_about_a_todo_forgotten_before_the_evaluation_says_so(
+    personas: Personas, receiver: Receiver
+) -> None:
+    """Dead-lettered, then forgotten before the sweeper's next pass: the alert it raises is the
+    one the forget would have rewritten, no title and marked forgotten."""
+    channel = webhook(personas, receiver)
+    todo_id = dead_letter(personas.endpoint_a.id)
+    assert forget.forget(personas.alice.id, [todo_id]) == (todo_id,)
+
+    sweep.evaluate_all(sweep.AlertReport())
+
+    (alert,) = Alert.objects.filter(channel=channel)
+    assert (alert.kind, alert.todo_id) == ("dead_letter", todo_id)
+    assert set(alert.detail) == {"attempts", "at", "forgotten"}
+    assert alert.summary == (
+        f"Todo {todo_id} dead-lettered on agent-a/triage after 1 attempt(s); the todo was forgotten"
+    )
+
+
 def test_an_alert_keeps_only_the_listed_facts_of_a_forgotten_todo() -> None:
     detail = {"title": "rotate the key", "attempts": 3, "holder": "bot", "added_later": "x"}
 
