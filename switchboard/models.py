@@ -76,7 +76,9 @@ A2A_VERBS: tuple[str, ...] = (Verb.REQUEST_INPUT, Verb.REJECT, Verb.A2A)
 
 
 # Slugs name endpoints and sources in URLs: lowercase, digits, '-' and '_' (a CHECK enforces it).
-SLUG_RE = r"^[a-z0-9][a-z0-9_-]*$"
+# SLUG_PATTERN is the rule without anchors, for a pattern that sets a slug inside a path.
+SLUG_PATTERN = r"[a-z0-9][a-z0-9_-]*"
+SLUG_RE = rf"^{SLUG_PATTERN}$"
 slug_validator = RegexValidator(
     SLUG_RE, "Use lowercase letters, digits, '-' and '_', starting with a letter or digit."
 )

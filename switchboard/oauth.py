@@ -52,16 +52,16 @@ from oauth2_provider.settings import oauth2_settings
 
 from switchboard.auth import bearer_token
 from switchboard.lib import asgi, dbthread, oauth_scopes, webhook_out
-from switchboard.models import SLUG_RE, Endpoint, Human
+from switchboard.models import SLUG_PATTERN, Endpoint, Human
 from switchboard.scope import managed_by
 
 MCP = "mcp"
 A2A = "a2a"
-# An endpoint's slug as the resource paths spell it: the models' rule without its anchors, to be
+# An endpoint's slug as the resource paths spell it: the models' rule (without anchors), to be
 # matched whole or set inside the resource paths' pattern. It has no character a regular
 # expression or a SQL/JSON path string reads as anything but itself: ``_for_endpoint`` relies
 # on it.
-_SLUG = re.compile(SLUG_RE.removeprefix("^").removesuffix("$"))
+_SLUG = re.compile(SLUG_PATTERN)
 # The path of each surface's OAuth resource, and the well-known prefix its metadata sits under
 # (RFC 9728 §3.1: inserted before the resource's path).
 _RESOURCE_PATH = re.compile(

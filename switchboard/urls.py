@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 from activity import views as activity_views
 from alerts import views as alert_views
 from switchboard import endpoint_views, oauth_views, team_views, views
+from switchboard.models import SLUG_PATTERN
 from todos import overview_views, schedule_views
 from todos import views as todo_views
 from todos.intake import source_views
@@ -16,7 +17,7 @@ from todos.intake import views as hooks
 
 # The authorization server (switchboard/oauth_views.py), in django-oauth-toolkit's namespace: its
 # views and metadata reverse these names. Issuer: this origin; its metadata at the root.
-_SLUG = r"(?P<slug>[a-z0-9][a-z0-9_-]*)"
+_SLUG = rf"(?P<slug>{SLUG_PATTERN})"  # the models' rule
 oauth_patterns = (
     [
         path(
