@@ -150,21 +150,29 @@ class Pool:
                 return
         inbox.put(job)
 
-    def _next(self, inbox: queue.SimpleQueue[_Job | None]) -> _Job | None:
+    def _next(self, inbox: queue.SimpleQueue[_Job | None]) -> tuple[_Job | None, bool]:
+        """After a call, before its caller hears of it: a queued job to run next, or none (the
+        pool is closed), or none and True once this thread is back among the idle, to wait on
+        its inbox (so a caller answering the result with its next call finds this thread, and
+        its connection, first)."""
         with self._lock:
             if self._waiting:
-                return self._waiting.popleft()
+                return self._waiting.popleft(), False
             if self._closed:
-                return None
+                return None, False
             self._idle.append(inbox)
-        return inbox.get()
+        return None, True
 
     def _work(self, inbox: queue.SimpleQueue[_Job | None]) -> None:
         job = inbox.get()
         try:
             while job is not None:
-                _handle(job)
-                job = self._next(inbox)
+                answer = _handle(job)
+                job, wait = self._next(inbox)
+                if answer is not None:
+                    answer()
+                if wait:
+                    job = inbox.get()
         finally:
             connections.close_all()
 
@@ -183,17 +191,23 @@ class Pool:
                 worker.join(max(0.0, deadline - time.monotonic()))
 
 
-def _handle(job: _Job) -> None:
+def _handle(job: _Job) -> Callable[[], None] | None:
+    """Run ``job``'s call; what hands its outcome to the caller's loop (None: not run, its
+    caller gave up before it started)."""
     loop, future, context, func, args = job
-    if future.cancelled():  # its caller gave up before it started
-        return
+    if future.cancelled():
+        return None
     result, error = None, None
     try:
         result = context.run(_call, func, args)
     except BaseException as exc:  # the caller's to handle, as an executor hands it on
         error = exc
-    with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
-        loop.call_soon_threadsafe(_settle, future, result, error)
+
+    def answer() -> None:
+        with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+    return answer
 
 
 _pool = Pool()
