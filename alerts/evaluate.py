@@ -77,13 +77,18 @@ def read(kind: str) -> list[Firing]:
                 r["endpoint_id"],
                 r["queue"],
                 r["todo_id"],
-                messages.forgotten(_plain(r["detail"]))
-                if r.get("forgotten")
-                else _plain(r["detail"]),
+                _detail(r),
             )
             for r in rows
         ),
     )
+
+
+def _detail(row: dict[str, Any]) -> dict[str, Any]:
+    """A fired row's detail, cut to what a forgotten todo's alert keeps when the row says its
+    todo is forgotten (``fire_dead_letter.sql``, ``fire_deadline_missed.sql``)."""
+    detail = _plain(row["detail"])
+    return messages.forgotten(detail) if row.get("forgotten") else detail
 
 
 def rule_endpoints(kind: str) -> list[dict[str, Any]]:

@@ -100,9 +100,6 @@ MODES = ("2026-07-28", "legacy")
 DIRECT = "direct"
 WIRE = "mcp wire"
 
-# Seeding in one statement (as bench/lifecycle.py does): ids are md5 hex with 0/1/8/9 mapped to
-# w/x/y/z, which satisfies todos_id_check ('^td_[a-z2-7]{20}$') and is unique per (nonce, i);
-# created_at is spread 1 ms apart so claim order is total; payload sized like a webhook's todo.
 BACKENDS = """
 SELECT pid FROM pg_stat_activity
  WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'

@@ -5,7 +5,7 @@ Test mode comes from the settings module pyproject names, switchboard/settings_t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.test import Client
@@ -51,13 +51,27 @@ def django_db_setup(django_db_setup: None) -> Iterator[None]:
 
 
 @pytest.fixture
-def one_hop_thread(monkeypatch: pytest.MonkeyPatch) -> Iterator[dbthread.Pool]:
+def hop_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], dbthread.Pool]]:
+    """Makes ``dbthread``'s pool for the test: ``hop_pool(n)`` puts a pool of ``n`` threads of
+    the test's own in place; its threads and their connections are closed after the test."""
+    made: list[dbthread.Pool] = []
+
+    def install(threads: int) -> dbthread.Pool:
+        pool = dbthread.Pool(threads)
+        monkeypatch.setattr(dbthread, "_pool", pool)
+        made.append(pool)
+        return pool
+
+    yield install
+    for pool in made:
+        pool.shutdown()
+
+
+@pytest.fixture
+def one_hop_thread(hop_pool: Callable[[int], dbthread.Pool]) -> dbthread.Pool:
     """``dbthread``'s hops on one thread of their own, so every call meets the same connection
-    (as a busy server's threads do); the thread and its connection closed after the test."""
-    pool = dbthread.Pool(threads=1)
-    monkeypatch.setattr(dbthread, "_pool", pool)
-    yield pool
-    pool.shutdown()
+    (as a busy server's threads do)."""
+    return hop_pool(1)
 
 
 @pytest.fixture(autouse=True)

@@ -97,12 +97,12 @@ ANNOUNCER_APPLICATION_NAME = "switchboard-announcer"
 ANNOUNCE_MAX_PENDING = 10_000
 # The announcements of one transaction: PostgreSQL folds identical payloads within one anyway.
 ANNOUNCE_BATCH_MAX = 1_000
-# The least time between two of a process's notify-only transactions: a batch costs the process
-# about the CPU of a small statement and more (the thread's wake-ups, its backend's commit on the
-# same cores), so under load one carries every announcement of the last 50 ms, while after a
-# quiet spell the first goes at once. An announcement waits at most this long for its turn (the
-# live update's budget is 500 ms at p95). docs/decisions/0033-announce-after-commit.md, "The
-# interval", has the figures for 50 ms against 20.
+# The least time between two of a process's notify-only transactions: a batch cost the
+# announcer's thread about three times its statement's CPU (measured, not taken apart), so under
+# load one carries every announcement of the last 50 ms, while after a quiet spell the first goes
+# at once. An announcement waits at most this long for its turn (the live update's budget is
+# 500 ms at p95). docs/decisions/0033-announce-after-commit.md, "The interval", has the figures
+# for 50 ms against 20.
 ANNOUNCE_INTERVAL_SECONDS = 0.05
 # How long a process's exit (and ``Announcer.flush``'s default) waits for announcements still
 # on their way.

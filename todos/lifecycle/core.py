@@ -352,9 +352,10 @@ def run_single(
     takes a new snapshot. For the transitions whose intent outlives a claim (a cancel); a miss
     changed nothing, so running it again is safe.
     """
-    rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
+    bound = {"id": todo_id, **params, **scope.params}
+    rows = run(sql, bound, todo_id)
     if not rows and again_on_miss:
-        rows = run(sql, {"id": todo_id, **params, **scope.params}, todo_id)
+        rows = run(sql, bound, todo_id)
     if not rows:
         if transition in _HOLDER_TRANSITIONS:
             # The holder's own transition: it may learn that someone else ended its claim.
