@@ -104,6 +104,14 @@ def fetch_all(sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[
 def _announce(rows: list[dict[str, Any]]) -> None:
     """Announce the ``notified`` (and ``freed``) payloads of ``rows`` once their transaction
     commits; identical payloads once (a bulk statement frees one queue's slots many times)."""
+    if len(rows) == 1:
+        # One todo's transition, the hot path: its one payload, nothing to deduplicate.
+        row = rows[0]
+        notified = row.get(NOTIFIED)
+        if isinstance(notified, str) and not row.get(FREED):
+            if notified:  # '' is a pg_notify's void, made in the statement
+                _after_commit((notified,))
+            return
     payloads: list[str] = []
     for row in rows:
         for column in _ANNOUNCED:
@@ -114,9 +122,11 @@ def _announce(rows: list[dict[str, Any]]) -> None:
                 payloads.append(value)
             else:
                 payloads.extend(value)
-    payloads = list(dict.fromkeys(payloads))
-    if not payloads:
-        return
+    if payloads:
+        _after_commit(tuple(dict.fromkeys(payloads)))
+
+
+def _after_commit(payloads: tuple[str, ...]) -> None:
     db = connections[DEFAULT_DB_ALIAS]
     if db.in_atomic_block:
         db.on_commit(lambda: changefeed.announce(payloads))
