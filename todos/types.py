@@ -73,10 +73,10 @@ class TodoView:
         when the row has them.
 
         Every transition builds one or two, so the fields are stored through their slots
-        (``_SETTERS``) instead of the generated ``__init__``: a frozen dataclass's sets each of
-        its 36 fields through ``object.__setattr__``, and building the keyword arguments for it
-        cost as much again (4.8 against 8.9 µs a view). It stores what ``__init__`` would, the
-        defaults included; ``tests/test_types.py`` holds the two equal."""
+        (``_SETTERS``) instead of the generated ``__init__``: a frozen dataclass's ``__init__`` sets
+        each of its 36 fields through ``object.__setattr__``, and building the keyword arguments
+        for it cost as much again (4.8 against 8.9 µs a view). It stores what ``__init__`` would,
+        the defaults included; ``tests/todos/test_types.py`` holds the two equal."""
         view = _new(cls)
         for name, put, decode in _SETTERS:
             value = row[name]
@@ -111,12 +111,9 @@ class TodoView:
 # The field names, read once: dataclasses.fields() builds its tuple on every call, and from_row
 # runs on every transition, inside the Django-overhead budget (docs/performance.md, "Budgets").
 # Also the columns an agent's own transitions return (todos/lifecycle/statements.py, _view).
-VIEW_COLUMNS = tuple(
-    f.name
-    for f in fields(TodoView)
-    if f.name
-    not in ("deduplicated", "forgotten_at", "forgotten_by", "max_cost_usd", "usage_columns")
-)
+# Every other field is one of these, which from_row sets apart.
+_SET_APART = ("deduplicated", "forgotten_at", "forgotten_by", "max_cost_usd", "usage_columns")
+VIEW_COLUMNS = tuple(f.name for f in fields(TodoView) if f.name not in _SET_APART)
 _USAGE_COLUMNS = (*USAGE_COLUMNS, "cost_usd")
 
 # from_row's way in: each field's slot setter, and whether the column is JSON text to decode.
