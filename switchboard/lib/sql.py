@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +110,7 @@ def _announce(rows: list[dict[str, Any]]) -> None:
         notified = row.get(NOTIFIED)
         if isinstance(notified, str) and not row.get(FREED):
             if notified:  # '' is a pg_notify's void, made in the statement
-                _after_commit((notified,))
+                after_commit(changefeed.announce, (notified,))
             return
     payloads: list[str] = []
     for row in rows:
@@ -123,15 +123,20 @@ def _announce(rows: list[dict[str, Any]]) -> None:
             else:
                 payloads.extend(value)
     if payloads:
-        _after_commit(tuple(dict.fromkeys(payloads)))
+        after_commit(changefeed.announce, tuple(dict.fromkeys(payloads)))
 
 
-def _after_commit(payloads: tuple[str, ...]) -> None:
+def after_commit(func: Callable[..., object], /, *args: Any) -> None:
+    """Call ``func(*args)`` once the default connection's work has committed: at once in
+    autocommit (the statement before it has committed), at the commit of the enclosing atomic
+    block, never after its rollback. Django's ``transaction.on_commit`` without the callback it
+    would build and look up on every call: the hot path's transitions count and announce
+    through this twice a cycle."""
     db = connections[DEFAULT_DB_ALIAS]
     if db.in_atomic_block:
-        db.on_commit(lambda: changefeed.announce(payloads))
+        db.on_commit(functools.partial(func, *args))
     else:
-        changefeed.announce(payloads)
+        func(*args)
 
 
 @async_unsafe

@@ -62,7 +62,7 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
+from django.db import IntegrityError, transaction
 from psycopg.types.json import Jsonb
 
 from attempts import fence, rules
@@ -77,7 +77,7 @@ from switchboard.lib.errors import (
     TodoEnded,
     TodoNotFound,
 )
-from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.lib.sql import after_commit, fetch_all, fetch_one
 from switchboard.lib.text import cut_utf8
 from switchboard.scope import Scope
 from todos.lifecycle.statements import ENDED, IN_ENDPOINT_SCOPE, IN_HUMAN_SCOPE
@@ -321,13 +321,8 @@ def counted(
     n: int = 1,
     activity: str | None = None,
 ) -> None:
-    """Count a transition (the attempts it closed, the activity rows it wrote) on commit: at
-    once in autocommit, where the statement has committed, so the hot path builds no callback."""
-    db = connections[DEFAULT_DB_ALIAS]
-    if db.in_atomic_block:
-        db.on_commit(lambda: _count(transition, closes, n, activity))
-    else:
-        _count(transition, closes, n, activity)
+    """Count a transition (the attempts it closed, the activity rows it wrote) on commit."""
+    after_commit(_count, transition, closes, n, activity)
 
 
 def _count(transition: str, closes: tuple[str, str] | None, n: int, activity: str | None) -> None:
