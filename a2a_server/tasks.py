@@ -224,8 +224,8 @@ def intake(message: Message, request_metadata: Mapping[str, Any]) -> Intake:
     ``InvalidInput`` for a queue that is not a string."""
     metadata = _metadata(message)
     queue = metadata.get("queue", request_metadata.get("queue"))
-    if queue is not None and not isinstance(queue, str):
-        raise InvalidInput("metadata.queue", "must be a string (a queue's name)")
+    if queue is not None and (not isinstance(queue, str) or not queue):
+        raise InvalidInput("metadata.queue", "must be a queue's name (a non-empty string)")
     texts = [part.text for part in message.parts if part.WhichOneof("content") == "text"]
     work_order = "\n\n".join(texts)
     first = work_order.strip().splitlines()[0] if work_order.strip() else ""

@@ -36,6 +36,7 @@ from todos.limits import (
     RUN_TIMEOUT_MAX_SECONDS,
     RUN_TIMEOUT_MIN_SECONDS,
     TITLE_MAX_BYTES,
+    WORK_ORDER_MAX_CHARS,
 )
 from todos.models import State
 from todos.queries import ATTEMPTS_LIMIT_MAX
@@ -590,8 +591,6 @@ DESCRIPTIONS |= {
 
 
 # --- the requester's tool (submit) and the MCP App's tools ----------------------------------
-
-WORK_ORDER_MAX_CHARS = 65536
 
 
 def _instant(description: str) -> Schema:

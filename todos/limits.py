@@ -51,6 +51,12 @@ PRIORITY_MAX = 1000
 RUN_TIMEOUT_MIN_SECONDS = 10
 RUN_TIMEOUT_MAX_SECONDS = 7 * 24 * 3600
 DEDUPE_KEY_MAX_BYTES = 256
+WORK_ORDER_MAX_CHARS = 65536  # what lifecycle.create stores as a todo's work order
+# The instants a todo's time may name. PostgreSQL stores far wider ones than Python's datetime
+# reads back (years 1 to 9999, in UTC as the connection reads them): an instant outside these
+# would be stored and then fail every read of its row (the Board, the agent's claim).
+INSTANT_MIN = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+INSTANT_MAX = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 # The time fields create() takes, in the order the checks name them.
 TIME_FIELDS = ("priority", "not_before", "start_by", "finish_by", "run_timeout_seconds")
 
@@ -107,7 +113,13 @@ def _instant(field: str, value: Any) -> dt.datetime | None:
         return None
     if not isinstance(value, dt.datetime) or value.tzinfo is None:
         raise InvalidInput(field, "must be an instant with a time zone")
+    if not INSTANT_MIN <= value < INSTANT_MAX:
+        raise InvalidInput(field, f"must be from {_iso(INSTANT_MIN)} to before {_iso(INSTANT_MAX)}")
     return value
+
+
+def _iso(instant: dt.datetime) -> str:
+    return instant.isoformat().replace("+00:00", "Z")
 
 
 def check_time(
@@ -167,7 +179,10 @@ def parse_instant(field: str, text: Any, now: dt.datetime) -> dt.datetime | None
     if not isinstance(text, str):
         raise InvalidInput(field, "must be an ISO 8601 instant or +N[s|m|h|d]")
     if match := _RELATIVE.match(text.strip()):
-        return now + dt.timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+        ahead = dt.timedelta(seconds=int(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+        if ahead >= INSTANT_MAX - now:
+            raise InvalidInput(field, f"must be before {_iso(INSTANT_MAX)}")
+        return now + ahead
     try:
         value = dt.datetime.fromisoformat(text.strip())
     except ValueError:

@@ -53,6 +53,14 @@ def test_metadata_sets_the_time_and_a_dedupe_key_answers_the_first_task(
         ("start_by", "soon"),
         ("run_timeout_seconds", 5),
         ("priority", 2.5),
+        # Instants PostgreSQL would store and Python could not read back (year 10000 in UTC,
+        # year 0), and relative ones past what a datetime holds: refused, never stored.
+        ("finish_by", "9999-12-31T23:59:59-12:00"),
+        ("not_before", "0001-01-01T00:00:00+14:00"),
+        ("finish_by", "+999999999d"),
+        ("start_by", "+99999999h"),
+        # Not time, but refused the same way: an empty queue name.
+        ("queue", ""),
     ],
 )
 def test_bad_time_in_metadata_is_refused_naming_the_key(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -128,6 +129,18 @@ BAD_INPUT: list[tuple[str, dict[str, Any]]] = [
     ("routing_trace", {"routing_trace": ["\u0000"]}),
     ("assignee", {"assignee": ""}),
     ("assignee", {"assignee": "w\torker"}),
+    ("work_order", {"work_order": "w" * 65537}),
+    ("work_order", {"work_order": 7}),
+    # Instants Python could not read back from the row (years 10000 and 0 in UTC).
+    (
+        "finish_by",
+        {"finish_by": dt.datetime(9999, 12, 31, 23, tzinfo=dt.timezone(-dt.timedelta(hours=12)))},
+    ),
+    (
+        "not_before",
+        {"not_before": dt.datetime(1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=14)))},
+    ),
+    ("not_before", {"not_before": dt.datetime(1969, 12, 31, 23, 59, tzinfo=dt.UTC)}),
 ]
 
 

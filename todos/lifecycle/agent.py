@@ -61,6 +61,7 @@ from todos.limits import (
     MAX_ATTEMPTS_LIMIT,
     OWNER_MAX_BYTES,
     TITLE_MAX_BYTES,
+    WORK_ORDER_MAX_CHARS,
     check_name,
 )
 from todos.types import ClaimResult, FailResult, QueueEmpty, ReportResult, TodoView
@@ -72,7 +73,7 @@ def create(
     queue: str,
     title: str = "",
     payload: Any = None,
-    work_order: str = "",
+    work_order: str | None = "",
     max_attempts: int = 5,
     event_id: int | None = None,
     routing_trace: Any = None,
@@ -106,6 +107,11 @@ def create(
     )
     if not isinstance(title, str) or len(title.encode()) > TITLE_MAX_BYTES:
         raise InvalidInput("title", f"must be a string of at most {TITLE_MAX_BYTES} bytes")
+    work_order = "" if work_order is None else work_order
+    if not isinstance(work_order, str) or len(work_order) > WORK_ORDER_MAX_CHARS:
+        raise InvalidInput(
+            "work_order", f"must be a string of at most {WORK_ORDER_MAX_CHARS} characters"
+        )
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
         raise InvalidInput("max_attempts", "must be an integer")
     if not 1 <= max_attempts <= MAX_ATTEMPTS_LIMIT:
@@ -117,7 +123,7 @@ def create(
         "title": title.replace("\x00", ""),
         "event_id": event_id,
         "payload": jsonb("payload", {} if payload is None else payload),
-        "work_order": (work_order or "").replace("\x00", ""),
+        "work_order": work_order.replace("\x00", ""),
         "routing_trace": jsonb("routing_trace", routing_trace),
         "assignee": None if assignee is None else check_name("assignee", assignee, OWNER_MAX_BYTES),
         "max_attempts": max_attempts,
