@@ -49,6 +49,7 @@ from otlp.models import (
 )
 from otlp.prices import PriceBook
 from switchboard.lib.redact import mask
+from switchboard.lib.text import whole_number
 
 TODO_ATTRIBUTE = "switchboard.todo.id"
 SEQ_ATTRIBUTE = "switchboard.attempt.seq"
@@ -392,8 +393,8 @@ def _seq_hint(attributes: Mapping[str, AnyValue]) -> int | None:
     seq: Any = None
     if which == "int_value":
         seq = value.int_value
-    elif which == "string_value" and value.string_value.strip().isdecimal():
-        seq = int(value.string_value.strip())
+    elif which == "string_value":
+        seq = whole_number(value.string_value.strip(), 10)
     return seq if isinstance(seq, int) and 0 < seq < 2**31 else None
 
 

@@ -26,6 +26,7 @@ from switchboard.lib import jsonlimits
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict, LifecycleError
 from switchboard.lib.guards import BoardRequest
+from switchboard.lib.text import whole_number
 from switchboard.scope import Scope
 from todos import limits, queries, states
 from todos.present import attempt_row, pretty
@@ -133,7 +134,7 @@ def _seen_at(request: BoardRequest) -> dt.datetime:
 
 def _counted(request: BoardRequest) -> int | None:
     text = request.POST.get("counted", "")
-    return int(text) if text.isdigit() and len(text) < 10 else None
+    return whole_number(text, 9)
 
 
 def bulk_page(request: BoardRequest, action: str, act: BulkAct) -> HttpResponse:

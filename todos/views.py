@@ -28,6 +28,7 @@ from switchboard.lib import jsonlimits
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, login_required
+from switchboard.lib.text import whole_number
 from switchboard.models import Endpoint
 from switchboard.scope import Scope, owned_by
 from todos import lifecycle, limits, queries
@@ -250,9 +251,10 @@ def _limit_field(request: BoardRequest, field: str) -> int | Decimal | None:
         return None
     if field in COST_FIELDS:
         return limits.check_cost(field, value)
-    if not value.lstrip("-").isdigit() or len(value) > 12:
+    number = whole_number(value.removeprefix("-"), 11)
+    if number is None:
         raise InvalidInput(field, "must be a whole number, or blank for no limit")
-    return lifecycle.check_limit(field, int(value))
+    return lifecycle.check_limit(field, -number if value.startswith("-") else number)
 
 
 def queue_limits(request: BoardRequest) -> HttpResponse:

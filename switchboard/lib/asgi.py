@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from switchboard.lib.text import whole_number
+
 # The ASGI types every raw ASGI app of the project (MCP, A2A, OTLP) spells its signatures with.
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -38,7 +40,7 @@ def header(scope: Scope, name: bytes) -> str | None:
 async def read_body(scope: Scope, receive: Any, limit: int) -> bytes:
     """The whole request body; ``BodyTooLarge`` as soon as it is known to exceed ``limit``."""
     declared = header(scope, b"content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if (size := whole_number(declared or "")) is not None and size > limit:
         raise BodyTooLarge(limit)
     chunks: list[bytes] = []
     size = 0

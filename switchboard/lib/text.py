@@ -6,6 +6,17 @@ import unicodedata
 from typing import Any
 
 
+def whole_number(text: str, max_digits: int = 18) -> int | None:
+    """``text`` as a whole number when it is 1 to ``max_digits`` ASCII digits, else None.
+
+    For text from outside (a header, a form, an attribute): ``str.isdigit`` also passes digits
+    ``int`` refuses (``"²"``), and ``int`` refuses more than 4,300 digits, so a check of either
+    alone lets a ``ValueError`` through."""
+    if 0 < len(text) <= max_digits and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def cut_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
     """Cut ``text`` to at most ``max_bytes`` of UTF-8, at the last complete character.
 

@@ -42,6 +42,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from switchboard.lib.text import whole_number
+
 SIGNATURE_HEADER = "Switchboard-Signature"
 RESPONSE_READ_BYTES = 4096  # what is read of an answer before it is dropped
 
@@ -236,7 +238,7 @@ def get(
         conn.endheaders()
         response = conn.getresponse()
         declared = response.getheader("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        if (size := whole_number(declared or "")) is not None and size > max_bytes:
             raise TooLarge(f"the answer declares {declared} bytes, over {max_bytes}")
         body = response.read(max_bytes + 1)
         if len(body) > max_bytes:

@@ -47,6 +47,10 @@ def test_the_list_links_to_the_limits_and_the_form_sets_and_clears_them(
     [
         ("max_in_flight", "-1", "Max in flight: must be between 0 and"),
         ("claims_per_minute", "lots", "Claims per minute: must be a whole number"),
+        # Text str.isdigit passes and int refuses: a 500 before.
+        ("max_in_flight", "--1", "Max in flight: must be a whole number"),
+        ("claims_per_minute", "\u00b2", "Claims per minute: must be a whole number"),
+        ("claims_per_minute", "\u0663", "Claims per minute: must be a whole number"),
         ("run_timeout_seconds", "5", "Default run timeout (seconds): must be between 10"),
     ],
 )

@@ -42,7 +42,7 @@ from itertools import pairwise
 from typing import Any
 
 from switchboard.lib import jsonlimits, redact
-from switchboard.lib.text import cut_utf8
+from switchboard.lib.text import cut_utf8, whole_number
 
 # --- the match language --------------------------------------------------------------------
 
@@ -146,8 +146,7 @@ def lookup(document: Any, path: str) -> Any:
             if segment not in value:
                 return _MISSING
             value = value[segment]
-        elif isinstance(value, list) and segment.isdigit():
-            index = int(segment)
+        elif isinstance(value, list) and (index := whole_number(segment)) is not None:
             if index >= len(value):
                 return _MISSING
             value = value[index]

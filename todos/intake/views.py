@@ -27,6 +27,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from switchboard import runtime_settings
 from switchboard.lib import asgi, frontdoor, limits
+from switchboard.lib.text import whole_number
 from todos.intake import deliveries
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def hook(request: HttpRequest, source_slug: str | None = None) -> JsonResponse:
         return error(404, "unknown_source", "POST to /hooks/<source-slug>")
     limit = settings.SWITCHBOARD_HOOK_MAX_BODY_BYTES
     declared = request.META.get("CONTENT_LENGTH") or ""
-    if declared.isdigit() and int(declared) > limit:
+    if (size := whole_number(declared)) is not None and size > limit:
         return _too_large(limit)
     body = request.read(limit + 1)
     if len(body) > limit:
