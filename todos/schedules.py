@@ -102,12 +102,19 @@ def check_timezone(value: Any) -> ZoneInfo:
 
 
 def check_cron(value: Any, zone: ZoneInfo, now: dt.datetime | None = None) -> str:
-    """A cron expression ``cronsim`` reads and that fires at least once; return it stripped."""
+    """A five-field cron expression ``cronsim`` reads and that fires at least once; return it
+    with its spaces made single."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("cron", "must be a cron expression such as '*/5 * * * *'")
     expr = " ".join(value.split())
     if len(expr.encode()) > CRON_MAX_BYTES:
         raise InvalidInput("cron", f"must be at most {CRON_MAX_BYTES} bytes")
+    # cronsim also reads a sixth field, seconds, first: a schedule firing every second would
+    # create a todo on every sweeper pass.
+    if len(expr.split()) != 5:
+        raise InvalidInput(
+            "cron", "must have five fields: minute, hour, day of month, month, day of week"
+        )
     try:
         next(CronSim(expr, (now or django_timezone.now()).astimezone(zone)))
     except CronSimError as exc:

@@ -67,7 +67,7 @@ def test_create_then_see_the_next_five_runs(personas: Personas, alice_client: Cl
     ("field", "value", "message"),
     [
         ("cron", "0 0 30 2 *", "Bad day-of-month"),
-        ("cron", "0 9 * *", "Wrong number of fields"),
+        ("cron", "0 9 * *", "must have five fields"),
         ("timezone", "Europe/Atlantis", "unknown time zone"),
         ("title", "{tick.__class__}", "may use only"),
         ("payload", "[1, 2]", "must be a JSON object"),

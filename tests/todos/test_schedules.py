@@ -56,7 +56,10 @@ def test_add_sets_the_first_tick_after_now(personas: Personas) -> None:
     ("overrides", "field", "message"),
     [
         ({"cron": "61 * * * *"}, "cron", "Bad minute"),
-        ({"cron": "* * * *"}, "cron", "Wrong number of fields"),
+        ({"cron": "* * * *"}, "cron", "must have five fields"),
+        # cronsim's six-field form (seconds first): a todo on every sweeper pass.
+        ({"cron": "* * * * * *"}, "cron", "must have five fields"),
+        ({"cron": "0 0 * * * 5"}, "cron", "must have five fields"),
         ({"cron": "0 0 30 2 *"}, "cron", "Bad day-of-month"),
         ({"cron": ""}, "cron", "must be a cron expression"),
         ({"timezone": "Mars/Olympus"}, "timezone", "unknown time zone 'Mars/Olympus'"),
