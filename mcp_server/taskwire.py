@@ -235,7 +235,7 @@ async def _task_method(
 ) -> None:
     request_id = message["id"]
     served = tasks.MODERN_METHODS if modern else tasks.LEGACY_METHODS
-    if method not in served or not verbs.can_submit(endpoint):
+    if method not in served:
         error = tasks.TaskError(types.METHOD_NOT_FOUND, f"Method not found: {method}")
         await _error(send, request_id, error, modern=modern)
         return
@@ -247,6 +247,15 @@ async def _task_method(
         if not tasks.extension_declared(route.client_capabilities):
             await _error(send, request_id, tasks.missing_capability(), modern=True)
             return
+    if not verbs.can_submit(endpoint):
+        # The handshake declares tasks for every endpoint (capabilities are the server's); one
+        # that cannot submit has no task: an empty list, and any task id is unknown, as another
+        # endpoint's is.
+        if method == "tasks/list":
+            await _result(send, request_id, {"tasks": []}, modern=modern)
+        else:
+            await _error(send, request_id, tasks.not_found(), modern=modern)
+        return
     try:
         if method == "tasks/get":
             result = await dbthread.run(tasks.get, endpoint, params, modern)

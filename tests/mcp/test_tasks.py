@@ -297,6 +297,25 @@ def test_submit_without_the_verb_is_forbidden_and_params_task_is_refused(
     assert Todo.objects.count() == before
 
 
+def test_an_endpoint_without_submit_is_served_the_tasks_its_handshake_declares_as_none(
+    live: LiveServer, personas: Personas
+) -> None:
+    """The handshake declares tasks for every endpoint; one that cannot submit has none: an
+    empty list, and a task id unknown as another endpoint's is (not -32601, which would deny
+    the capability the handshake declared)."""
+    _, requester_key, _ = requester(personas.alice, "front")
+    submitted = Legacy(live.mcp_url("front"), requester_key).result(
+        "tools/call", {"name": "submit_todo", "arguments": {"queue": "q"}, "task": {"ttl": 60000}}
+    )
+    session = Legacy(live.mcp_url(personas.endpoint_a.slug), personas.key_a)
+    assert "tasks" in session.capabilities
+    assert session.result("tasks/list", {}) == {"tasks": []}
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        for task_id in ("td_nope", submitted["task"]["taskId"]):
+            refused = session.post(method, {"taskId": task_id}).json()["error"]
+            assert refused["code"] == -32602, (method, refused)
+
+
 def test_the_input_required_round_trip_through_tasks_update(
     live: LiveServer, personas: Personas
 ) -> None:
