@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from alerts.models import Message, RuleKind
@@ -37,6 +37,9 @@ GONE = {
     "forgotten": "the todo was forgotten",  # activity/forget.py
     "deleted": "the todo was deleted by retention",  # todos/retention.py
 }
+# Sums in USD: cents, and below a cent this many places (``money``).
+CENT = Decimal("0.01")
+SMALLEST = Decimal("0.0001")
 _PREFIX = {Message.OPENED: "[alert]", Message.RESOLVED: "[resolved]", Message.TEST: "[test]"}
 
 
@@ -50,6 +53,27 @@ def duration(seconds: int | None) -> str:
         return f"{minutes}m{rest}s" if rest else f"{minutes}m"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+
+
+def money(value: Any) -> str:
+    """A sum in USD as people read it: cents from a cent up (``$0.14``, ``$1,250.00``), and
+    below a cent up to four decimals without trailing zeros (``$0.005``, ``$0.0012``), so a
+    small budget's figures do not all read ``$0.00``; ``<$0.0001`` below that. The detail
+    stores the exact figure as text (``0.144000000000``); text that is no number is shown as
+    it is."""
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        return f"${value}"
+    if not amount.is_finite():
+        return f"${value}"
+    sign, amount = ("-", -amount) if amount < 0 else ("", amount)
+    if amount == 0 or amount >= CENT:
+        return f"{sign}${amount.quantize(CENT, ROUND_HALF_UP):,}"
+    small = amount.quantize(SMALLEST, ROUND_HALF_UP)
+    if small == 0:
+        return f"{sign}<${SMALLEST}"
+    return f"{sign}${small.normalize():f}"
 
 
 def _where(endpoint: str, queue: str | None) -> str:
@@ -73,7 +97,7 @@ def summary(
         level = "80 %" if kind == RuleKind.BUDGET_WARNING else "100 %"
         text = (
             f"{scope}: {level} of its daily budget spent on {detail.get('day')}"
-            f" (${detail.get('spent_usd')} of ${detail.get('budget_usd')})"
+            f" ({money(detail.get('spent_usd'))} of {money(detail.get('budget_usd'))})"
         )
     elif kind == RuleKind.DEPTH:
         text = (

@@ -21,7 +21,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from alerts import channels, deliver, evaluate, sources, sweep
+from alerts import channels, deliver, evaluate, messages, sources, sweep
 from alerts.models import Alert, AlertChannel, AlertDelivery, RuleKind
 from switchboard import runtime_settings
 from switchboard.lib.errors import InvalidInput
@@ -242,6 +242,30 @@ def test_budget_rules_fire_at_80_and_100_percent_from_constructed_statuses() -> 
         (2, f"queue:{a}:ci:2026-12-02"),
     ]
     assert fired("budget_exceeded") == [(1, f"endpoint:{a}::2026-12-02")]
+
+
+def test_a_budget_alert_says_its_sums_as_money() -> None:
+    # The detail keeps the exact figures PostgreSQL summed, as text; the line reads as money.
+    day = dt.date(2026, 12, 6)
+    spent = Status("queue", UUID(int=1), "budgetq", day, Decimal("0.144000000000"), Decimal("0.1"))
+    rules = [{"rule_id": 1, "endpoint_id": UUID(int=1), "rule_queue": None}]
+    [firing] = evaluate.budget_firings("budget_exceeded", rules, [spent])
+    line = messages.summary(
+        "budget_exceeded",
+        endpoint="demo-agent",
+        queue="budgetq",
+        todo_id=None,
+        detail=firing.detail,
+    )
+    assert firing.detail["spent_usd"] == "0.144000000000"
+    assert line == (
+        "Queue demo-agent/budgetq: 100 % of its daily budget spent on 2026-12-06 ($0.14 of $0.10)"
+    )
+    # Cents from a cent up; below, up to four decimals and no trailing zeros.
+    assert [
+        messages.money(text)
+        for text in ("1250.5", "0.010000", "0", "0.005000", "0.00123", "0.0099996", "0.00004")
+    ] == ["$1,250.50", "$0.01", "$0.00", "$0.005", "$0.0012", "$0.01", "<$0.0001"]
 
 
 @pytest.mark.django_db(transaction=True)
