@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from activity.models import TodoActivity
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.sql import fetch_all
 from tests.base import Personas
@@ -59,6 +60,21 @@ def test_heartbeat_without_a_ttl_extends_by_the_ttl_its_claim_chose(personas: Pe
     assert seconds_until(todo_id, "lease_expires_at") == 120
     lifecycle.heartbeat(ep, todo_id, owner=OWNER, note="still going")
     assert seconds_until(todo_id, "lease_expires_at") == 15
+
+
+@pytest.mark.parametrize("note", ["", "  \n\t"])
+def test_a_heartbeat_whose_note_is_only_white_space_keeps_no_note(
+    personas: Personas, note: str
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep).todo.id
+    notes = TodoActivity.objects.filter(todo_id=todo_id, kind="note")
+
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, note=note)
+
+    assert not notes.exists()
+    lifecycle.heartbeat(ep, todo_id, owner=OWNER, note="half way")
+    assert [n.message for n in notes] == ["half way"]
 
 
 def test_heartbeat_without_a_ttl_on_a_default_claim_uses_the_default(personas: Personas) -> None:

@@ -333,8 +333,11 @@ def heartbeat(
     """Extend the holder's lease; keep ``note``, if given, as a progress note on the attempt.
 
     The note is cut to 512 bytes and masked (``activity_text``); past the attempt's note cap
-    it is counted in the attempt's ``notes_dropped`` instead of stored.
+    it is counted in the attempt's ``notes_dropped`` instead of stored. A note of only white
+    space says nothing: the heartbeat keeps none.
     """
+    if isinstance(note, str) and not note.strip():
+        note = None
     params = {
         **holder_params(endpoint_id, owner, lease_token),
         **extend_ttl(lease_ttl_seconds),
