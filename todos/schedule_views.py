@@ -27,6 +27,7 @@ from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import schedules
 from todos.models import MissedPolicy, Schedule
+from todos.present import pretty
 
 # The writer names fields as add() does; the form's names are the same, bar these.
 _FORM_FIELD = {"start_within": "start_within", "finish_within": "finish_within"}
@@ -147,11 +148,15 @@ def schedule_detail(request: BoardRequest, schedule_id: int) -> HttpResponse:
         "tick", "fired_at", "ticks", "error", "todo__id", "todo__state", "todo__title"
     )[:20]
     upcoming = [schedules.local_iso(t, schedule.timezone) for t in schedules.upcoming(schedule)]
-    return render(
-        request,
-        "schedules/schedule_detail.html",
-        {"section": "schedules", "schedule": schedule, "runs": runs, "upcoming": upcoming},
-    )
+    context = {
+        "section": "schedules",
+        "schedule": schedule,
+        "runs": runs,
+        "upcoming": upcoming,
+        # Indented JSON as the todo pages show a payload (autoescaped where rendered).
+        "payload_json": pretty(schedule.payload_template),
+    }
+    return render(request, "schedules/schedule_detail.html", context)
 
 
 @login_required

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import json
 
 import pytest
 from django.db import connection
@@ -154,6 +155,18 @@ def test_a_fired_tick_is_listed_with_its_todo(personas: Personas, alice_client: 
     page = alice_client.get(reverse("schedule_detail", args=[schedule.pk])).content.decode()
     assert "2026-06-01T09:00:00" in page
     assert f'href="{reverse("todo_detail", args=[fired.todo_id])}"' in page
+
+
+def test_the_payload_shows_as_indented_json(personas: Personas, alice_client: Client) -> None:
+    payload = {"k": "{tick}", "dry_run": True, "owner": None, "note": "<b>ünïcode</b>"}
+    schedule = alices(personas, payload=payload)
+
+    page = alice_client.get(reverse("schedule_detail", args=[schedule.pk])).content.decode()
+    shown = html.unescape(page.split('<pre class="payload">', 1)[1].split("</pre>", 1)[0])
+    # JSON as the todo pages show it (true and null, not Python's True and None), escaped.
+    assert json.loads(shown) == payload
+    assert shown == json.dumps(schedule.payload_template, indent=2, ensure_ascii=False)
+    assert "<b>ünïcode</b>" not in page
 
 
 def test_remove_asks_first(personas: Personas, alice_client: Client) -> None:
