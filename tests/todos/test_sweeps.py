@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from switchboard import runtime_settings
@@ -338,3 +338,10 @@ def test_a_sweep_that_fails_releases_its_lock(personas: Personas) -> None:
 
     with _other_session() as other:
         assert _lock_free(other, sweeps.LOCK_REAP)
+
+
+@pytest.mark.parametrize("interval", ["0", "-1", "nan", "inf", "0.05", "3601", "soon"])
+def test_the_sweeper_refuses_an_interval_out_of_bounds_in_one_line(interval: str) -> None:
+    """A zero, negative or NaN interval ran the passes back to back."""
+    with pytest.raises(CommandError, match="--interval"):
+        call_command("sweeper", "--interval", interval, "--once")

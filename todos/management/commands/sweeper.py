@@ -6,6 +6,7 @@ sweep takes an advisory lock per pass and locks its rows SKIP LOCKED, so none do
 
 from __future__ import annotations
 
+import argparse
 import signal
 from datetime import UTC, datetime
 from types import FrameType
@@ -16,6 +17,24 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from todos import sweeps
 
+# A zero, negative or NaN interval ran the passes back to back, thousands of transactions a
+# second. Below the setting's one-second floor (switchboard/settings.py) for tests and demos
+# that want a deadline or a reap seen at once.
+INTERVAL_MIN_SECONDS = 0.1
+INTERVAL_MAX_SECONDS = 3600.0
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not INTERVAL_MIN_SECONDS <= value <= INTERVAL_MAX_SECONDS:  # NaN fails this too
+        raise argparse.ArgumentTypeError(
+            f"must be from {INTERVAL_MIN_SECONDS:g} to {INTERVAL_MAX_SECONDS:g} seconds"
+        )
+    return value
+
 
 class Command(BaseCommand):
     help = "Run the sweeper loop (reap, requeue_retries, ring_unclaimed, retention) until SIGTERM."
@@ -23,7 +42,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--interval",
-            type=float,
+            type=_interval,
             default=float(settings.SWITCHBOARD_SWEEP_INTERVAL_SECONDS),
             help="Seconds between passes (default: SWITCHBOARD_SWEEP_INTERVAL_SECONDS).",
         )
