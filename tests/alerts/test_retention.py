@@ -7,6 +7,8 @@ alert itself stays for its own keep (alerts/sql/trim_alerts.sql)."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from alerts import messages, sweep
 from alerts.models import Alert, RuleKind
@@ -56,6 +58,27 @@ def test_retention_unlinks_the_alerts_of_the_todos_it_deletes_and_keeps_them_unt
     sweep.run()
     sent = {body["alert"]["subject"].split("@")[0]: body for body in receiver.bodies()}
     assert TITLE not in str(sent[gone]) and "deleted by retention" in sent[gone]["text"]
+
+
+def test_the_history_links_an_events_todo_until_retention_deletes_it(
+    personas: Personas, receiver: Receiver
+) -> None:
+    webhook(personas, receiver)
+    gone = dead_letter(personas.endpoint_a.id)
+    kept = dead_letter(personas.endpoint_a.id)
+    sweep.evaluate_all(sweep.AlertReport())
+    _past_retention(gone)
+    retention.run()
+    client = Client()
+    client.force_login(personas.alice)
+
+    page = client.get(reverse("alerts")).content.decode()
+
+    # A dead letter is an event, never open: the history is where it is listed.
+    history = page.split('id="alert-history"', 1)[1].split("</table>", 1)[0]
+    assert f'href="{reverse("todo_detail", args=[kept])}"' in history
+    assert f"Todo {gone} dead-lettered" in history
+    assert reverse("todo_detail", args=[gone]) not in history
 
 
 def test_a_forgotten_todo_s_alert_still_says_it_was_forgotten_once_retention_deletes_it() -> None:
