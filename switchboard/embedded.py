@@ -92,9 +92,18 @@ def record_server(
 ) -> None:
     """Note in ``data_dir`` that this process serves ``database_url`` (its password left out),
     at ``url`` when given (``server_url``: what ``seed_demo --reissue`` prints beside it); the
-    note goes when the process exits, and a note whose process is gone is ignored."""
+    note goes when the process exits, and a note whose process is gone is ignored. A note of
+    another live process stays as it is."""
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / SERVER_RECORD
+    if (other := running_server(data_dir)) is not None and other.get("pid") != os.getpid():
+        # A second server in the checkout: the commands keep following the first.
+        log.warning(
+            "another server (pid %s) is noted in %s: commands here keep following it",
+            other.get("pid"),
+            path,
+        )
+        return
     record: dict[str, object] = {
         "pid": os.getpid(),
         "database": safe_url(database_url),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,46 @@ def test_the_server_note_hides_the_password_and_is_ignored_once_its_process_is_g
 def test_safe_url_leaves_out_only_the_password(url: str) -> None:
     assert "p%40ss" not in embedded.safe_url(url)
     assert embedded.safe_url(url).startswith("postgres://u")
+
+
+def test_a_second_servers_note_leaves_the_first_ones(tmp_path: Path) -> None:
+    """Commands in the checkout keep following the server that was there first."""
+    first = {"pid": os.getpid(), "database": "postgres://a@h/first", "embedded": False}
+    (tmp_path / "server.json").write_text(json.dumps(first))
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from switchboard import embedded;"
+            " embedded.record_server(Path(sys.argv[1]), 'postgres://b@h/second',"
+            " is_embedded=False)",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "another server" in child.stderr
+    assert embedded.running_server(tmp_path) == first
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line_and_notes_nothing(tmp_path: Path) -> None:
+    """Before: it noted itself, failed in daphne, and took the running server's note with it."""
+    first = {"pid": os.getpid(), "database": "postgres://a@h/first", "embedded": False}
+    (tmp_path / "server.json").write_text(json.dumps(first))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = manage(
+            {"SWITCHBOARD_DATA_DIR": str(tmp_path), "DATABASE_URL": settings.DATABASE_URL},
+            "serve",
+            "--port",
+            str(port),
+            "--no-seed",
+            "--no-sweeper",
+        )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert embedded.running_server(tmp_path) == first

@@ -9,10 +9,31 @@ it: switchboard/embedded.py).
 from __future__ import annotations
 
 import os
+import socket
 from typing import Any
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+def _check_free(host: str, port: int) -> None:
+    """``CommandError`` when ``host:port`` cannot be listened on (another server holds it):
+    said before anything is migrated, seeded or noted, where daphne would say it only after."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise CommandError(f"cannot listen on {host}:{port}: {exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        # As the server will bind it: a port left in TIME_WAIT by a server just stopped is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise CommandError(
+                f"cannot listen on {host}:{port}: {exc.strerror} (is another server running"
+                " there? PORT=… picks another port)"
+            ) from None
 
 
 class Command(BaseCommand):
@@ -37,6 +58,7 @@ class Command(BaseCommand):
         # manage.py started it already; this covers call_command("serve") and costs nothing.
         embedded.ensure_running()
         host, port = options["host"], options["port"]
+        _check_free(host, port)
         url = embedded.server_url(host, port)
         # For the commands run beside this server in the checkout: manage.py reads its database,
         # seed_demo --reissue its address.
