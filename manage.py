@@ -8,8 +8,8 @@ do start nothing (``NO_DATABASE``), so ``manage.py check`` on a fresh checkout s
 A command that cannot use the database says so in one line on standard error, with what to set,
 and exits 1: when the server running in this checkout (``manage.py serve``) uses a
 ``DATABASE_URL`` this command was not given, instead of starting a second, empty embedded
-database; when the database does not answer; when it has no tables yet. ``--traceback`` shows
-the whole error instead.
+database; when the database does not answer; when it has no tables yet. So does an argument
+that is not UTF-8 text. ``--traceback`` shows the whole error instead.
 """
 
 from __future__ import annotations
@@ -102,11 +102,24 @@ def database_error(exc: BaseException) -> str | None:
     return None
 
 
+def not_utf8(args: Sequence[str]) -> str | None:
+    """The first argument that is not UTF-8 text (Python keeps its bytes as surrogates, which
+    every later encode refuses), shown as its bytes; None when all are."""
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return repr(arg.encode("utf-8", "surrogateescape"))
+    return None
+
+
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "switchboard.settings")
     from django.core.management import execute_from_command_line
 
     argv = sys.argv[1:]
+    if (bad := not_utf8(argv)) is not None:
+        fail(f"an argument is not UTF-8 text: {bad}")
     if not needs_database(argv):
         execute_from_command_line(sys.argv)
         return

@@ -44,6 +44,10 @@ def test_prices_load_then_show_round_trips_and_a_bad_file_changes_nothing(
     bad.write_text(f"{HEADER}\nok,,2025-01-01,1,1,,,\nneg,,2025-01-01,1,-2,,,\n")
     with pytest.raises(CommandError, match="line 3: output: a price cannot be negative"):
         run("prices", "load", str(bad))
+    latin1 = tmp_path / "latin1.csv"
+    latin1.write_bytes(f"{HEADER}\nmod\xe8le,,2025-01-01,1,1,,,\n".encode("latin-1"))
+    with pytest.raises(CommandError, match="not UTF-8 text at byte"):
+        run("prices", "load", str(latin1))
     assert Price.objects.count() == before
 
 

@@ -169,3 +169,15 @@ def test_serve_on_a_busy_port_says_so_in_one_line_and_notes_nothing(tmp_path: Pa
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
     assert embedded.running_server(tmp_path) == first
+
+
+def test_an_argument_that_is_not_utf8_is_one_line_naming_its_bytes() -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "todos", "cancel", "td_x", "--reason", b"a\xff"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert one_line(done) == "manage.py: an argument is not UTF-8 text: b'a\\xff'"

@@ -34,9 +34,15 @@ class Command(BaseCommand):
         if not name:
             raise CommandError("prices load needs a FILE")
         try:
-            text = self.stdin.read() if name == "-" else Path(name).read_text()  # type: ignore[attr-defined]
+            text = (
+                self.stdin.read()  # type: ignore[attr-defined]
+                if name == "-"
+                else Path(name).read_text(encoding="utf-8")
+            )
         except OSError as exc:
             raise CommandError(f"cannot read {name}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"cannot read {name}: not UTF-8 text at byte {exc.start}") from None
         try:
             rows = prices.parse(text)
         except prices.PriceError as exc:
