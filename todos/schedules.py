@@ -227,7 +227,7 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
     queue = limits.check_name("queue", values["queue"])
     if queue != queue.strip():
         raise InvalidInput("queue", "must not have spaces around it")
-    return {
+    checked = {
         "queue": queue,
         "title_template": check_template("title", values["title_template"], limits.TITLE_MAX_BYTES),
         "payload_template": _check_payload(values["payload_template"]),
@@ -255,6 +255,12 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
         "timezone": values["timezone"],
         "missed": _check_missed(values["missed"]),
     }
+    # Each tick's todo must start by its finish: a start window longer than the finish window
+    # would be refused at every tick (lifecycle.create: start_by after finish_by).
+    start, finish = checked["start_within_seconds"], checked["finish_within_seconds"]
+    if start is not None and finish is not None and start > finish:
+        raise InvalidInput("start_within", "must not be longer than finish_within")
+    return checked
 
 
 def check(**fields: Any) -> dict[str, Any]:

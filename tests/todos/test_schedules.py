@@ -79,6 +79,8 @@ def test_add_sets_the_first_tick_after_now(personas: Personas) -> None:
         ({"run_timeout_seconds": 5}, "run_timeout_seconds", "between 10"),
         ({"run_timeout_seconds": 7 * 86400 + 1}, "run_timeout_seconds", "and 604800"),
         ({"finish_within": 0}, "finish_within", "between 1"),
+        # Every tick's todo would be refused (start_by after finish_by).
+        ({"start_within": 100, "finish_within": 10}, "start_within", "not be longer than"),
         ({"max_attempts": 0}, "max_attempts", "between 1 and"),
     ],
 )
