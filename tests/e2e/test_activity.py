@@ -59,3 +59,33 @@ def test_the_trail_tells_the_story_and_the_feed_links_to_it(board: Board, demo: 
     expect(page).to_have_url(board.live.url(f"/todos/{todo_id}#activity-2"))
     expect(page.locator("#activity-2")).to_be_in_viewport()
     expect(page.locator(".rail .badge.unread")).to_have_count(0)
+
+
+# Every stamp of the entries on the page: whether it is drawn whole (its box holds its text),
+# how far its right edge is from its entry's text, and its box's width.
+STAMPS = """els => els.map(el => {
+    const what = el.parentElement.querySelector(':scope > .what');
+    return {text: el.textContent, whole: el.scrollWidth <= el.clientWidth,
+            gap: what.getBoundingClientRect().left - el.getBoundingClientRect().right,
+            width: Math.round(el.getBoundingClientRect().width)};
+})"""
+
+
+def test_the_trail_and_the_feed_show_whole_stamps_beside_their_text(
+    board: Board, demo: Demo
+) -> None:
+    page = board.page
+    board.login("demo")
+
+    for path, entries in (
+        (f"/todos/{demo.died_then_failed}", ".trail-entry > time.when"),
+        ("/activity/", ".feed-entry > time.when"),
+    ):
+        board.goto(path)
+        stamps = page.locator(entries).evaluate_all(STAMPS)
+        assert stamps, path
+        for stamp in stamps:
+            assert stamp["text"].endswith(" UTC"), stamp
+            assert stamp["whole"] and stamp["gap"] > 0, (path, stamp)
+        # One column: every entry's stamp as wide as the others.
+        assert len({stamp["width"] for stamp in stamps}) == 1, (path, stamps)
