@@ -203,6 +203,8 @@ def _not_waiting(endpoint: Endpoint, todo_id: str) -> UnsupportedOperationError:
 def send(endpoint: Endpoint, params: SendMessageRequest) -> Task:
     """A new message creates a todo; a message naming a task answers it."""
     message = params.message
+    if params.HasField("configuration"):
+        _check_history_length(params.configuration)
     if not message.parts:
         raise InvalidParamsError("message.parts: at least one part is required")
     if message.task_id:
@@ -226,10 +228,22 @@ def cancel(endpoint: Endpoint, todo_id: str) -> Task:
 _STATE_FILTER = {value: key for key, value in tasks.STATES.items()}
 
 
+def _check_history_length(params: Any) -> None:
+    """A task carries no message history here, so any length gives none; a negative one is
+    still a bad request."""
+    if params.HasField("history_length") and params.history_length < 0:
+        raise InvalidParamsError("historyLength: must not be negative")
+
+
 def list_tasks(endpoint: Endpoint, params: ListTasksRequest) -> ListTasksResponse:
     """A page of the endpoint's tasks, newest first (the keyset cursor of ``list_todos``)."""
     if params.context_id:
         raise UnsupportedOperationError("filtering tasks by contextId is not supported")
+    if params.HasField("status_timestamp_after"):
+        raise UnsupportedOperationError("filtering tasks by statusTimestampAfter is not supported")
+    _check_history_length(params)
+    if params.status and params.status not in _STATE_FILTER:
+        raise InvalidParamsError(f"status: {params.status} is not a task state")
     size = params.page_size if params.HasField("page_size") else LIST_PAGE_DEFAULT
     if not 1 <= size <= LIST_PAGE_MAX:
         raise InvalidParamsError(f"pageSize: must be between 1 and {LIST_PAGE_MAX}")
@@ -238,7 +252,7 @@ def list_tasks(endpoint: Endpoint, params: ListTasksRequest) -> ListTasksRespons
         after = queries.Cursor.decode(params.page_token)
         if after is None:
             raise InvalidParamsError("pageToken: not a token this server returned")
-    state = _STATE_FILTER.get(params.status, "") if params.status else ""
+    state = _STATE_FILTER[params.status] if params.status else ""
     page = queries.todo_page(
         Scope.of_endpoint(endpoint.id), queries.TodoFilters(state=state), after, size=size
     )
@@ -257,6 +271,7 @@ class TodoRequestHandler(RequestHandler):
     """Every A2A method, in the calling endpoint's scope."""
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        _check_history_length(params)
         return await _in_thread(read_task)(_endpoint(context), params.id)
 
     async def on_list_tasks(

@@ -243,6 +243,19 @@ def test_cancel_and_list(live: LiveServer, personas: Personas, version: str) -> 
                 ListTasksRequest(status=TaskState.TASK_STATE_SUBMITTED)
             )
             assert [t.id for t in submitted.tasks] == [second.id]
+            # A filter or a length it cannot honour is refused, never dropped: a status no task
+            # has (an enum value past the defined ones), a time filter, a negative history.
+            with pytest.raises(A2AError, match="status"):
+                await client.list_tasks(ListTasksRequest(status=99))  # type: ignore[arg-type]
+            later = ListTasksRequest()
+            later.status_timestamp_after.GetCurrentTime()
+            with pytest.raises(UnsupportedOperationError, match="statusTimestampAfter"):
+                await client.list_tasks(later)
+            with pytest.raises(A2AError, match="historyLength"):
+                await client.list_tasks(ListTasksRequest(history_length=-1))
+            with pytest.raises(A2AError, match="historyLength"):
+                await client.get_task(GetTaskRequest(id=second.id, history_length=-1))
+            assert (await client.get_task(GetTaskRequest(id=second.id, history_length=0))).id
 
     run(scenario())
 
