@@ -52,8 +52,53 @@ _MINTED_ON_ADD = "_switchboard_minted_key"
 # --- humans ------------------------------------------------------------------------------------
 
 
+class SaysTeamRefusals:
+    """Say a refusal of ``switchboard.teams`` (the last admin removed, demoted or deleted with
+    their human, a human added twice, a name taken meanwhile) on the page it came from, as the
+    admin says a form's error, instead of a bare 403: the writer's reason as an error message,
+    then back to the object's page (the add page for an add). The admin's change and delete
+    views each run in one transaction, which the refusal rolls back: no row and no log entry is
+    written."""
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
+        except teams.TeamRefused as exc:
+            return self._refused(request, exc, "Not added" if object_id is None else "Not changed")
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        try:
+            return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]
+        except teams.TeamRefused as exc:
+            back = reverse(f"admin:{self._url_name('change')}", args=[quote(object_id)])
+            return self._refused(request, exc, "Not deleted", back)
+
+    def _url_name(self, view: str) -> str:
+        meta = self.model._meta  # type: ignore[attr-defined]
+        return f"{meta.app_label}_{meta.model_name}_{view}"
+
+    def _refused(
+        self, request: HttpRequest, exc: teams.TeamRefused, said: str, back: str | None = None
+    ) -> HttpResponse:
+        self.message_user(request, f"{said}: {exc.message}.", messages.ERROR)  # type: ignore[attr-defined]
+        return redirect(back or request.path)
+
+
 @admin.register(Human)
-class HumanAdmin(RefusesUnusableQueries, UserAdmin):
+class HumanAdmin(SaysTeamRefusals, RefusesUnusableQueries, UserAdmin):
+    """Humans, deleted through ``switchboard.teams.delete_humans``: a human who owns an
+    endpoint, a source or a channel is protected by it (move or remove those first), and one
+    who is a team's last admin by that membership (make another member an admin first), both
+    listed on the delete page and the bulk delete's, which then refuse."""
+
     list_display = (
         "username",
         "email",
@@ -72,6 +117,31 @@ class HumanAdmin(RefusesUnusableQueries, UserAdmin):
     @admin.display(description="endpoints", ordering="_endpoints")
     def endpoint_count(self, obj: Human) -> int:
         return obj._endpoints  # type: ignore[attr-defined]
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for member, refusal in teams.last_admin_refusals([human.pk for human in objs]):
+            url = reverse("admin:switchboard_teammember_change", args=[quote(member.pk)])
+            protected.append(
+                format_html('Team member: <a href="{}">{}</a>: {}', url, member, refusal.message)
+            )
+        return deleted, counts, perms_needed, protected
+
+    # A refusal that comes only at the delete (a team's other admin removed meanwhile) goes up
+    # to SaysTeamRefusals on the delete page, and is said here for the bulk delete.
+    def delete_model(self, request: HttpRequest, obj: Human) -> None:
+        teams.delete_humans(Human.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Human]) -> None:
+        teams.delete_humans(queryset)
+
+    def response_action(self, request: HttpRequest, queryset: Any, *args: Any) -> Any:
+        try:
+            with transaction.atomic():  # the log entries roll back with a refused delete
+                return super().response_action(request, queryset, *args)
+        except teams.TeamRefused as exc:
+            self.message_user(request, f"Not deleted: {exc.message}.", messages.ERROR)
+            return redirect(request.get_full_path())
 
 
 # --- endpoints and keys ------------------------------------------------------------------------
@@ -421,45 +491,6 @@ def _settings_help() -> str:
 # Written through switchboard.teams only, as on the Board and in manage.py team: a team is
 # created with its first admin; a membership is added, re-roled or removed there, so adding a
 # human twice and removing or demoting the last admin are refused with the same reason here.
-
-
-class SaysTeamRefusals:
-    """Say a refusal of ``switchboard.teams`` (the last admin removed or demoted, a human added
-    twice, a name taken meanwhile) on the page it came from, as the admin says a form's error,
-    instead of a bare 403: the writer's reason as an error message, then back to the object's
-    page (the add page for an add). The admin's change and delete views each run in one
-    transaction, which the refusal rolls back: no row and no log entry is written."""
-
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)  # type: ignore[misc]
-        except teams.TeamRefused as exc:
-            return self._refused(request, exc, "Not added" if object_id is None else "Not changed")
-
-    def delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        try:
-            return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]
-        except teams.TeamRefused as exc:
-            back = reverse(f"admin:{self._url_name('change')}", args=[quote(object_id)])
-            return self._refused(request, exc, "Not deleted", back)
-
-    def _url_name(self, view: str) -> str:
-        meta = self.model._meta  # type: ignore[attr-defined]
-        return f"{meta.app_label}_{meta.model_name}_{view}"
-
-    def _refused(
-        self, request: HttpRequest, exc: teams.TeamRefused, said: str, back: str | None = None
-    ) -> HttpResponse:
-        self.message_user(request, f"{said}: {exc.message}.", messages.ERROR)  # type: ignore[attr-defined]
-        return redirect(back or request.path)
 
 
 class TeamForm(forms.ModelForm):

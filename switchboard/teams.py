@@ -7,14 +7,17 @@ before anything is written: a bad or taken name, a human already in the team, re
 last admin, or a mover who does not administer the team or manage the endpoint.
 
 A team always keeps an admin: creating one makes its creator the first, and the last cannot be
-removed or demoted (the team's row is locked while admins are counted, so two removals racing
-cannot both pass).
+removed or demoted, nor deleted with their human (``delete_humans``; the team's row is locked
+while admins are counted, so two removals racing cannot both pass).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 
 from switchboard.models import Human, Owned, Team, TeamMember, TeamRole
 from switchboard.scope import administers, managed_by, teams_of
@@ -97,6 +100,62 @@ def set_role(team: Team, human: Human, *, admin: bool) -> TeamMember:
         member.role = TeamRole.ADMIN if admin else TeamRole.MEMBER
         member.save(update_fields=["role"])
         return member
+
+
+def last_admin_refusals(human_ids: Collection[int]) -> list[tuple[TeamMember, TeamRefused]]:
+    """What deleting the humans ``human_ids`` together would take from their teams: for each
+    team whose every admin is among them, one of those admin memberships with the
+    ``last_admin`` refusal naming the team, by team name. Their memberships go with a deleted
+    human (``TeamMember.human`` cascades), so without this check a team could be left with
+    members and no admin, which only the system could mend."""
+    ids = set(human_ids)
+    admins = (
+        TeamMember.objects.filter(
+            role=TeamRole.ADMIN,
+            team__in=TeamMember.objects.filter(human__in=ids, role=TeamRole.ADMIN).values("team"),
+        )
+        .select_related("team", "human")
+        .order_by("team__name", "human__username")
+    )
+    by_team: dict[int, list[TeamMember]] = {}
+    for member in admins:
+        by_team.setdefault(member.team_id, []).append(member)
+    refusals = []
+    for members in by_team.values():
+        if any(m.human_id not in ids for m in members):
+            continue
+        names = [m.human.username for m in members]
+        who = (
+            f"{names[0]} is the last admin"
+            if len(names) == 1
+            else f"{', '.join(names[:-1])} and {names[-1]} are the last admins"
+        )
+        refusal = TeamRefused(
+            "last_admin",
+            f"{who} of team {members[0].team.name}; make another member an admin first",
+        )
+        refusals.append((members[0], refusal))
+    return refusals
+
+
+def delete_humans(humans: QuerySet[Human]) -> None:
+    """Delete ``humans`` with their memberships; refused (``last_admin``, nothing deleted) when
+    that would leave a team without an admin. The teams they administer are locked first, as
+    ``remove_member`` locks its team, so a removal or a delete racing this one cannot take the
+    other admin meanwhile."""
+    with transaction.atomic():
+        ids = list(humans.values_list("pk", flat=True))
+        administered = TeamMember.objects.filter(human__in=ids, role=TeamRole.ADMIN)
+        list(
+            Team.objects.select_for_update()
+            .filter(pk__in=administered.values("team"))
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        refusals = last_admin_refusals(ids)
+        if refusals:
+            raise refusals[0][1]
+        Human.objects.filter(pk__in=ids).delete()
 
 
 def _other_admins(team: Team, human: Human) -> bool:

@@ -8,13 +8,16 @@ from typing import Any
 
 import pytest
 from django.contrib.admin.models import LogEntry
+from django.contrib.auth.admin import UserAdmin
 from django.test import Client
 from django.urls import reverse
 
 from switchboard import teams
-from switchboard.models import Team, TeamMember
+from switchboard.admin import HumanAdmin
+from switchboard.models import Human, Team, TeamMember
 from tests.admin_helpers import admin_messages, admin_url
 from tests.base import Personas
+from tests.factories import HumanFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -93,3 +96,92 @@ def test_a_demotion_with_another_admin_left_goes_through(
 
     assert response.status_code == 302
     assert _alices(ops, personas).role == "member"
+
+
+# --- deleting a human ---------------------------------------------------------------------------
+# Their memberships go with them (TeamMember.human cascades); a team's last admin among them
+# protects the human as an endpoint they own does.
+
+
+@pytest.fixture
+def crew() -> tuple[Team, Human, Human]:
+    """Team crew: carol its only admin, dave a member; neither owns anything."""
+    carol, dave = HumanFactory(username="carol"), HumanFactory(username="dave")
+    team = teams.create_team("crew", carol)
+    teams.add_member(team, dave)
+    return team, carol, dave
+
+
+def test_deleting_a_teams_last_admin_is_refused_naming_the_team(
+    admin_client: Client, crew: tuple[Team, Human, Human]
+) -> None:
+    _, carol, _ = crew
+    url = admin_url("admin:switchboard_human_delete", carol.pk)
+    before, logged = _memberships(), LogEntry.objects.count()
+
+    page = admin_client.get(url).content.decode()
+    response = admin_client.post(url, {"post": "yes"})
+
+    assert "carol is the last admin of team crew; make another member an admin first" in page
+    assert 'type="submit"' not in page.split('id="content"')[1]
+    assert response.status_code == 200  # the same page again, nothing deleted
+    assert Human.objects.filter(pk=carol.pk).exists()
+    assert _memberships() == before and LogEntry.objects.count() == logged
+
+
+def test_the_bulk_delete_refuses_a_teams_last_admins_together(
+    admin_client: Client, crew: tuple[Team, Human, Human]
+) -> None:
+    team, carol, dave = crew
+    teams.set_role(team, dave, admin=True)
+    before = _memberships()
+
+    response = admin_client.post(
+        reverse("admin:switchboard_human_changelist"),
+        {"action": "delete_selected", "_selected_action": [carol.pk, dave.pk], "post": "yes"},
+    )
+
+    assert response.status_code == 200
+    assert "carol and dave are the last admins of team crew" in response.content.decode()
+    assert Human.objects.filter(pk__in=[carol.pk, dave.pk]).count() == 2
+    assert _memberships() == before
+
+
+def test_an_admin_with_another_admin_left_is_deleted_with_the_membership(
+    admin_client: Client, crew: tuple[Team, Human, Human]
+) -> None:
+    team, carol, dave = crew
+    teams.set_role(team, dave, admin=True)
+
+    response = admin_client.post(
+        reverse("admin:switchboard_human_changelist"),
+        {"action": "delete_selected", "_selected_action": [carol.pk], "post": "yes"},
+    )
+
+    assert response.status_code == 302
+    assert not Human.objects.filter(pk=carol.pk).exists()
+    assert set(TeamMember.objects.filter(team=team).values_list("human__username", "role")) == {
+        ("dave", "admin")
+    }
+
+
+def test_a_delete_the_page_let_through_is_refused_by_the_writer(
+    admin_client: Client, crew: tuple[Team, Human, Human], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page's check and the delete are two reads: another admin removed between them
+    leaves the writer, which locks the team, to refuse."""
+    _, carol, _ = crew
+    monkeypatch.setattr(HumanAdmin, "get_deleted_objects", UserAdmin.get_deleted_objects)
+    before, logged = _memberships(), LogEntry.objects.count()
+
+    response = admin_client.post(
+        admin_url("admin:switchboard_human_delete", carol.pk), {"post": "yes"}
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == admin_url("admin:switchboard_human_change", carol.pk)
+    assert admin_messages(response) == [
+        "Not deleted: carol is the last admin of team crew; make another member an admin first."
+    ]
+    assert Human.objects.filter(pk=carol.pk).exists()
+    assert _memberships() == before and LogEntry.objects.count() == logged
