@@ -45,7 +45,12 @@ def _parse(uri: str) -> tuple[str, str]:
     kind, sep, name = uri[len(SCHEME) :].partition("/")
     if not sep or not name or "/" in name or kind not in ("todos", "queues"):
         raise ResourceError(uri)
-    name = unquote(name)
+    # Strictly: an escape that is not UTF-8 (``%FF``) names nothing, where the default would
+    # read it as U+FFFD and name another queue.
+    try:
+        name = unquote(name, errors="strict")
+    except UnicodeDecodeError:
+        raise ResourceError(uri) from None
     # A name no todo or queue can have names nothing: a queue is a lifecycle name, and an id
     # PostgreSQL cannot compare (NUL, a lone surrogate) must not reach it.
     try:

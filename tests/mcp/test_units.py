@@ -12,7 +12,7 @@ from django.test import override_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_server import schemas, sessions
+from mcp_server import resources, schemas, sessions
 from mcp_server import server as mcp_server
 from mcp_server.transport import Refused, check_message, host_allowed, origin_allowed
 from switchboard.lib import traceparent
@@ -246,3 +246,19 @@ def test_a_refused_argument_is_still_named_by_jsonschema() -> None:
         "lease_ttl_seconds: 1180591620717411303424 is greater than the maximum of 86400"
     )
     assert mcp_server._argument_error("claim_next", {**huge, "lease_ttl_seconds": 60}) is None
+
+
+@pytest.mark.parametrize(
+    ("uri", "queue"),
+    [
+        ("switchboard://queues/ci%20jobs", "ci jobs"),
+        ("switchboard://queues/caf%C3%A9", "café"),
+        # An escape that is not UTF-8 names nothing (it read as U+FFFD, another queue's name).
+        ("switchboard://queues/ci%FF", None),
+        ("switchboard://queues/%C3", None),
+    ],
+)
+def test_a_queue_uri_names_its_queue_only_when_its_escapes_are_utf8(
+    uri: str, queue: str | None
+) -> None:
+    assert resources.queue_of(uri) == queue
