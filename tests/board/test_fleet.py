@@ -130,7 +130,7 @@ def test_the_endpoint_page_lists_its_claims_with_lease_countdowns(
 
     body = alice_client.get(reverse("endpoint_detail", args=["agent-a"])).content.decode()
 
-    claims = body[body.index('<table id="claims">') :]
+    claims = body[body.index('<table id="claims"') :]
     claims = claims[: claims.index("</table>")]
     assert "fix the build" in claims and held.todo.id in claims
     assert "bob&#x27;s secret task" not in body

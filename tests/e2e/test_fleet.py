@@ -4,12 +4,14 @@ endpoint's page (its claims), the todo's page and the drawer."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import Locator, expect
 
 from switchboard import demo as demo_data
-from tests.e2e.conftest import Board, Demo
+from switchboard.models import Endpoint
+from tests.e2e.conftest import PHONE, Board, Demo
 from todos import lifecycle
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
@@ -67,3 +69,35 @@ def test_the_lease_counts_down_on_the_endpoint_page_the_todo_page_and_the_drawer
     expect(drawer).to_contain_text("Lease")
     # Swapped in by htmx after the page loaded: it counts from its own render.
     assert_ticks_down(board, drawer.locator("time[data-lease-left]"))
+
+
+def test_the_endpoint_page_fits_a_phone(open_board: Callable[..., Board], demo: Demo) -> None:
+    todo = lifecycle.create(
+        demo.endpoint_id, queue="ci-failures", title="Flaky login test in the checkout flow"
+    )
+    lifecycle.claim(
+        demo.endpoint_id,
+        todo.id,
+        owner=demo_data.BOT,
+        claimant="demo-bot/run-12",
+        lease_ttl_seconds=LEASE_SECONDS,
+    )
+    Endpoint.objects.filter(pk=demo.endpoint_id).update(push_url="https://agent.example.com/ring")
+    board = open_board(viewport=PHONE)
+    page = board.page
+    board.login("demo")
+
+    board.goto(f"/endpoints/{demo_data.ENDPOINT_SLUG}")
+    row = page.locator(f'#claims tr[data-todo="{todo.id}"]')
+    expect(row).to_contain_text("demo-bot/run-12")
+    # Nothing wider than the screen: no sideways scrolling of the page or inside a table's box.
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    for scroller in page.locator(".scroll-x").all():
+        assert scroller.evaluate("el => el.scrollWidth <= el.clientWidth")
+    # The push URL's field and the claim, read as a card, inside the screen.
+    shown = [page.get_by_role("textbox", name="Push URL")]
+    shown += row.locator("td[data-label]:visible").all()
+    assert len(shown) == 5  # the field, and the todo, queue, holder and lease
+    for element in shown:
+        box = element.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
