@@ -8,7 +8,6 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.forms import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse
@@ -80,16 +79,24 @@ class ChannelForm(forms.ModelForm):
         fields = ("owner", "team", "kind", "name", "url", "email", "enabled")
 
     def clean(self) -> dict[str, Any]:
+        """Each value checked as ``alerts.channels`` checks it when saving, the refusal on its
+        field: the target by the channel's kind, which is the form's on add and the channel's
+        own on edit (read-only there, so not in the data)."""
         data = super().clean() or {}
         if "owner" in self.fields and (data.get("owner") is None) == (data.get("team") is None):
             raise forms.ValidationError("Choose an owner or a team, exactly one.")
-        try:
-            if data.get("kind") == ChannelKind.WEBHOOK:
-                data["url"] = channels.check_url(data.get("url") or "")
-            elif data.get("kind") == ChannelKind.EMAIL:
-                data["email"] = channels.check_email(data.get("email") or "")
-        except InvalidInput as exc:
-            raise ValidationError({exc.field: str(exc)}) from None
+        kind = data.get("kind") if "kind" in self.fields else self.instance.kind
+        for field, check in (
+            ("name", channels.check_name),
+            ("url", channels.check_url if kind == ChannelKind.WEBHOOK else None),
+            ("email", channels.check_email if kind == ChannelKind.EMAIL else None),
+        ):
+            if check is None or field not in data:
+                continue
+            try:
+                data[field] = check(data[field] or "")
+            except InvalidInput as exc:
+                self.add_error(field, str(exc))
         return data
 
 

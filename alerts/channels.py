@@ -86,6 +86,15 @@ def check_url(url: str, *, allow_private: bool | None = None) -> str:
     return url
 
 
+def check_name(name: str) -> str:
+    """The channel's name as stored; ``InvalidInput`` for one too long or hiding a control
+    character."""
+    name = _plain("name", name.strip())
+    if len(name) > NAME_MAX_CHARS:
+        raise InvalidInput("name", f"at most {NAME_MAX_CHARS} characters")
+    return name
+
+
 def check_email(address: str) -> str:
     address = _plain("email", address.strip())
     try:
@@ -171,9 +180,7 @@ def add_channel(
         raise ValueError("a channel is owned by a human or by a team, exactly one")
     if (webhook is None) == (email is None):
         raise InvalidInput("channel", "give a webhook URL or an email address, one of them")
-    name = _plain("name", name.strip())
-    if len(name) > NAME_MAX_CHARS:
-        raise InvalidInput("name", f"at most {NAME_MAX_CHARS} characters")
+    name = check_name(name)
     secret = None
     if webhook is not None:
         url = check_url(webhook, allow_private=allow_private)
@@ -202,9 +209,7 @@ def update_channel(
 ) -> AlertChannel:
     """Change a channel's name, target or switch; the target is checked as at creation."""
     if name is not None:
-        if len(_plain("name", name.strip())) > NAME_MAX_CHARS:
-            raise InvalidInput("name", f"at most {NAME_MAX_CHARS} characters")
-        channel.name = name.strip()
+        channel.name = check_name(name)
     if url is not None:
         if channel.kind != ChannelKind.WEBHOOK:
             raise InvalidInput("url", "an email channel has no URL")

@@ -144,3 +144,43 @@ def test_the_admins_test_action_refuses_as_the_boards_button_does(
     second = act()  # within 10 s of the first: throttled
     assert "Test alerts queued for 0 channel(s)" in second and "2 channel(s) refused" in second
     assert list(AlertDelivery.objects.values_list("channel_id", "message")) == [(on.pk, "test")]
+
+
+@pytest.mark.django_db
+@override_settings(SWITCHBOARD_PUSH_ALLOW_PRIVATE=False)
+@pytest.mark.parametrize(
+    ("kind", "target", "field", "bad", "said"),
+    [
+        ("email", "ops@example.com", "email", "bad", "not an email address: 'bad'"),
+        ("webhook", "https://93.184.216.34/hook", "url", "http://127.0.0.1/", "private"),
+        ("webhook", "https://93.184.216.34/hook", "url", "ftp://x/", "http"),
+        ("webhook", "https://93.184.216.34/hook", "url", "", "a webhook URL of 1 to"),
+        ("email", "ops@example.com", "name", "ops\x07", "control characters"),
+    ],
+)
+def test_editing_a_channel_checks_its_target_by_its_own_kind(
+    personas: Personas,
+    admin_client: Client,
+    kind: str,
+    target: str,
+    field: str,
+    bad: str,
+    said: str,
+) -> None:
+    """The kind is read-only on edit, so it is not in the form's data: the channel's own kind
+    decides which target is checked, and a bad one is said on its field (it was a 500)."""
+    if kind == "email":
+        channel, _ = channels.add_channel(personas.alice, email=target)
+    else:
+        channel, _ = channels.add_channel(personas.alice, webhook=target)
+    url = reverse("admin:alerts_alertchannel_change", args=[channel.pk])
+    data = form(personas, **{"url": channel.url, "email": channel.email, field: bad})
+    del data["owner"], data["kind"]
+
+    response = admin_client.post(url, data)
+
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == [field] and said in errors[field][0]
+    channel.refresh_from_db()
+    assert (channel.url or channel.email, channel.name) == (target, "")
