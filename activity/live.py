@@ -397,6 +397,7 @@ def trail_push(human_id: int, watermark: Watermark, csrf_token: str | None) -> s
                 open_group_html += "\n"
     context = {
         "todo": todo,
+        "trail": trail,  # the count above the trail (attempts not shown, activity cut)
         "live_html": SafeString(
             "".join(
                 [

@@ -193,9 +193,6 @@ def trail_page(
         "trail": trail,
         "holders": trail.names,  # the lease's holder among the trail's names (no query)
         "blocks": trail_blocks(trail, rows),
-        "attempts_total": todo.attempts_total,
-        "attempts_pruned": todo.attempts_pruned,
-        "attempts_not_shown": trail.attempts_not_shown,
         # The buttons the statements would accept; they still decide.
         "actions": states.operator_actions(
             todo, now, endpoint_revoked=todo.endpoint.revoked_at is not None

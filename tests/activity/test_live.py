@@ -226,6 +226,28 @@ def test_a_board_retry_pushes_its_entry_into_the_open_pages_container(
     live_test(go)
 
 
+def test_a_claim_pushes_the_count_of_attempts_above_the_trail(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    todo_id = new_todo(ep).id
+    page = paint(alice_client, f"/todos/{todo_id}")
+    count = f'<p class="muted small" id="sb-trail-count-{todo_id}"'
+    assert f"{count}>0 attempts in all." in page
+
+    async def go() -> None:
+        async with socket(alice_client, ws_path(page)) as ws:
+            await connected(ws)
+            assert f'{count} hx-swap-oob="true">0 attempts in all.' in await ws.receive_from(WAIT)
+            await db(lifecycle.claim, ep, todo_id, owner=OWNER)
+            pushed = await ws.receive_from(WAIT)
+            while "attempt-1-claim" not in pushed:  # a push per change, in order
+                pushed = await ws.receive_from(WAIT)
+            assert f'{count} hx-swap-oob="true">1 attempt in all.' in pushed
+
+    live_test(go)
+
+
 def test_a_reconnect_resends_everything_since_the_first_paint_once(
     alice_client: Client, personas: Personas
 ) -> None:
