@@ -111,6 +111,7 @@ def test_change_page_of_every_model_renders_for_a_superuser(
         "switchboard_setting",
         "todos_source",
         "todos_rule",
+        "todos_queuesettings",
     ],
 )
 def test_add_page_renders_where_adding_is_allowed(admin_client: Client, name: str) -> None:

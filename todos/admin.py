@@ -26,7 +26,7 @@ from switchboard.lib.admin import (
 )
 from switchboard.lib.errors import InvalidInput, LifecycleError
 from switchboard.scope import Scope, acting_human
-from todos import lifecycle, schedules
+from todos import lifecycle, limits, schedules
 
 # Django discovers each app's admin module only; intake's lives in the intake package.
 from todos.intake import admin as intake_admin  # noqa: F401
@@ -442,6 +442,13 @@ class QueueSettingsForm(forms.ModelForm):
         except InvalidInput as exc:
             raise forms.ValidationError(str(exc).split(": ", 1)[1]) from None
 
+    def clean_queue(self) -> str:
+        # On add only (read-only once made): the writer checks the name again and would raise.
+        try:
+            return limits.check_name("queue", self.cleaned_data.get("queue"))
+        except InvalidInput as exc:
+            raise forms.ValidationError(str(exc).split(": ", 1)[1]) from None
+
     def clean_max_in_flight(self) -> int | None:
         return self._limit("max_in_flight")
 
@@ -474,9 +481,12 @@ class QueueSettingsAdmin(admin.ModelAdmin):
     readonly_fields = ("tokens", "refilled_at", "updated_at", "updated_by")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
-        # The row's key is fixed once made: another queue is another row.
-        key = ("endpoint", "queue") if obj is not None else ()
-        return key + self.readonly_fields
+        # The row's key is fixed once made: another queue is another row. A row not yet made
+        # has no bucket and no update to show: its tokens, refill and update times are the
+        # database's defaults, which only the insert computes (rendering them raised).
+        if obj is None:
+            return ()
+        return ("endpoint", "queue", *self.readonly_fields)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

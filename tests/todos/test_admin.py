@@ -154,6 +154,30 @@ def test_links_to_a_todo_survive_the_admins_id_quoting(
 # --- queue limits: saved through lifecycle.set_queue_limits ------------------------------------
 
 
+def test_the_add_page_of_queue_limits_renders_and_says_a_refusal_on_its_field(
+    admin_client: Client, personas: Personas
+) -> None:
+    """A row not yet made has no tokens or update times to show (their database defaults
+    failed to render: every GET of the add page was a 500), and a refused value comes back on
+    the same page."""
+    add = reverse("admin:todos_queuesettings_add")
+    page = admin_page(admin_client, add)
+    assert 'name="queue"' in page and "field-tokens" not in page
+
+    fields = {"max_in_flight": "", "claims_per_minute": "", "run_timeout_seconds": ""}
+    key = {"endpoint": str(personas.endpoint_a.id)}
+    refused = admin_client.post(add, fields | key | {"queue": "a\x01b", "max_in_flight": "-1"})
+    assert refused.status_code == 200
+    errors = refused.context["adminform"].form.errors
+    assert set(errors) == {"queue", "max_in_flight"}
+    assert "control characters" in errors["queue"][0]
+    assert not QueueSettings.objects.exists()
+
+    added = admin_client.post(add, fields | key | {"queue": "triage", "claims_per_minute": "6"})
+    assert added.status_code == 302
+    assert QueueSettings.objects.get(queue="triage").claims_per_minute == 6
+
+
 def test_queue_limits_are_added_and_changed_through_the_writer(
     admin_client: Client, personas: Personas
 ) -> None:
