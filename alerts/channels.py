@@ -285,7 +285,7 @@ def check_rule(rule: AlertRule, channel: AlertChannel) -> None:
         if not owned.exists():
             raise InvalidInput("endpoint", "no endpoint of the channel's owner has that id")
     if rule.queue is not None:
-        queue = limits.check_name("queue", rule.queue)
+        queue = limits.check_queue(rule.queue)
         if queue != queue.strip():
             raise InvalidInput("queue", "no spaces around a queue's name")
         if rule.kind == RuleKind.PUSH_BREAKER:

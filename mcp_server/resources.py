@@ -55,7 +55,7 @@ def _parse(uri: str) -> tuple[str, str]:
     # PostgreSQL cannot compare (NUL, a lone surrogate) must not reach it.
     try:
         if kind == "queues":
-            limits.check_name("queue", name)
+            limits.check_queue(name)
         elif jsonlimits.text_problem(name) is not None:
             raise ResourceError(uri)
     except InvalidInput:

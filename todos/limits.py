@@ -88,6 +88,16 @@ def check_name(field: str, value: Any, max_bytes: int = QUEUE_MAX_BYTES) -> str:
     return value
 
 
+def check_queue(value: Any, field: str = "queue") -> str:
+    """A queue's name: ``check_name``'s rules, and no ``*``, which the Board's list filter reads
+    as a wildcard (``queue=ci-*``, todos/filters.py), so a queue so named could never be listed
+    alone."""
+    name = check_name(field, value)
+    if "*" in name:
+        raise InvalidInput(field, "must not contain * (the list's wildcard)")
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class TodoTime:
     """A todo's time, checked: what ``lifecycle.create`` writes (todos/migrations/0015)."""

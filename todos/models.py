@@ -126,7 +126,7 @@ class Rule(models.Model):
                 errors["endpoint"] = "This endpoint is revoked; todos for it are refused."
         try:
             # The lifecycle's own check, plus no spaces around the name (a rule is typed in).
-            queue = limits.check_name("queue", self.queue)
+            queue = limits.check_queue(self.queue)
             queue_ok = queue == queue.strip()
         except InvalidInput:
             queue_ok = False

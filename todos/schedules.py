@@ -224,7 +224,7 @@ def _checked(values: Mapping[str, Any]) -> dict[str, Any]:
     """Every field of ``values`` checked, in the form the table stores (field names as the
     surfaces name them: ``title``, ``payload``, ``work_order``)."""
     zone = check_timezone(values["timezone"])
-    queue = limits.check_name("queue", values["queue"])
+    queue = limits.check_queue(values["queue"])
     if queue != queue.strip():
         raise InvalidInput("queue", "must not have spaces around it")
     checked = {

@@ -208,7 +208,7 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
     try:
         if endpoint is None:
             raise InvalidInput("endpoint", "choose one of your endpoints")
-        limits.check_name("queue", queue)
+        limits.check_queue(queue)
         if request.method == "POST":
             change = (lifecycle.pause_queue if action == "pause" else lifecycle.resume_queue)(
                 endpoint.id, queue, human_id=request.user.id
@@ -280,7 +280,7 @@ def queue_limits(request: BoardRequest) -> HttpResponse:
     try:
         if endpoint is None:
             raise InvalidInput("endpoint", "choose one of your endpoints")
-        limits.check_name("queue", queue)
+        limits.check_queue(queue)
     except InvalidInput as exc:
         context["error"] = error_message(exc)
         return render(request, QUEUE_LIMITS, context, status=400)

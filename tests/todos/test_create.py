@@ -114,6 +114,7 @@ BAD_INPUT: list[tuple[str, dict[str, Any]]] = [
     ("queue", {"queue": "ci\x00failures"}),
     ("queue", {"queue": "ci\x7ffailures"}),
     ("queue", {"queue": None}),
+    ("queue", {"queue": "ci-*"}),  # the list's wildcard: such a queue could never be listed
     ("title", {"title": "t" * 1025}),
     ("title", {"title": "é" * 513}),
     ("title", {"title": None}),

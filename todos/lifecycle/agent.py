@@ -95,7 +95,7 @@ def create(
     set. Two racing creates with one key give one todo (create.sql). ``max_cost_usd`` caps
     what its model calls may cost (``limits.check_cost``); None takes the queue's default.
     """
-    check_name("queue", queue)
+    limits.check_queue(queue)
     time = limits.check_time(
         priority=priority,
         not_before=not_before,
@@ -175,7 +175,7 @@ def claim_next_or_why(
     if isinstance(queues, str) or not queues:
         raise InvalidInput("queues", "must be a non-empty list of queue names")
     # Distinct, in the order given: claim_next_queues.sql reads each queue's heads once.
-    queue_list = list(dict.fromkeys(check_name("queues", q) for q in queues))
+    queue_list = list(dict.fromkeys(limits.check_queue(q, "queues") for q in queues))
     params, token = claim_params(
         owner=owner,
         lease_ttl_seconds=lease_ttl_seconds,

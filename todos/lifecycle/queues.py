@@ -27,14 +27,19 @@ from todos.lifecycle.statements import (
     SET_QUEUE_LIMITS_BY_HUMAN,
     SET_QUEUE_LIMITS_BY_SYSTEM,
 )
-from todos.limits import RUN_TIMEOUT_MAX_SECONDS, RUN_TIMEOUT_MIN_SECONDS, check_cost, check_name
+from todos.limits import (
+    RUN_TIMEOUT_MAX_SECONDS,
+    RUN_TIMEOUT_MIN_SECONDS,
+    check_cost,
+    check_queue,
+)
 from todos.types import QueueChange, QueueLimits
 
 
 def _queue_params(
     endpoint_id: UUID, queue: str, human_id: int | None, actor_id: int | None
 ) -> dict[str, Any]:
-    params: dict[str, Any] = {"endpoint_id": endpoint_id, "queue": check_name("queue", queue)}
+    params: dict[str, Any] = {"endpoint_id": endpoint_id, "queue": check_queue(queue)}
     if human_id is None:
         # No human: the command run on the server (manage.py queue without --as).
         return params | actor_params(Actor.command("queue"))
