@@ -93,7 +93,7 @@ document.addEventListener("click", (event) => {
     const noun = held.length === 1 ? "new todo" : "new todos";
     box.querySelector("button").textContent = insert
       ? `${held.length} ${noun}: show`
-      : `${held.length} ${noun} match this filter: reload`;
+      : `${held.length} ${noun} ${held.length === 1 ? "matches" : "match"} this filter: reload`;
   };
   const flush = () => {
     for (const row of held) place(row);

@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.text import capfirst
 
 from switchboard.lib.errors import InvalidInput
 from switchboard.models import Endpoint, Human, Owned, slug_validator
@@ -163,8 +164,20 @@ class Rule(models.Model):
             limits.check_time(**time, now=now - dt.timedelta(seconds=1))
         except InvalidInput as exc:
             field = _RULE_FIELD.get(exc.field, exc.field)
-            errors[field] = str(exc).split(": ", 1)[-1]
+            errors[field] = self._time_said(str(exc).split(": ", 1)[-1])
         return errors
+
+    def _time_said(self, message: str) -> str:
+        """``check_time``'s refusal in the rule's words: the order it names between two of a
+        todo's instants (``must not be after finish_by``) is one between two of the rule's
+        windows, named as its form labels them (``must not be more than Finish within
+        seconds``)."""
+        later = message.removeprefix("must not be after ")
+        if later == message or later not in _RULE_FIELD:
+            return message
+        field = self._meta.get_field(_RULE_FIELD[later])
+        assert isinstance(field, models.Field)
+        return f"must not be more than {capfirst(field.verbose_name)}"
 
     def todo_time(self, arrived: dt.datetime, payload: Any = None) -> dict[str, Any]:
         """``lifecycle.create``'s time arguments for a delivery that arrived at ``arrived``;

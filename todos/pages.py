@@ -103,11 +103,11 @@ def error_message(exc: LifecycleError) -> str:
 # --- bulk actions ------------------------------------------------------------------------------
 
 BULK_CONFIRM = "todos/bulk_confirm.html"
-# What each bulk action says: the verb, what it acts on, what it did.
+# What each bulk action says: the verb, what it acts on (one, and more), what it did.
 BULK_WORDS = {
-    "retry": ("Retry", "dead letters", "Retried"),
-    "cancel": ("Cancel", "unfinished todos", "Canceled"),
-    "forget": ("Forget", "finished todos", "Forgot"),
+    "retry": ("Retry", ("dead letter", "dead letters"), "Retried"),
+    "cancel": ("Cancel", ("unfinished todo", "unfinished todos"), "Canceled"),
+    "forget": ("Forget", ("finished todo", "finished todos"), "Forgot"),
 }
 # The call behind a bulk action: (request, the confirmed filter, the count's time) -> result.
 BulkAct = Callable[[BoardRequest, queries.TodoFilters, dt.datetime], BulkResult]
@@ -148,7 +148,7 @@ def bulk_page(request: BoardRequest, action: str, act: BulkAct) -> HttpResponse:
     if request.method not in ("GET", "POST"):
         return HttpResponseNotAllowed(["GET", "POST"])
     filters = list_filters(request)
-    verb, things, done = BULK_WORDS[action]
+    verb, (thing, things), done = BULK_WORDS[action]
     context: dict[str, Any] = {
         "section": "todos",
         "action": action,
@@ -175,6 +175,8 @@ def bulk_page(request: BoardRequest, action: str, act: BulkAct) -> HttpResponse:
     context |= {
         "count": min(count.n, limits.BULK_MAX),
         "count_text": f"{min(count.n, limits.BULK_MAX):,}",
+        # What the count counts, in its number: "1 dead letter", "2 dead letters".
+        "counted_things": thing if count.n == 1 else things,
         "more": count.n > limits.BULK_MAX,
         "seen_at": count.seen_at.isoformat(),
     }

@@ -55,6 +55,19 @@ def test_bulk_retry_shows_the_count_then_retries_and_redirects(
     assert todo_row(other)["state"] == "failed"
 
 
+def test_the_count_is_said_in_its_number(alice_client: Client, personas: Personas) -> None:
+    ep = personas.endpoint_a.id
+    _dead(ep)
+    new_todo(ep, "build")
+
+    retry, _ = _confirm(alice_client, "retry", "?queue=triage")
+    cancel, _ = _confirm(alice_client, "cancel", "?queue=build")
+
+    assert "<span data-count>1</span> dead letter</strong>" in retry
+    assert "<span data-count>1</span> unfinished todo</strong>" in cancel
+    assert "<title>Retry dead letters · Switchboard</title>" in retry
+
+
 def test_bulk_cancel_says_when_some_counted_had_changed(
     alice_client: Client, personas: Personas
 ) -> None:

@@ -445,10 +445,16 @@ def test_the_rule_form_offers_only_the_owners_live_endpoints(
         ("priority", {"priority": "1001"}, "less than or equal to 1000"),
         ("run_timeout_seconds", {"run_timeout_seconds": "5"}, "between 10 and"),
         ("delay_seconds", {"delay_seconds": "0"}, "A positive number of seconds"),
+        # The order of two windows is said with the form's labels, not the todo's fields.
         (
             "start_within_seconds",
             {"start_within_seconds": "600", "finish_within_seconds": "60"},
-            "must not be after finish_by",
+            "must not be more than Finish within seconds",
+        ),
+        (
+            "delay_seconds",
+            {"delay_seconds": "600", "start_within_seconds": "60"},
+            "must not be more than Start within seconds",
         ),
         ("dedupe_key_path", {"dedupe_key_path": "a..b"}, "no empty segments"),
     ],

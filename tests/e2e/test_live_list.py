@@ -114,3 +114,20 @@ def test_a_todo_enqueued_while_the_list_is_open_appears_without_a_reload(
     bar.click()
     expect(page.locator(f"#row-{later.id}")).to_be_in_viewport()
     expect(page.locator("#live-new")).to_be_hidden()
+
+
+def test_under_another_sort_the_bar_counts_new_todos_in_their_number(
+    open_board: Callable[..., Board], demo: Demo
+) -> None:
+    board = open_board()
+    page = board.page
+    page.add_init_script(WATCH_OPEN)
+    board.login("demo")
+    board.goto("/?queue=ci-*&sort=title")
+    wait_open(board)
+    bar = page.locator("#live-new button")
+
+    lifecycle.create(demo.endpoint_id, queue="ci-new", title="Counted, not shown")
+    expect(bar).to_have_text("1 new todo matches this filter: reload", timeout=SHOWN_MS)
+    lifecycle.create(demo.endpoint_id, queue="ci-new", title="Counted too")
+    expect(bar).to_have_text("2 new todos match this filter: reload", timeout=SHOWN_MS)
