@@ -10,6 +10,7 @@ them by id.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -29,6 +30,7 @@ from django.utils.html import format_html, format_html_join
 
 from switchboard import credentials, runtime_settings, teams
 from switchboard.lib.admin import RefusesUnusableQueries, Shown, adopt, show_once
+from switchboard.lib.errors import InvalidInput
 from switchboard.models import (
     DRAIN_VERBS,
     Endpoint,
@@ -41,7 +43,7 @@ from switchboard.models import (
     Verb,
 )
 from switchboard.scope import acting_human
-from todos import lifecycle
+from todos import lifecycle, limits
 from todos.states import unfinished_q
 
 # The request attribute that carries a key minted while adding an endpoint from save_model to
@@ -193,6 +195,13 @@ class EndpointForm(forms.ModelForm):
         credentials.validate_slug(slug)  # create_endpoint checks it again; here it shows in place
         return slug
 
+    def clean_daily_budget_usd(self) -> Decimal | None:
+        # A queue's daily budget is checked so wherever it is set (limits.check_cost).
+        try:
+            return limits.check_cost("daily_budget_usd", self.cleaned_data.get("daily_budget_usd"))
+        except InvalidInput as exc:
+            raise forms.ValidationError(str(exc).split(": ", 1)[1]) from None
+
 
 class EndpointKeyInline(admin.TabularInline):
     model = EndpointKey
@@ -307,6 +316,7 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             slug=obj.slug,
             verbs=obj.verbs,
             push_url=obj.push_url,
+            daily_budget_usd=obj.daily_budget_usd,
         )
         adopt(obj, endpoint)
         setattr(request, _MINTED_ON_ADD, plaintext)

@@ -112,14 +112,16 @@ def create_endpoint(
     slug: str,
     verbs: Iterable[str],
     push_url: str | None = None,
+    daily_budget_usd: Decimal | None = None,
 ) -> tuple[Endpoint, EndpointKey, str]:
     """Create an endpoint with its first key; return both and the key's plaintext (show once).
 
-    It is owned by ``owner`` or, with ``owner`` None, by ``team`` (exactly one).
+    It is owned by ``owner`` or, with ``owner`` None, by ``team`` (exactly one), with the daily
+    budget ``daily_budget_usd`` (USD a UTC day, None for none).
 
     Both rows are written in one transaction: an endpoint never exists without a key. Raise
     ``ValidationError`` (by field) for a bad, reserved or taken slug, a blank name, an unknown
-    verb or a bad push URL; nothing is written then.
+    verb, a bad push URL or a negative budget; nothing is written then.
     """
     try:
         validate_slug(slug)
@@ -139,6 +141,7 @@ def create_endpoint(
         verbs=normalized,
         push_url=push_url or None,
         push_secret=new_push_secret() if push_url else "",
+        daily_budget_usd=_checked_budget(daily_budget_usd),
     )
     endpoint.full_clean()
     try:
@@ -194,16 +197,18 @@ def update_endpoint(
         raise ValidationError({"verbs": exc}) from None
     endpoint.name, endpoint.verbs, endpoint.push_url = name, normalized, push_url or None
     if daily_budget_usd is not ...:
-        if daily_budget_usd is not None and (
-            not isinstance(daily_budget_usd, Decimal) or daily_budget_usd < 0
-        ):
-            raise ValidationError({"daily_budget_usd": "a non-negative amount of US dollars"})
-        endpoint.daily_budget_usd = daily_budget_usd
+        endpoint.daily_budget_usd = _checked_budget(daily_budget_usd)
     if endpoint.push_url and not endpoint.push_secret:
         endpoint.push_secret = new_push_secret()
     endpoint.full_clean()
     endpoint.save(update_fields=["name", "verbs", "push_url", "push_secret", "daily_budget_usd"])
     return endpoint
+
+
+def _checked_budget(amount: object) -> Decimal | None:
+    if amount is not None and (not isinstance(amount, Decimal) or amount < 0):
+        raise ValidationError({"daily_budget_usd": "a non-negative amount of US dollars"})
+    return amount
 
 
 def move_endpoint(endpoint: Endpoint, team: Team, *, by: Human | None) -> Endpoint:

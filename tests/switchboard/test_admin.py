@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from collections.abc import Callable
 from typing import Any
 
@@ -122,6 +123,54 @@ def test_adding_an_endpoint_mints_its_first_key_and_shows_it_once(
     assert key_for_plaintext(plaintext).endpoint_id == endpoint.pk  # type: ignore[union-attr]
     change = admin_page(admin_client, admin_url("admin:switchboard_endpoint_change", endpoint.pk))
     _assert_no_secret_material(change, plaintext)
+
+
+@pytest.mark.parametrize(
+    ("given", "stored", "said"),
+    [
+        ("5.5", Decimal("5.5"), None),
+        ("", None, None),
+        ("-1", None, "must be a non-negative number of US dollars"),
+        ("2000000", None, "must be at most 1000000"),
+    ],
+)
+def test_adding_an_endpoint_keeps_its_daily_budget_checked_as_on_edit(
+    admin_client: Client, personas: Personas, given: str, stored: Decimal | None, said: str | None
+) -> None:
+    """The add form offers the budget: it is stored (it was dropped, the endpoint made without
+    one) or refused on its field, by the rules the edit form and the queue budgets follow."""
+    add = reverse("admin:switchboard_endpoint_add")
+    form = {
+        "owner": personas.bob.pk,
+        "slug": "budgeted",
+        "name": "Budgeted",
+        "verbs": ["claim_next"],
+        "daily_budget_usd": given,
+        "keys-TOTAL_FORMS": "0",
+        "keys-INITIAL_FORMS": "0",
+    }
+
+    response = admin_client.post(add, form)
+
+    if said is None:
+        assert response.status_code == 200  # the new key's show-once page
+        assert Endpoint.objects.get(slug="budgeted").daily_budget_usd == stored
+        return
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == ["daily_budget_usd"] and said in errors["daily_budget_usd"][0]
+    assert not Endpoint.objects.filter(slug="budgeted").exists()
+    change = admin_url("admin:switchboard_endpoint_change", personas.endpoint_b.pk)
+    edited = admin_client.post(
+        change,
+        {
+            "name": "Bob's agent",
+            "verbs": ["claim_next"],
+            "daily_budget_usd": given,
+            "keys-TOTAL_FORMS": "0",
+            "keys-INITIAL_FORMS": "0",
+        },
+    )
+    assert said in edited.context["adminform"].form.errors["daily_budget_usd"][0]
 
 
 def test_the_add_form_offers_the_drain_verbs_checked(admin_client: Client) -> None:
