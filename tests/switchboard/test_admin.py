@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pytest
