@@ -345,6 +345,37 @@ def test_deleting_in_the_admin_removes_the_rule_or_the_source_with_its_rules(
     assert Rule.objects.filter(source=other).count() == 1
 
 
+def test_a_source_that_received_deliveries_is_deleted_with_its_events_and_no_event_alone(
+    admin_client: Client, personas: Personas
+) -> None:
+    """Events go with their source (sources.delete_source), on its page and in the bulk
+    delete; the todos made from them stay. An event is never deleted on its own."""
+    source, other = SourceFactory(owner=personas.alice), SourceFactory(owner=personas.alice)
+    RuleFactory(source=source, endpoint=personas.endpoint_a)
+    routed = Event.objects.create(source=source, disposition="routed", payload={})
+    Event.objects.create(source=source, disposition="rejected")
+    Event.objects.create(source=other, disposition="rejected")
+    todo = lifecycle.create(personas.endpoint_a.id, queue="ci", title="hook", event_id=routed.pk)
+    url = admin_url("admin:todos_source_delete", source.pk)
+
+    page = admin_page(admin_client, url)
+    assert "permission to delete" not in page and "Events: 2" in page
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+
+    assert not Source.objects.filter(pk=source.pk).exists()
+    assert not Event.objects.filter(source_id=source.pk).exists()
+    assert Todo.objects.get(pk=todo.id).event_id is None
+    action = admin_client.post(
+        reverse("admin:todos_source_changelist"),
+        {"action": "delete_selected", "_selected_action": [other.pk], "post": "yes"},
+    )
+    assert action.status_code == 302 and not Event.objects.exists()
+
+    kept = Event.objects.create(source=SourceFactory(owner=personas.alice), disposition="dropped")
+    alone = admin_client.post(admin_url("admin:todos_event_delete", kept.pk), {"post": "yes"})
+    assert alone.status_code == 403 and Event.objects.filter(pk=kept.pk).exists()
+
+
 def test_a_rule_deleted_on_its_source_page_is_gone(
     admin_client: Client, personas: Personas
 ) -> None:

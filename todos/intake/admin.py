@@ -156,6 +156,15 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         if minted is not None:
             setattr(request, _SECRET_MINTED, minted)
 
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # A source goes with its events (sources.delete_source): they are what it received and
+        # mean nothing without it. No one may delete an event on its own (EventAdmin: the
+        # retention sweep removes those no todo references), so that refusal is not asked of
+        # a source's delete; its rules still need their permission, as any cascade does.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        perms_needed.discard(Event._meta.verbose_name)
+        return deleted, counts, perms_needed, protected
+
     def delete_model(self, request: HttpRequest, obj: Source) -> None:
         sources.delete_source(obj)
 
