@@ -26,10 +26,13 @@ class TodoNotFound(LifecycleError):
 class LeaseConflict(LifecycleError):
     code = "conflict"
 
-    def __init__(self, todo_id: str, transition: str) -> None:
+    def __init__(self, todo_id: str, transition: str, because: str | None = None) -> None:
         super().__init__(
-            f"todo {todo_id} cannot {transition} now: it is not in a state that allows it,"
-            " or the caller does not hold its lease"
+            f"todo {todo_id} cannot {transition} now: "
+            + (
+                because
+                or "it is not in a state that allows it, or the caller does not hold its lease"
+            )
         )
         self.todo_id = todo_id
         self.transition = transition

@@ -119,7 +119,7 @@ def test_an_agents_claim_by_id_honours_the_limit_and_the_owners_does_not(
     todo_id = new_todo(ep, "triage").id
     _limit(personas, max_in_flight=0)
 
-    with pytest.raises(LeaseConflict):
+    with pytest.raises(LeaseConflict, match="its queue 'triage' holds 0 of its max_in_flight 0"):
         lifecycle.claim(ep, todo_id, owner=OWNER)
     assert todo_row(todo_id)["state"] == "pending"
 

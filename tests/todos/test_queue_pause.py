@@ -79,10 +79,15 @@ def test_an_agents_claim_by_id_on_a_paused_queue_is_refused(personas: Personas) 
     todo_id = new_todo(ep, "triage").id
     _pause(personas)
 
-    with pytest.raises(LeaseConflict):
+    with pytest.raises(LeaseConflict, match="its queue 'triage' is paused"):
         lifecycle.claim(ep, todo_id, owner=OWNER)
 
     assert todo_row(todo_id)["state"] == "pending"
+    # A todo the pause is not what stops (another holds it) is refused as ever.
+    held = claimed(ep, queue="build").todo.id
+    _pause(personas, "build")
+    with pytest.raises(LeaseConflict, match="not in a state that allows it"):
+        lifecycle.claim(ep, held, owner="someone-else")
 
 
 def test_the_owning_humans_claim_on_a_paused_queue_is_not(personas: Personas) -> None:

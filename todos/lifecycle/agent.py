@@ -52,6 +52,7 @@ from todos.lifecycle.statements import (
     FAIL,
     HEARTBEAT,
     HEARTBEAT_NOTE,
+    IN_ENDPOINT_SCOPE,
     LOCK_QUEUE_LIMITS,
     LOCK_QUEUE_LIMITS_OF_TODO,
     RELEASE,
@@ -64,6 +65,7 @@ from todos.limits import (
     WORK_ORDER_MAX_CHARS,
     check_name,
 )
+from todos.states import State
 from todos.types import ClaimResult, FailResult, QueueEmpty, ReportResult, TodoView
 
 
@@ -297,8 +299,28 @@ def claim(
         LOCK_QUEUE_LIMITS_OF_TODO, CLAIM, params, todo_id
     )
     if not rows:
-        raise miss(scope, todo_id, "claim")
+        error = miss(scope, todo_id, "claim")
+        if isinstance(error, LeaseConflict) and (stop := _queue_stop(endpoint_id, params)):
+            error = LeaseConflict(todo_id, "claim", because=stop)
+        raise error
     return claimed_result(rows[0], token, "claim")
+
+
+def _queue_stop(endpoint_id: UUID, params: dict[str, Any]) -> str | None:
+    """What stops a claim of the pending todo ``params`` name on its queue's side (a pause, its
+    limits), in words, or None: read only after the claim took nothing."""
+    row = fetch_one(IN_ENDPOINT_SCOPE, params)
+    if row is None or row["state"] != State.PENDING:
+        return None
+    [why] = _why_empty({**params, "endpoint_id": endpoint_id, "queues": [row["queue"]]})
+    queue = row["queue"]
+    if why.reason == "paused":
+        return f"its queue {queue!r} is paused"
+    if why.reason == "max_in_flight":
+        return f"its queue {queue!r} holds {why.in_flight} of its max_in_flight {why.max_in_flight}"
+    if why.reason == "rate" and why.at is not None:
+        return f"its queue {queue!r} has no claim left this minute (the next at {why.at:%H:%M:%S}Z)"
+    return None
 
 
 def _behind_limits(
