@@ -76,6 +76,11 @@ def _price(text: str, field: str, line: int) -> Decimal | None:
         value = Decimal(text)
     except InvalidOperation:
         raise PriceError(line, f"{field}: not a number: {text[:40]!r}") from None
+    return check_price(value, field, line)
+
+
+def check_price(value: Decimal, field: str, line: int | None = None) -> Decimal:
+    """A price (USD per million tokens) as a file row or the admin's form may set it."""
     if not value.is_finite() or value < 0:
         raise PriceError(line, f"{field}: a price cannot be negative")
     if value > PRICE_MAX:
@@ -83,7 +88,8 @@ def _price(text: str, field: str, line: int) -> Decimal | None:
     return value
 
 
-def _model(text: str, line: int) -> str:
+def check_model(text: str, line: int | None = None) -> str:
+    """A row's model (a name, or a ``*`` pattern) as a file row or the admin's form may set it."""
     model = text.strip()
     if not model or len(model) > MODEL_MAX_CHARS:
         raise PriceError(line, f"model: 1 to {MODEL_MAX_CHARS} characters")
@@ -114,7 +120,7 @@ def parse(text: str) -> list[PriceRow]:
         except ValueError:
             raise PriceError(n, "effective_from: a date, YYYY-MM-DD") from None
         row = PriceRow(
-            _model(cells[0], n),
+            check_model(cells[0], n),
             cells[1].strip().lower(),
             day,
             *(_price(c, f, n) for c, f in zip(cells[3:], PRICE_FIELDS, strict=True)),
