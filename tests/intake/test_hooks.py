@@ -14,6 +14,7 @@ from tests.factories import RuleFactory, SourceFactory
 from tests.intake.conftest import CHECK_RUN_FAILED, SECRET, Hook
 from todos.intake import deliveries
 from todos.intake.routing import sign
+from todos.limits import WORK_ORDER_MAX_CHARS
 from todos.models import Event, Todo
 
 pytestmark = pytest.mark.django_db
@@ -350,6 +351,21 @@ def test_a_missing_template_field_renders_empty_and_is_traced(hook: Hook):
     assert todo.title == "Fix test (3.12) ()"
     assert todo.routing_trace["missing_fields"] == ["check_run.app.slug"]
     assert only_event().routing_trace[0]["missing_fields"] == ["check_run.app.slug"]
+
+
+def test_a_work_order_rendered_past_its_cap_is_cut_and_traced_not_dropped(hook: Hook):
+    hook.rule.work_order_template = "Read this: {{ check_run.output.text }}"
+    hook.rule.save()
+    payload = json.loads(json.dumps(CHECK_RUN_FAILED))
+    payload["check_run"]["output"] = {"text": "x" * 70_000}
+
+    response = hook.post(payload)
+
+    assert response.status_code == 202
+    todo = Todo.objects.get(id=response.json()["todo_ids"][0])
+    assert len(todo.work_order) == WORK_ORDER_MAX_CHARS
+    assert todo.work_order.startswith("Read this: xxx")
+    assert todo.routing_trace["work_order_cut"] is True
 
 
 def test_an_unverified_source_takes_unsigned_deliveries(personas: Personas, client):

@@ -42,7 +42,7 @@ from switchboard.models import Endpoint
 from switchboard.scope import routable_from
 from todos import lifecycle
 from todos.intake import routing
-from todos.limits import TITLE_MAX_BYTES
+from todos.limits import TITLE_MAX_BYTES, WORK_ORDER_MAX_CHARS
 from todos.models import Event, EventDisposition, SignatureScheme, Source
 
 SQL_DIR = Path(__file__).parent / "sql"
@@ -270,7 +270,12 @@ def plan_for(source: Source, headers: Mapping[str, str], payload: Any) -> routin
         .order_by("position", "id")
     ]
     return routing.plan(
-        rules, headers, payload, source_slug=source.slug, title_max_bytes=TITLE_MAX_BYTES
+        rules,
+        headers,
+        payload,
+        source_slug=source.slug,
+        title_max_bytes=TITLE_MAX_BYTES,
+        work_order_max_chars=WORK_ORDER_MAX_CHARS,
     )
 
 

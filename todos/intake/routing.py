@@ -462,6 +462,7 @@ def plan(
     *,
     source_slug: str,
     title_max_bytes: int,
+    work_order_max_chars: int,
 ) -> RoutingPlan:
     """Evaluate ``rules`` in order against one delivery: the routing trace, and the todos to make.
 
@@ -502,6 +503,11 @@ def plan(
         if not title.strip():
             title = f"{source_slug}: {rule.name or rule.queue}"
         title, title_cut = cut_utf8(title, title_max_bytes)
+        if len(work_order) > work_order_max_chars:
+            # Cut as the title is, and said in the trace: the sender does not choose how long
+            # the rendered instructions come out, and dropping the todo would lose the work.
+            work_order = work_order[:work_order_max_chars]
+            entry["work_order_cut"] = True
         result.todos.append(PlannedTodo(rule, title, title_cut, work_order, entry))
     return result
 
