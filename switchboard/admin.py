@@ -18,7 +18,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote
 from django.contrib.auth.admin import UserAdmin
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
@@ -194,6 +194,16 @@ class EndpointForm(forms.ModelForm):
         slug: str = self.cleaned_data["slug"]
         credentials.validate_slug(slug)  # create_endpoint checks it again; here it shows in place
         return slug
+
+    def clean_push_url(self) -> str | None:
+        # The sender's guard, as the vend wizard, the endpoint page and create_endpoint apply
+        # it: a URL every ring to would be refused is not stored (nor given a push secret).
+        url: str | None = self.cleaned_data.get("push_url") or None
+        try:
+            credentials.check_push_url(url)
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["push_url"]) from None
+        return url
 
     def clean_daily_budget_usd(self) -> Decimal | None:
         # A queue's daily budget is checked so wherever it is set (limits.check_cost).

@@ -162,8 +162,10 @@ def check_push_url(url: str | None) -> None:
     it: raise ``ValidationError`` on ``push_url`` for a URL every ring to it would be refused,
     an inside address naming the setting that allows it. None and "" (no push) pass.
 
-    Not called by ``create_endpoint``/``update_endpoint``: the admin and tests store what they
-    are given, and the sender refuses it again on every try."""
+    Every form and command that takes a push URL calls it (the vend wizard, the endpoint page,
+    the admin's endpoint form, ``create_endpoint --push-url``); ``create_endpoint`` and
+    ``update_endpoint`` do not, so a test can store a URL no ring may reach, and the sender
+    refuses it again on every try."""
     if not url:
         return
     try:

@@ -9,11 +9,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.test import Client
+from django.core.exceptions import ValidationError
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from attempts.models import TodoAttempt
-from switchboard import runtime_settings
+from switchboard import credentials, runtime_settings
 from switchboard.credentials import key_for_plaintext
 from switchboard.models import Endpoint, EndpointKey, Setting
 from tests.admin_helpers import admin_messages, admin_page, admin_url
@@ -171,6 +172,35 @@ def test_adding_an_endpoint_keeps_its_daily_budget_checked_as_on_edit(
         },
     )
     assert said in edited.context["adminform"].form.errors["daily_budget_usd"][0]
+
+
+@override_settings(SWITCHBOARD_PUSH_ALLOW_PRIVATE=False)
+@pytest.mark.parametrize("push_url", ["http://127.0.0.1:9/x", "ftp://example.com/x"])
+def test_a_push_url_every_ring_would_be_refused_is_refused_on_add_and_edit(
+    admin_client: Client, personas: Personas, push_url: str
+) -> None:
+    """The admin applies the sender's guard as the other surfaces do (it stored such a URL
+    and minted a push secret for it), with the sender's reason on the field."""
+    with pytest.raises(ValidationError) as refused:
+        credentials.check_push_url(push_url)
+    (said,) = refused.value.message_dict["push_url"]
+    keys = {"keys-TOTAL_FORMS": "0", "keys-INITIAL_FORMS": "0"}
+    form = {"name": "Pusher", "verbs": ["claim_next"], "push_url": push_url, **keys}
+
+    added = admin_client.post(
+        reverse("admin:switchboard_endpoint_add"),
+        form | {"owner": personas.bob.pk, "slug": "pusher"},
+    )
+    edited = admin_client.post(
+        admin_url("admin:switchboard_endpoint_change", personas.endpoint_b.pk), form
+    )
+
+    for response in (added, edited):
+        assert response.status_code == 200
+        assert response.context["adminform"].form.errors == {"push_url": [said]}
+    assert not Endpoint.objects.filter(slug="pusher").exists()
+    personas.endpoint_b.refresh_from_db()
+    assert (personas.endpoint_b.push_url, personas.endpoint_b.push_secret) == (None, "")
 
 
 def test_the_add_form_offers_the_drain_verbs_checked(admin_client: Client) -> None:
