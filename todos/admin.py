@@ -445,7 +445,7 @@ class QueueSettingsForm(forms.ModelForm):
     def clean_queue(self) -> str:
         # On add only (read-only once made): the writer checks the name again and would raise.
         try:
-            return limits.check_name("queue", self.cleaned_data.get("queue"))
+            return limits.check_queue(self.cleaned_data.get("queue"))
         except InvalidInput as exc:
             raise forms.ValidationError(str(exc).split(": ", 1)[1]) from None
 

@@ -171,6 +171,8 @@ def test_the_add_page_of_queue_limits_renders_and_says_a_refusal_on_its_field(
     errors = refused.context["adminform"].form.errors
     assert set(errors) == {"queue", "max_in_flight"}
     assert "control characters" in errors["queue"][0]
+    wildcard = admin_client.post(add, fields | key | {"queue": "ci-*"})
+    assert "must not contain *" in wildcard.context["adminform"].form.errors["queue"][0]
     assert not QueueSettings.objects.exists()
 
     added = admin_client.post(add, fields | key | {"queue": "triage", "claims_per_minute": "6"})
