@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.html import format_html
@@ -40,6 +40,7 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
+from switchboard.lib.notfound import NotFound
 from switchboard.models import Team
 from switchboard.scope import Scope
 from switchboard.teams import TeamRefused, administered, named_team
@@ -59,7 +60,7 @@ def _own_channel(request: BoardRequest, channel_id: str) -> AlertChannel:
     """The human's channel ``channel_id``; 404 for another's exactly as for an unknown one."""
     channel = channels.get_visible(request.user, channel_id)
     if channel is None:
-        raise Http404("no such channel")
+        raise NotFound("Alert channel", channel_id, section="alerts")
     return channel
 
 
@@ -214,7 +215,7 @@ def channel_test(request: BoardRequest, channel_id: str) -> HttpResponse:
             f" {settings.SWITCHBOARD_SWEEP_INTERVAL_SECONDS} s; its answer appears below.",
         )
     elif queued.outcome == "gone":
-        raise Http404("no such channel")
+        raise NotFound("Alert channel", channel_id, section="alerts")
     elif queued.outcome == "disabled":
         messages.error(request, f"{channel} is disabled: enable it to send it a test.")
     elif queued.outcome == "breaker_open":

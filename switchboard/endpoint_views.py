@@ -26,7 +26,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Exists, OuterRef, Q
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -39,6 +39,7 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
+from switchboard.lib.notfound import NotFound
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Team, Verb
 from switchboard.scope import Scope
 from switchboard.teams import TeamRefused, administered, named_team
@@ -120,7 +121,7 @@ def _own_endpoint(request: BoardRequest, slug: str) -> Endpoint:
         .first()
     )
     if endpoint is None:
-        raise Http404("no such endpoint")
+        raise NotFound("Endpoint", slug, section="endpoints")
     return endpoint
 
 
@@ -465,7 +466,9 @@ def endpoint_revoke_key(request: BoardRequest, slug: str, key_id: int) -> HttpRe
     endpoint = _own_endpoint(request, slug)
     key = EndpointKey.objects.filter(endpoint=endpoint, id=key_id).first()
     if key is None:
-        raise Http404("no such key")
+        raise NotFound(
+            "Key", key_id, section="endpoints", why="it is not one of this endpoint's keys"
+        )
     if not _manages(request, endpoint):
         return _refused(request, endpoint)
     if not confirmed(request):

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.db.models import Count
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from switchboard import teams
 from switchboard.lib.guards import BoardRequest, login_required
+from switchboard.lib.notfound import A_MEMBER, NotFound
 from switchboard.models import Endpoint, Human, Team, TeamMember, TeamRole
 from switchboard.scope import administers, teams_of
 from todos.models import Source
@@ -34,7 +35,7 @@ def _my_team(request: BoardRequest, name: str) -> Team:
     """The team ``name`` if the human is a member; 404 otherwise (unknown and foreign alike)."""
     team = Team.objects.filter(name=name, pk__in=teams_of(request.user.id)).first()
     if team is None:
-        raise Http404("no such team")
+        raise NotFound("Team", name, section="teams", why=A_MEMBER)
     return team
 
 

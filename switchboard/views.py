@@ -9,6 +9,9 @@ progress, a migrate step that failed).
 (a restart, a failover), it answers 503 with ``Retry-After`` instead, without touching the
 database again (no session, no user, no template that reads either).
 
+``page_not_found`` is the pages' 404 handler: the Board's page, with the rail, naming what was
+not found.
+
 ``/metrics`` shows request counts, paths and queue activity: it answers only a scraper that
 sends ``SWITCHBOARD_METRICS_TOKEN`` as a bearer or connects from ``SWITCHBOARD_METRICS_ALLOW``
 (loopback by default), and 404 to anyone else, as if it did not exist.
@@ -22,11 +25,13 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.utils.crypto import constant_time_compare
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django_prometheus.exports import ExportToDjangoView
 
+from switchboard.lib.notfound import NotFound
 from switchboard.lib.proxies import FORWARDED_UNTRUSTED_KEY, address_in
 
 
@@ -72,6 +77,32 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if html:
         return HttpResponse(_ERROR_PAGE, status=500)
     return JsonResponse({"error": "server_error", "detail": "an error on our side"}, status=500)
+
+
+# The rail's section a 404 belongs under, and its list: the page's way back.
+_SECTIONS = {
+    "todos": ("todo_list", "Todos"),
+    "alerts": ("alerts", "Alerts"),
+    "endpoints": ("endpoint_list", "Endpoints"),
+    "sources": ("sources", "Sources"),
+    "schedules": ("schedules", "Schedules"),
+    "teams": ("teams", "Teams"),
+}
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 404 handler (``handler404``): the Board's own page, with the rail, saying what was
+    not found when a lookup said (``NotFound``: an unknown thing and another human's alike)
+    and else that the address is no page; the message alone for htmx, JSON for a client that
+    takes no HTML."""
+    if not request.accepts("text/html"):
+        return JsonResponse({"error": "not_found"}, status=404)
+    found = exception if isinstance(exception, NotFound) else None
+    section = found.section if found else None
+    back_url, back_label = _SECTIONS.get(section or "todos", _SECTIONS["todos"])
+    context = {"section": section, "found": found, "back_url": back_url, "back_label": back_label}
+    template = "not_found.html#message" if getattr(request, "htmx", False) else "not_found.html"
+    return render(request, template, context, status=404)
 
 
 @never_cache

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, confirmed, login_required
+from switchboard.lib.notfound import ON_YOUR_ENDPOINTS, NotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
 from todos import schedules
@@ -106,7 +107,9 @@ def _own(request: BoardRequest, schedule_id: int) -> Schedule:
     try:
         return schedules.get_visible(request.user, schedule_id)
     except InvalidInput:
-        raise Http404("no such schedule") from None
+        raise NotFound(
+            "Schedule", f"#{schedule_id}", section="schedules", why=ON_YOUR_ENDPOINTS
+        ) from None
 
 
 @login_required

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpResponse, HttpResponseNotAllowed
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -38,7 +38,6 @@ from todos.pages import (
     error_message,
     list_filters,
     list_query,
-    not_found,
     possible_id,
     scope,
     text,
@@ -174,7 +173,7 @@ def _bulk_act(action: str) -> BulkAct:
 def bulk_action(request: BoardRequest, action: str) -> HttpResponse:
     """A bulk retry or cancel on the list's current filter (``todos.pages.bulk_page``)."""
     if action not in ("retry", "cancel"):
-        return not_found(request, action)
+        raise Http404("no such bulk action")  # an address that is no page, not a todo
     return bulk_page(request, action, _bulk_act(action))
 
 
@@ -188,7 +187,7 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
     if action == "limits":
         return queue_limits(request)
     if action not in ("pause", "resume"):
-        return not_found(request, action)
+        raise Http404("no such queue action")  # an address that is no page, not a todo
     if request.method not in ("GET", "POST"):
         return HttpResponseNotAllowed(["GET", "POST"])
     slug = request.GET.get("endpoint", "").strip()

@@ -48,7 +48,7 @@ from django.db.models import (
     Value,
 )
 from django.db.models.functions import Coalesce, Now
-from django.http import Http404, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -61,6 +61,7 @@ from switchboard.lib.guards import (
     pop_shown_once,
     stash_shown_once,
 )
+from switchboard.lib.notfound import NotFound
 from switchboard.models import Team, TeamMember, TeamRole
 from switchboard.scope import managed_by, owned_by
 from switchboard.teams import TeamRefused, administered, named_team
@@ -168,7 +169,7 @@ def _own_source(request: BoardRequest, slug: str) -> Source:
         .first()
     )
     if source is None:
-        raise Http404("no such source")
+        raise NotFound("Source", slug, section="sources")
     return source
 
 
@@ -180,7 +181,9 @@ def _admin_teams(request: BoardRequest) -> list[Team]:
 def _own_rule(source: Source, rule_id: int) -> Rule:
     rule = Rule.objects.filter(source=source, id=rule_id).select_related("endpoint").first()
     if rule is None:
-        raise Http404("no such rule")
+        raise NotFound(
+            "Rule", f"id {rule_id}", section="sources", why="it is not one of this source's rules"
+        )
     rule.source = source
     return rule
 
@@ -595,7 +598,9 @@ def source_event(request: BoardRequest, slug: str, event_id: int) -> HttpRespons
         .first()
     )
     if event is None:
-        raise Http404("no such event")
+        raise NotFound(
+            "Event", event_id, section="sources", why="it is not one of this source's deliveries"
+        )
     context = {
         "section": "sources",
         "source": source,
