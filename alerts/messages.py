@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any
 
 from alerts.models import Message, RuleKind
+from switchboard.lib.text import money
 
 SUMMARY_MAX_CHARS = 500
 # What an alert's detail keeps once its todo is forgotten (activity/forget.py) or deleted by
@@ -37,9 +38,6 @@ GONE = {
     "forgotten": "the todo was forgotten",  # activity/forget.py
     "deleted": "the todo was deleted by retention",  # todos/retention.py
 }
-# Sums in USD: cents, and below a cent this many places (``money``).
-CENT = Decimal("0.01")
-SMALLEST = Decimal("0.0001")
 _PREFIX = {Message.OPENED: "[alert]", Message.RESOLVED: "[resolved]", Message.TEST: "[test]"}
 
 
@@ -53,27 +51,6 @@ def duration(seconds: int | None) -> str:
         return f"{minutes}m{rest}s" if rest else f"{minutes}m"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes}m" if minutes else f"{hours}h"
-
-
-def money(value: Any) -> str:
-    """A sum in USD as people read it: cents from a cent up (``$0.14``, ``$1,250.00``), and
-    below a cent up to four decimals without trailing zeros (``$0.005``, ``$0.0012``), so a
-    small budget's figures do not all read ``$0.00``; ``<$0.0001`` below that. The detail
-    stores the exact figure as text (``0.144000000000``); text that is no number is shown as
-    it is."""
-    try:
-        amount = Decimal(str(value))
-    except ArithmeticError:
-        return f"${value}"
-    if not amount.is_finite():
-        return f"${value}"
-    sign, amount = ("-", -amount) if amount < 0 else ("", amount)
-    if amount == 0 or amount >= CENT:
-        return f"{sign}${amount.quantize(CENT, ROUND_HALF_UP):,}"
-    small = amount.quantize(SMALLEST, ROUND_HALF_UP)
-    if small == 0:
-        return f"{sign}<${SMALLEST}"
-    return f"{sign}${small.normalize():f}"
 
 
 def _where(endpoint: str, queue: str | None) -> str:

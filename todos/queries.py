@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db.models import Count, Min, Q
+from django.db.models.expressions import RawSQL
 
 from attempts.queries import (
     ATTEMPTS_LIMIT_MAX,
@@ -37,7 +38,7 @@ from todos.filters import Cursor, TodoFilters, keyset_order
 from todos.limits import BULK_ACTIONS
 from todos.models import Event, QueuePause, QueueSettings, Rule, Todo
 from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
-from todos.types import AttemptsPage
+from todos.types import AttemptsPage, PauseWhy
 
 PAGE_SIZE = 50
 LISTED_QUEUES_MAX = 100
@@ -258,21 +259,75 @@ def listed_queues(scope: Scope, limit: int = LISTED_QUEUES_MAX) -> list[str]:
 
 PAUSED_LISTED_MAX = 100
 
+# Who paused, and what a budget's pause is about, read with the pause (columns of the base table,
+# ``queue_pauses``): a human's username, what the pause's UTC day spent (the queue's hours, or
+# the endpoint's for an endpoint's budget; usage_hours_pkey), and the budget as set now.
+_PAUSED_BY_NAME = RawSQL(
+    "CASE WHEN left(queue_pauses.paused_by, 6) = 'human:' THEN (SELECT h.username FROM humans h"
+    " WHERE h.id = substr(queue_pauses.paused_by, 7)::bigint) END",
+    (),
+)
+_PAUSE_SPENT = RawSQL(
+    "CASE WHEN queue_pauses.reason IN ('queue_budget', 'endpoint_budget')"
+    " AND queue_pauses.until IS NOT NULL THEN (SELECT COALESCE(sum(u.cost_usd), 0)"
+    " FROM usage_hours u WHERE u.endpoint_id = queue_pauses.endpoint_id"
+    " AND (queue_pauses.reason = 'endpoint_budget' OR u.queue = queue_pauses.queue)"
+    " AND u.hour >= queue_pauses.until - interval '1 day' AND u.hour < queue_pauses.until) END",
+    (),
+)
+_PAUSE_BUDGET = RawSQL(
+    "CASE queue_pauses.reason"
+    " WHEN 'queue_budget' THEN (SELECT s.daily_budget_usd FROM queue_settings s"
+    " WHERE s.endpoint_id = queue_pauses.endpoint_id AND s.queue = queue_pauses.queue)"
+    " WHEN 'endpoint_budget' THEN (SELECT e.daily_budget_usd FROM endpoints e"
+    " WHERE e.id = queue_pauses.endpoint_id) END",
+    (),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PausedQueue:
+    """An open pause as the Board lists it: the endpoint, the queue, and why."""
+
+    endpoint: Endpoint
+    queue: str
+    why: PauseWhy
+
 
 def paused_queues(
     scope: Scope, queues: list[str] | None = None, limit: int = PAUSED_LISTED_MAX
-) -> list[QueuePause]:
+) -> list[PausedQueue]:
     """The open pauses of ``scope``'s queues (of ``queues`` only, when given), with their
-    endpoints, by endpoint slug and queue, at most ``limit`` (one query).
+    endpoints and why each is paused, by endpoint slug and queue, at most ``limit`` (one query).
 
-    Uses index: queue_pauses_open_idx (endpoint_id, queue) WHERE resumed_at IS NULL.
+    Uses index: queue_pauses_open_idx (endpoint_id, queue) WHERE resumed_at IS NULL; per pause,
+    humans_pkey for an operator's, queue_settings_queue_key and usage_hours_pkey for a budget's.
     """
     pauses = QueuePause.objects.filter(
         Q(resumed_at__isnull=True), endpoint__in=Endpoint.objects.filter(scope.endpoints())
     )
     if queues is not None:
         pauses = pauses.filter(queue__in=queues)
-    return list(pauses.select_related("endpoint").order_by("endpoint__slug", "queue")[:limit])
+    rows = (
+        pauses.select_related("endpoint")
+        .annotate(paused_by_name=_PAUSED_BY_NAME, spent_usd=_PAUSE_SPENT, budget_usd=_PAUSE_BUDGET)
+        .order_by("endpoint__slug", "queue")[:limit]
+    )
+    return [
+        PausedQueue(
+            endpoint=p.endpoint,
+            queue=p.queue,
+            why=PauseWhy(
+                paused_by=p.paused_by,
+                paused_by_name=p.paused_by_name,
+                reason=p.reason,
+                until=p.until,
+                spent_usd=p.spent_usd,
+                budget_usd=p.budget_usd,
+            ),
+        )
+        for p in rows
+    ]
 
 
 def queue_limits(scope: Scope, queues: list[str] | None = None) -> list[QueueSettings]:

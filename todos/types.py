@@ -11,6 +11,8 @@ from typing import Any, Self
 from uuid import UUID
 
 from attempts.types import NO_USAGE, USAGE_COLUMNS, AttemptView, Usage
+from switchboard.lib.actors import COMMAND, Actor
+from switchboard.lib.text import money
 from todos import states
 
 # Django's psycopg setup loads jsonb as its JSON text (JSONField decodes it itself), so values
@@ -216,6 +218,73 @@ class QueueChange:
     queue: str
     paused: bool
     changed: bool
+
+
+# The reasons a budget gives its pause (queue_pauses.reason: todos/sql/pause_budget.sql), and
+# whose budget each names.
+BUDGET_PAUSES = {
+    "queue_budget": "its daily budget",
+    "endpoint_budget": "its endpoint's daily budget",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PauseWhy:
+    """Why a queue is paused, as the Board says it: an operator's pause (by name), the shell's
+    (``manage.py queue`` without ``--as``), or the sweeper's for a spent daily budget, which
+    lasts until ``until``, the next UTC midnight, unless an operator resumes it first; with
+    what the day spent against the budget when the read has them
+    (``todos.queries.paused_queues``). A budget's pause and an operator's stop the agents
+    alike, so only this tells them apart."""
+
+    paused_by: str  # the actor's spelling (switchboard/lib/actors.py)
+    paused_by_name: str | None  # a human's username; None when deleted, or not a human
+    reason: str | None
+    until: dt.datetime | None
+    spent_usd: Decimal | None = None
+    budget_usd: Decimal | None = None
+
+    @property
+    def budget(self) -> bool:
+        """A spent daily budget's pause: an operator's resume lets claims through until the
+        next UTC midnight despite the budget (the sweeper pauses a queue once a day)."""
+        return self.reason in BUDGET_PAUSES
+
+    @property
+    def until_text(self) -> str:
+        """When a budget's pause ends: ``00:00 UTC``, the next UTC midnight."""
+        if self.until is None:
+            return "the next UTC day"
+        return self.until.astimezone(dt.UTC).strftime("%H:%M UTC")
+
+    @property
+    def who(self) -> str:
+        """Who paused it: an operator's name, ``manage.py queue``, the sweeper."""
+        actor = Actor.parse_or_none(self.paused_by)
+        if actor is None:
+            return self.paused_by
+        if actor.kind == COMMAND:
+            return f"manage.py {actor.key}"
+        return actor.label(self.paused_by_name)
+
+    @property
+    def short(self) -> str:
+        """Why, in a few words beside the queue's name (the Overview's row)."""
+        if self.budget:
+            return f"daily budget spent, until {self.until_text}"
+        return f"by {self.who}"
+
+    @property
+    def words(self) -> str:
+        """Why, in a phrase: ``paused by demo``, or ``paused until 00:00 UTC: its daily budget
+        is spent ($0.14 of $0.10)``."""
+        if not self.budget:
+            return f"paused by {self.who}"
+        spent = ""
+        if self.spent_usd is not None and self.budget_usd is not None:
+            spent = f" ({money(self.spent_usd)} of {money(self.budget_usd)})"
+        whose = BUDGET_PAUSES[self.reason or ""]
+        return f"paused until {self.until_text}: {whose} is spent{spent}"
 
 
 @dataclass(frozen=True, slots=True)

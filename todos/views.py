@@ -215,7 +215,7 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
         else:
             scope = Scope.of_endpoint(endpoint.id)
             context["summary"] = queries.queue_summary(scope, queue)
-            context["paused"] = bool(queries.paused_queues(scope, [queue]))
+            context["paused"] = next(iter(queries.paused_queues(scope, [queue])), None)
     except InvalidInput as exc:
         context["error"] = error_message(exc)
         return render(request, QUEUE_CONFIRM, context, status=400)

@@ -1,9 +1,15 @@
-"""UTF-8 byte caps and character hygiene for text that agents and webhooks send."""
+"""UTF-8 byte caps and character hygiene for text that agents and webhooks send, and sums of
+money as people read them."""
 
 from __future__ import annotations
 
 import unicodedata
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
+
+# Sums in USD: cents, and below a cent this many places (``money``).
+CENT = Decimal("0.01")
+SMALLEST = Decimal("0.0001")
 
 
 def whole_number(text: str, max_digits: int = 18) -> int | None:
@@ -53,3 +59,24 @@ def strip_control(text: str) -> str:
 
 def has_control_or_space(text: str) -> bool:
     return any(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
+
+
+def money(value: Any) -> str:
+    """A sum in USD as people read it: cents from a cent up (``$0.14``, ``$1,250.00``), and
+    below a cent up to four decimals without trailing zeros (``$0.005``, ``$0.0012``), so a
+    small budget's figures do not all read ``$0.00``; ``<$0.0001`` below that. Rows store the
+    exact figure (``0.144000000000``, as text in a JSON detail); text that is no number is
+    shown as it is."""
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        return f"${value}"
+    if not amount.is_finite():
+        return f"${value}"
+    sign, amount = ("-", -amount) if amount < 0 else ("", amount)
+    if amount == 0 or amount >= CENT:
+        return f"{sign}${amount.quantize(CENT, ROUND_HALF_UP):,}"
+    small = amount.quantize(SMALLEST, ROUND_HALF_UP)
+    if small == 0:
+        return f"{sign}<${SMALLEST}"
+    return f"{sign}${small.normalize():f}"

@@ -10,11 +10,13 @@ import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
+from switchboard.lib.sql import fetch_all
 from tests.base import Personas
 from tests.reach import OWNER, claimed, new_todo
 from tests.rows import todo_row
-from todos import lifecycle
+from todos import budgets, lifecycle
 from todos.models import QueuePause
 
 pytestmark = pytest.mark.django_db
@@ -169,3 +171,57 @@ def test_a_pause_without_a_queue_is_refused(alice_client: Client, query: str) ->
 
     assert response.status_code == 400
     assert not QueuePause.objects.exists()
+
+
+def _budget_paused(endpoint: UUID, queue: str = "spendy") -> None:
+    """``queue`` spent $0.144 today against a $0.10 daily budget, and the sweeper paused it."""
+    lifecycle.set_queue_limits(endpoint, queue, human_id=None, daily_budget_usd="0.10")
+    fetch_all(
+        "INSERT INTO usage_hours (endpoint_id, queue, hour, cost_usd)"
+        " VALUES (%(e)s, %(q)s, date_trunc('hour', now()), 0.144)",
+        {"e": endpoint, "q": queue},
+    )
+    assert lifecycle.pause_for_budget(
+        [(endpoint, queue)], reason="queue_budget", day_start=budgets.day_start(timezone.now())
+    )
+
+
+def test_the_list_says_who_paused_each_queue_or_which_budget_and_until_when(
+    alice_client: Client, personas: Personas
+) -> None:
+    alice_client.post(reverse("queue_action", args=["pause"]) + "?endpoint=agent-a&queue=triage")
+    lifecycle.pause_queue(personas.endpoint_a.id, "nightly", human_id=None)
+    _budget_paused(personas.endpoint_a.id)
+
+    listed = alice_client.get(reverse("todo_list")).content.decode()
+
+    why = dict(
+        re.findall(
+            r"agent-a · (\w+)</span> <span class=\"muted small\" data-pause-why>([^<]*)<", listed
+        )
+    )
+    assert why == {
+        "nightly": "paused by manage.py queue",
+        "spendy": "paused until 00:00 UTC: its daily budget is spent ($0.14 of $0.10)",
+        "triage": "paused by alice",
+    }
+
+
+def test_resuming_a_budgets_pause_warns_that_it_lifts_the_budget_for_the_day(
+    alice_client: Client, personas: Personas
+) -> None:
+    _budget_paused(personas.endpoint_a.id)
+    lifecycle.pause_queue(personas.endpoint_a.id, "triage", human_id=personas.alice.id)
+
+    budget = alice_client.get(
+        reverse("queue_action", args=["resume"]) + "?endpoint=agent-a&queue=spendy"
+    ).content.decode()
+    operator = alice_client.get(
+        reverse("queue_action", args=["resume"]) + "?endpoint=agent-a&queue=triage"
+    ).content.decode()
+
+    assert "It is paused until 00:00 UTC: its daily budget is spent ($0.14 of $0.10)." in budget
+    assert "overrides the budget for the rest of the UTC day" in budget
+    assert "until 00:00 UTC however much more they spend" in budget
+    assert "It is paused by alice." in operator
+    assert "overrides the budget" not in operator
