@@ -29,7 +29,8 @@ predecessors' runs).
 The reads (``overview``) are owner-scoped like those of ``todos.queries``: they start from the
 scope's endpoints, so a foreign queue is never read. Besides the rollups, a page reads the live
 depth (``overview_live.sql``: at most ``LIVE_CAP`` unfinished todos per endpoint, so a new queue
-shows before the sweeper samples it) and the cost per queue (``overview_cost.sql``, of the OTLP
+shows before the sweeper samples it; with each queue's open pause, so a paused queue's waiting
+todos are not read as a stuck agent) and the cost per queue (``overview_cost.sql``, of the OTLP
 ingest's ``usage_hours``; docs/decisions/0036-cost-and-budgets.md).
 """
 
@@ -45,6 +46,7 @@ from uuid import UUID
 
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.scope import ENDPOINT_ENDPOINTS_SQL, HUMAN_ENDPOINTS_SQL, Scope
+from todos.types import PauseWhy
 
 BUCKETS = 100
 FLOOR_SECONDS = 0.1
@@ -230,6 +232,8 @@ class QueueRow:
     # Pending and in flight are the live read's (overview_live.sql), not the last sample's;
     # ``capped``: its endpoint held more unfinished todos than the read counts.
     capped: bool = False
+    # Its open pause (the live read's too): why no agent claims from it. None: not paused.
+    pause: PauseWhy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,8 +359,9 @@ def _blank(row: dict[str, Any]) -> QueueRow:
 
 
 def _live(scope: Scope, by_key: dict[tuple[str, str], QueueRow]) -> None:
-    """Pending and in flight from the bounded live read, over the samples; a queue the
-    rollups do not hold yet joins the table (its first 30 s: the sweeper samples it later)."""
+    """Pending and in flight from the bounded live read, over the samples, and each queue's
+    open pause; a queue the rollups do not hold yet joins the table (its first 30 s: the
+    sweeper samples it later), as does a paused one with nothing unfinished."""
     rows = fetch_all(_statement("overview_live", scope), {**scope.params, "cap": LIVE_CAP})
     counted: dict[str, int] = {}
     for r in rows:
@@ -366,12 +371,21 @@ def _live(scope: Scope, by_key: dict[tuple[str, str], QueueRow]) -> None:
     live = {(str(r["endpoint_id"]), r["queue"]): r for r in rows}
     for key, r in live.items():
         row = by_key.get(key) or _blank(r)
+        pause = None
+        if r["paused_by"] is not None:
+            pause = PauseWhy(
+                paused_by=r["paused_by"],
+                paused_by_name=r["paused_by_name"],
+                reason=r["pause_reason"],
+                until=r["paused_until"],
+            )
         by_key[key] = replace(
             row,
             pending=r["pending"],
             in_flight=r["in_flight"],
             oldest_pending_at=r["oldest_pending_at"],
             capped=counted[key[0]] >= LIVE_CAP,
+            pause=pause,
         )
     for key, row in by_key.items():
         if key not in live and (row.pending or row.in_flight):

@@ -13,13 +13,14 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from switchboard.lib.sql import fetch_all
 from switchboard.scope import Scope
 from tests.base import Personas
 from tests.plans import plan_nodes
 from tests.reach import claimed, new_todo
-from todos import lifecycle, overview
+from todos import budgets, lifecycle, overview
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +206,40 @@ def test_the_cost_per_queue_and_its_plot(alice_client: Client, busy: Personas) -
     assert cell(body, "agent-a/cheap", "cost_today") == "unpriced"
     assert "Cost, last day" in body and "$1.2345 in all" in body
     assert "124 cents" in body  # 1.2345 USD, a started cent counted
+
+
+def _first_cell(body: str, queue: str) -> str | None:
+    row = re.search(rf'<tr class="row[^"]*" data-queue="{re.escape(queue)}">(.*?)</tr>', body, re.S)
+    if row is None:
+        return None
+    first = re.search(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
+    assert first
+    return " ".join(re.sub(r"<[^>]+>", " ", first.group(1)).split())
+
+
+def test_a_paused_queue_says_so_and_why_on_its_row_in_the_same_reads(
+    alice_client: Client, busy: Personas, django_assert_num_queries: Callable[..., Any]
+) -> None:
+    ep = busy.endpoint_a.id
+    lifecycle.pause_queue(ep, "build", human_id=busy.alice.id)
+    lifecycle.pause_queue(ep, "quiet", human_id=None)  # nothing on it: the pause alone shows it
+    new_todo(ep, "spendy")
+    lifecycle.set_queue_limits(ep, "spendy", human_id=None, daily_budget_usd="0.10")
+    lifecycle.pause_for_budget(
+        [(ep, "spendy")], reason="queue_budget", day_start=budgets.day_start(timezone.now())
+    )
+    lifecycle.pause_queue(busy.endpoint_b.id, "secret-queue", human_id=busy.bob.id)
+    new_todo(ep, "open")
+
+    with django_assert_num_queries(8):
+        body = alice_client.get("/overview/").content.decode()
+
+    assert _first_cell(body, "agent-a/build") == "agent-a / build paused by alice"
+    assert _first_cell(body, "agent-a/quiet") == "agent-a / quiet paused by manage.py queue"
+    assert _first_cell(body, "agent-a/spendy") == (
+        "agent-a / spendy paused daily budget spent, until 00:00 UTC"
+    )
+    assert 'title="paused until 00:00 UTC: its daily budget is spent"' in body
+    assert _first_cell(body, "agent-a/open") == "agent-a / open"
+    assert cell(body, "agent-a/build", "pending") == "2"
+    assert _first_cell(body, "agent-b/secret-queue") is None
