@@ -65,6 +65,7 @@ _ACTION_WORDS = {
     "resume": "resumed it",
     "interrupt": "paused it for input",
     "reject": "rejected it",
+    "forget": "forgot it",
 }
 
 
@@ -101,9 +102,11 @@ class Said:
     @property
     def transition(self) -> tuple[str, str] | None:
         """The state change a Board action, an A2A transition or a retry records, if any: two
-        known states only, so the page may name a state's class after them."""
+        known states only, so the page may name a state's class after them. An action that
+        left the state as it was (a forget, a lease extended) records it twice, and changed
+        none: ``completed → completed`` would read as if it had."""
         before, after = self.detail.get("from"), self.detail.get("to")
-        if before in _STATES and after in _STATES:
+        if before in _STATES and after in _STATES and before != after:
             return (before, after)
         return None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 
 import pytest
 from django.core.management import call_command
@@ -327,3 +328,23 @@ def test_manage_py_forget_says_what_it_forgot_and_exits_1_for_the_rest(personas:
     with pytest.raises(CommandError):
         call_command("forget", done, "--as", "bob", stderr=bob_err)
     assert f"{done}: not found" in bob_err.getvalue()
+
+
+def test_a_forgotten_todos_pages_say_its_routing_was_erased_and_who_forgot_it(
+    personas: Personas, alice: Client
+) -> None:
+    todo_id = lived(personas)
+    forget.forget(personas.alice.id, [todo_id])
+    event = Todo.objects.get(id=todo_id).event
+    assert event is not None and event.routing_trace == []
+
+    page = alice.get(reverse("todo_detail", args=[todo_id])).content.decode()
+    delivery = alice.get(reverse("source_event", args=["gh", event.id])).content.decode()
+    source = alice.get(reverse("source_detail", args=["gh"])).content.decode()
+
+    for html in (page, delivery, source):
+        assert "The routing trace was erased when its todo was forgotten." in html
+        assert "No rule was tried." not in html
+    forgot = re.search(r'<span class="actor human">alice</span> forgot it([^<]*)<', page)
+    assert forgot and forgot.group(1) == ""  # no "completed → completed": nothing changed state
+    assert "forget:" not in page
