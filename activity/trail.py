@@ -36,6 +36,7 @@ from switchboard import actors, runtime_settings
 from switchboard.actors import Names
 from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_all, load
+from switchboard.lib.text import money
 from switchboard.scope import Scope
 from todos import queries
 from todos.models import Event, State, Todo
@@ -69,6 +70,13 @@ _ACTION_WORDS = {
 }
 
 
+# Why a deadline's row dead-lettered the todo (``detail.reason``: todos/sql/deadlines.sql).
+_DEADLINE_REASONS = {
+    "finish_by": "It missed its finish-by deadline.",
+    "start_by": "Nobody claimed it before its start-by deadline.",
+}
+
+
 def activity_words(kind: str, detail: Mapping[str, Any]) -> str:
     """What an activity row says happened, as a phrase after its actor's name.
 
@@ -80,10 +88,22 @@ def activity_words(kind: str, detail: Mapping[str, Any]) -> str:
         return "requeued it: its retry was due"
     if kind == Kind.RUNG:
         return "rang the doorbell"
+    if kind in (Kind.DEADLINE, Kind.BUDGET):
+        return "dead-lettered it"  # the sweeps' only action; the reason says why
     action = detail.get("action")
     if isinstance(action, str) and action:
         return _ACTION_WORDS.get(action, action)
     return "acted on it"
+
+
+def _cost_cap_reason(detail: Mapping[str, Any]) -> str:
+    """Why the cost cap dead-lettered a todo, with the sums its row recorded (none once the
+    todo was forgotten: forgetting keeps only the action)."""
+    cap, cost = detail.get("max_cost_usd"), detail.get("cost_usd")
+    if cap is None:
+        return "Its cost reached its cap."
+    spent = f" ({money(cost)} spent)" if cost is not None else ""
+    return f"Its cost reached its cap of {money(cap)}{spent}."
 
 
 class Said:
@@ -112,7 +132,16 @@ class Said:
 
     @property
     def reason(self) -> str:
-        """The reason a Board action gave (``detail.reason``), else the row's message."""
+        """The reason a Board action gave (``detail.reason``), else the row's message; a
+        sweep's dead letter in words, not the column it stores (``finish_by``,
+        ``max_cost_usd``): the attempt's end keeps that, as its summary."""
+        if self.kind == Kind.DEADLINE:
+            why = self.detail.get("reason")
+            return _DEADLINE_REASONS.get(
+                why if isinstance(why, str) else "", "Its deadline passed."
+            )
+        if self.kind == Kind.BUDGET:
+            return _cost_cap_reason(self.detail)
         reason = self.detail.get("reason")
         return reason if isinstance(reason, str) and reason else (self.message or "")
 

@@ -65,7 +65,7 @@ KIND_WORDS = {
     "retried": "retried",
     "a2a_state": "A2A",
     "deadline": "deadline",
-    "budget": "budget",
+    "budget": "cost cap",
 }
 
 

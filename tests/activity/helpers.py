@@ -19,6 +19,7 @@ from typing import Any
 from uuid import UUID
 
 from switchboard.lib.sql import fetch_all, fetch_one
+from tests import reach
 from todos import lifecycle
 
 # The row a writer adds, its seq allocated under the todo's row lock as the writers do.
@@ -183,3 +184,24 @@ def a2a(todo_id: str, owner: str, action: str, before: str, after: str) -> int:
         attempt_seq=current_attempt(todo_id),
         detail={"action": action, "from": before, "to": after},
     )
+
+
+def swept_dead_letters(endpoint_id: UUID) -> tuple[str, str, str]:
+    """A pending todo past its finish_by, one never claimed by its start_by, and a claimed one
+    whose cost reached its cap of $0.01, each dead-lettered by its sweep (deadlines.sql,
+    over_cap.sql); their ids in that order."""
+    late = reach.new_todo(endpoint_id, "work").id
+    unclaimed = reach.new_todo(endpoint_id, "work").id
+    for column, todo_id in (("finish_by", late), ("start_by", unclaimed)):
+        fetch_all(
+            f"UPDATE todos SET {column} = now() - interval '1 second' WHERE id = %(id)s",
+            {"id": todo_id},
+        )
+    assert set(lifecycle.dead_letter_late()) == {late, unclaimed}
+    capped = reach.claimed(endpoint_id, "work", owner=reach.BOT, claimant="harness/run-1").todo.id
+    fetch_all(
+        "UPDATE todos SET max_cost_usd = 0.01, cost_usd = 0.0215 WHERE id = %(id)s",
+        {"id": capped},
+    )
+    assert lifecycle.end_over_cap() == (capped,)
+    return late, unclaimed, capped

@@ -22,7 +22,15 @@ from activity.feed import Cursor, FeedFilters, feed_page
 from switchboard.lib.sql import fetch_one
 from switchboard.models import Human
 from tests import reach
-from tests.activity.helpers import a2a, agent_note, board, record, rung, swept_retry
+from tests.activity.helpers import (
+    a2a,
+    agent_note,
+    board,
+    record,
+    rung,
+    swept_dead_letters,
+    swept_retry,
+)
 from tests.base import Personas
 from tests.factories import EndpointFactory
 from tests.reach import BOT
@@ -448,3 +456,27 @@ def test_an_ending_names_its_holder_by_the_claimant_label_it_sent(
     assert entries[bare].actor == "endpoint agent-a"
     body = alice_client.get(reverse("activity")).content.decode()
     assert re.search(r'held by (<span class="mono">)?ci-bot/run-9<', body)
+
+
+def test_the_sweeps_dead_letters_read_as_words_in_the_feed(
+    personas: Personas, alice_client: Client
+) -> None:
+    swept_dead_letters(personas.endpoint_a.id)
+
+    body = alice_client.get(reverse("activity")).content.decode()
+
+    said = re.findall(
+        r'<span class="actor">sweeper</span> dead-lettered it: .*?<p class="reason">(.*?)</p>',
+        body,
+        re.S,
+    )
+    assert sorted(said) == [
+        "It missed its finish-by deadline.",
+        "Its cost reached its cap of $0.01 ($0.02 spent).",
+        "Nobody claimed it before its start-by deadline.",
+    ]
+    assert '<span class="badge kind">cost cap</span>' in body
+    # The tokens stay on the attempt's end only, its summary as the sweep stored it.
+    assert "sweeper dead_letter" not in re.sub(r"<[^>]+>", "", body)
+    for token in ("finish_by", "start_by", "max_cost_usd reached"):
+        assert f'<p class="reason">{token}</p>' not in body

@@ -16,7 +16,7 @@ from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Setting
 from switchboard.scope import Scope
 from tests import reach
-from tests.activity.helpers import a2a, agent_note, board, rung, swept_retry
+from tests.activity.helpers import a2a, agent_note, board, rung, swept_dead_letters, swept_retry
 from tests.base import Personas
 from tests.intake.conftest import Hook
 from tests.reach import BOT
@@ -329,3 +329,26 @@ def test_a_webhook_todo_costs_one_query_more(
 
     with django_assert_num_queries(7):
         page(alice_client, todo_id)
+
+
+def test_the_sweeps_dead_letters_say_why_in_words(alice_client: Client, personas: Personas) -> None:
+    late, unclaimed, capped = swept_dead_letters(personas.endpoint_a.id)
+
+    for todo_id, why in (
+        (late, "It missed its finish-by deadline."),
+        (unclaimed, "Nobody claimed it before its start-by deadline."),
+        (capped, "Its cost reached its cap of $0.01 ($0.02 spent)."),
+    ):
+        body = main(page(alice_client, todo_id))
+        said = re.search(
+            r'<span class="actor">sweeper</span> (.*?)</div>\s*<p class="reason">(.*?)</p>',
+            body,
+            re.S,
+        )
+        assert said, body
+        assert said.group(1).startswith("dead-lettered it: ")
+        assert said.group(2) == why
+        assert "dead_letter" not in re.sub(r"<[^>]+>", "", body.split('id="sb-trail-actions')[0])
+    # The attempt's end keeps what the sweep stored, for whoever reads the machine's words.
+    end = group(page(alice_client, capped), 1)
+    assert re.search(r'<p class="summary">max_cost_usd 0\.010* reached: 0\.02150*</p>', end)
