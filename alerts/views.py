@@ -2,7 +2,8 @@
 channels with their rules and last messages; adding a channel, its signing secret shown once,
 "send test alert", disabling and deleting one; a channel is made for the human or for a team
 they administer ("Owned by"), and moves into a team ("Move to team") only by a human who manages
-it and administers the team (``switchboard.teams.check_move``), as sources and endpoints do.
+it and administers the team (``switchboard.teams.check_move``), as sources and endpoints do;
+moving, like deleting, asks first.
 
 Scoped to the channels the logged-in human sees, their own and their teams'
 (``alerts.channels.get_visible``); another
@@ -43,7 +44,14 @@ from switchboard.lib.guards import (
 from switchboard.lib.notfound import NotFound
 from switchboard.models import Team
 from switchboard.scope import Scope
-from switchboard.teams import TeamRefused, administered, named_team
+from switchboard.teams import (
+    TeamRefused,
+    administered,
+    check_move,
+    left_behind,
+    named_team,
+    roster,
+)
 
 HISTORY = 50
 PAGE = "alerts/alerts.html"
@@ -272,15 +280,23 @@ def channel_delete(request: BoardRequest, channel_id: str) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def channel_move(request: BoardRequest, channel_id: str) -> HttpResponse:
-    """Give the channel to a team: only a human who manages it and administers the team
-    (``channels.move_channel`` refuses anyone else, by name, and changes nothing). Its rules
-    then hear about the team's endpoints only."""
+    """Ask first; then give the channel to a team: only a human who manages it and administers
+    the team (``channels.move_channel`` refuses anyone else, by name, and changes nothing). Its
+    rules then hear about the team's endpoints only. A GET, or a POST without ``confirm=yes``
+    (the page's "Move…"), is refused as the move would be, or shows what moves, who then sees
+    and manages it and what its rules stop hearing: there is no way back to a person
+    (docs/decisions/0034-teams.md), so it is said before, not after."""
     channel = _own_channel(request, channel_id)
+    asked = request.POST if request.method == "POST" else request.GET
     try:
-        team = named_team(str(request.POST.get("team", "")), request.user)
-        channels.move_channel(channel, team, by=request.user)
+        team = named_team(str(asked.get("team", "")), request.user)
+        if request.method == "POST" and confirmed(request):
+            channels.move_channel(channel, team, by=request.user)
+        else:
+            check_move(channel, team, by=request.user)
+            return render(request, "alerts/channel_move.html", _move_question(channel, team))
     except TeamRefused as exc:
         messages.error(request, f"Not moved: {exc.message}.")
     else:
@@ -290,3 +306,21 @@ def channel_move(request: BoardRequest, channel_id: str) -> HttpResponse:
             " hear about the team's endpoints only.",
         )
     return redirect("alerts")
+
+
+def _move_question(channel: AlertChannel, team: Team) -> dict[str, Any]:
+    """What moving ``channel`` into ``team`` takes along and who then reaches it: its rules, the
+    team's members (every one manages a channel), those of the team that owned it who are not
+    in ``team``, and its rules narrowed to an endpoint that is not the team's, which then hear
+    nothing (``scope.owner_endpoints``)."""
+    admins, members = roster(team)
+    rules = channel.rules.select_related("endpoint").order_by("id")
+    return {
+        "section": "alerts",
+        "channel": channel,
+        "team": team,
+        "rules": rules.count(),
+        "people": admins + members,
+        "leaving": left_behind(channel, team),
+        "deafened": list(rules.filter(endpoint__isnull=False).exclude(endpoint__team=team)),
+    }

@@ -9,7 +9,8 @@ A key's plaintext is shown once: the POST that mints it keeps it in the session 
 (``pop_shown_once``), so a reload shows it no more and mints nothing. It never goes into a
 message, a log line or a URL, and that page is never cached. The configuration snippets name the
 key as ``$SWITCHBOARD_KEY``, set by the one export line beside the key, so a checked-in
-``.mcp.json`` carries no key. Revoking a key or the endpoint asks to confirm first.
+``.mcp.json`` carries no key. Revoking a key or the endpoint, and moving it into a team, ask to
+confirm first.
 
 Every read here is scoped to the endpoints the logged-in human owns; another human's slug answers
 404 exactly like an unknown one. Endpoints and keys are written only through
@@ -42,9 +43,16 @@ from switchboard.lib.guards import (
 from switchboard.lib.notfound import NotFound
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Team, Verb
 from switchboard.scope import Scope
-from switchboard.teams import TeamRefused, administered, named_team
+from switchboard.teams import (
+    TeamRefused,
+    administered,
+    check_move,
+    left_behind,
+    named_team,
+    roster,
+)
 from todos import fleet, lifecycle, push
-from todos.models import PushAttempt, Todo
+from todos.models import PushAttempt, Rule, Schedule, Todo
 
 PUSHES_SHOWN = 20
 
@@ -514,14 +522,22 @@ def endpoint_revoke(request: BoardRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def endpoint_move(request: BoardRequest, slug: str) -> HttpResponse:
-    """Give the endpoint to a team: only a human who manages it and administers the team
-    (``credentials.move_endpoint`` refuses anyone else, by name, and changes nothing)."""
+    """Ask first; then give the endpoint to a team: only a human who manages it and administers
+    the team (``credentials.move_endpoint`` refuses anyone else, by name, and changes nothing).
+    A GET, or a POST without ``confirm=yes`` (the page's "Move…"), is refused as the move would
+    be, or shows what moves and who then sees and manages it: there is no way back to a person
+    (docs/decisions/0034-teams.md), so it is said before, not after."""
     endpoint = _own_endpoint(request, slug)
+    asked = request.POST if request.method == "POST" else request.GET
     try:
-        team = named_team(str(request.POST.get("team", "")), request.user)
-        credentials.move_endpoint(endpoint, team, by=request.user)
+        team = named_team(str(asked.get("team", "")), request.user)
+        if request.method == "POST" and confirmed(request):
+            credentials.move_endpoint(endpoint, team, by=request.user)
+        else:
+            check_move(endpoint, team, by=request.user)
+            return render(request, "endpoints/endpoint_move.html", _move_question(endpoint, team))
     except TeamRefused as exc:
         messages.error(request, f"Not moved: {exc.message}.")
     else:
@@ -529,3 +545,27 @@ def endpoint_move(request: BoardRequest, slug: str) -> HttpResponse:
             request, f"Moved {endpoint.slug} to team {team.name}: its members see its todos now."
         )
     return redirect("endpoint_detail", slug=endpoint.slug)
+
+
+def _move_question(endpoint: Endpoint, team: Team) -> dict[str, Any]:
+    """What moving ``endpoint`` into ``team`` takes along and who then reaches it: its keys,
+    todos and schedules, the team's members (its admins manage it), and, from another team,
+    that team's members who lose it and its sources' rules that stop routing to it (a team's
+    source routes to the team's endpoints only)."""
+    admins, members = roster(team)
+    stranded = 0
+    if endpoint.team_id is not None:
+        stranded = Rule.objects.filter(endpoint=endpoint, source__team_id=endpoint.team_id).count()
+    return {
+        "section": "endpoints",
+        "endpoint": endpoint,
+        "team": team,
+        "live_keys": endpoint.keys.filter(revoked_at__isnull=True).count(),
+        "todos": Todo.objects.filter(endpoint=endpoint).count(),
+        "unfinished": Todo.objects.unfinished().filter(endpoint=endpoint).count(),
+        "schedules": Schedule.objects.filter(endpoint=endpoint).count(),
+        "admins": admins,
+        "members": members,
+        "leaving": left_behind(endpoint, team),
+        "stranded_rules": stranded,
+    }

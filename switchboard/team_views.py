@@ -2,13 +2,16 @@
 adding (an existing operator, by username), re-roling and removing members.
 
 A team's page is its members' only: anyone else gets the same 404 as for an unknown name. Its
-changes are its admins' (a member is told so, nothing changed). Every write goes through
-``switchboard.teams``, whose refusals (a bad or taken name, a human already in the team, the
-last admin) are shown by their own words. Moving an endpoint into a team is on the endpoint's
-page (``switchboard/endpoint_views.py``).
+changes are its admins' (a member is told so, nothing changed); removing a member asks first,
+saying what they lose. Every write goes through ``switchboard.teams``, whose refusals (a bad or
+taken name, a human already in the team, the last admin) are shown by their own words, before
+any question. Moving an endpoint into a team is on the endpoint's page
+(``switchboard/endpoint_views.py``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib import messages
 from django.db.models import Count
@@ -16,8 +19,9 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from alerts.models import AlertChannel
 from switchboard import teams
-from switchboard.lib.guards import BoardRequest, login_required
+from switchboard.lib.guards import BoardRequest, confirmed, login_required
 from switchboard.lib.notfound import A_MEMBER, NotFound
 from switchboard.models import Endpoint, Human, Team, TeamMember, TeamRole
 from switchboard.scope import administers, teams_of
@@ -25,9 +29,10 @@ from todos.models import Source
 
 
 def _posted(request: BoardRequest, key: str) -> str:
-    """A posted name, stripped; "" for one no name can be (a NUL, or longer than any name), so
-    it is looked up as nothing and refused as unknown."""
-    value = request.POST.get(key, "").strip()
+    """A posted name (on a GET, the query's), stripped; "" for one no name can be (a NUL, or
+    longer than any name), so it is looked up as nothing and refused as unknown."""
+    data = request.POST if request.method == "POST" else request.GET
+    value = data.get(key, "").strip()
     return "" if "\x00" in value or len(value) > 150 else value
 
 
@@ -122,14 +127,22 @@ def _member_human(team: Team, request: BoardRequest) -> Human | None:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def team_remove(request: BoardRequest, name: str) -> HttpResponse:
+    """Ask first; then remove a member. A GET, or a POST without ``confirm=yes`` (the members
+    table's "Remove…"), is refused as the removal would be, or says what the member loses
+    access to: nothing of the team's comes back to them until an admin adds them again."""
     team = _my_team(request, name)
     if _admin_only(request, team):
         human = _member_human(team, request)
         try:
             if human is None:
                 raise teams.TeamRefused("not_member", "No such member.")
+            if not (request.method == "POST" and confirmed(request)):
+                member = teams.check_remove(team, human)
+                return render(
+                    request, "teams/team_remove.html", _remove_question(request, team, member)
+                )
             teams.remove_member(team, human)
         except teams.TeamRefused as exc:
             messages.error(request, exc.message)
@@ -138,6 +151,20 @@ def team_remove(request: BoardRequest, name: str) -> HttpResponse:
             if human.pk == request.user.id:
                 return redirect("teams")
     return redirect("team_detail", name=team.name)
+
+
+def _remove_question(request: BoardRequest, team: Team, member: TeamMember) -> dict[str, Any]:
+    """What removing ``member`` takes from them: everything the team owns (a thing is owned by
+    one team or one human, so none of it stays theirs some other way)."""
+    return {
+        "section": "teams",
+        "team": team,
+        "member": member,
+        "yourself": member.human_id == request.user.id,
+        "endpoints": list(Endpoint.objects.filter(team=team).order_by("slug")),
+        "sources": list(Source.objects.filter(team=team).order_by("slug")),
+        "channels": AlertChannel.objects.filter(team=team).count(),
+    }
 
 
 @login_required

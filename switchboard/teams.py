@@ -73,16 +73,24 @@ def remove_member(team: Team, human: Human) -> None:
     """Remove ``human`` from ``team``; refused for a non-member and for the last admin."""
     with transaction.atomic():
         Team.objects.select_for_update().filter(pk=team.pk).first()
-        member = TeamMember.objects.filter(team=team, human=human).first()
-        if member is None:
-            raise TeamRefused("not_member", f"{human.username} is not a member of team {team.name}")
-        if member.role == TeamRole.ADMIN and not _other_admins(team, human):
-            raise TeamRefused(
-                "last_admin",
-                f"{human.username} is the last admin of team {team.name}; make another"
-                " member an admin first",
-            )
-        member.delete()
+        check_remove(team, human).delete()
+
+
+def check_remove(team: Team, human: Human) -> TeamMember:
+    """``human``'s membership of ``team``, or the refusal ``remove_member`` would give: a
+    non-member (``not_member``), the last admin (``last_admin``). The Board asks it before its
+    question, so a removal that would be refused is not asked about; ``remove_member`` asks it
+    again with the team locked."""
+    member = TeamMember.objects.filter(team=team, human=human).first()
+    if member is None:
+        raise TeamRefused("not_member", f"{human.username} is not a member of team {team.name}")
+    if member.role == TeamRole.ADMIN and not _other_admins(team, human):
+        raise TeamRefused(
+            "last_admin",
+            f"{human.username} is the last admin of team {team.name}; make another"
+            " member an admin first",
+        )
+    return member
 
 
 def set_role(team: Team, human: Human, *, admin: bool) -> TeamMember:
@@ -166,6 +174,31 @@ def administered(human_id: int) -> list[Team]:
     """The teams ``human_id`` administers, by name: what they may make an endpoint, a source or
     a channel for, or move one into."""
     return list(Team.objects.filter(pk__in=teams_of(human_id, admin=True)).order_by("name"))
+
+
+def roster(team: Team) -> tuple[list[str], list[str]]:
+    """The usernames of ``team``'s admins and of its other members, each alphabetically: who a
+    move into the team or a removal from it is said to reach."""
+    admins: list[str] = []
+    members: list[str] = []
+    rows = TeamMember.objects.filter(team=team).order_by("human__username")
+    for username, role in rows.values_list("human__username", "role"):
+        (admins if role == TeamRole.ADMIN else members).append(username)
+    return admins, members
+
+
+def left_behind(owned: Owned, team: Team) -> list[str]:
+    """The usernames of the members of the team that owns ``owned`` who are not in ``team``:
+    moving ``owned`` into ``team`` takes it from them. Empty for what a human owns."""
+    if owned.team_id is None:
+        return []
+    staying = TeamMember.objects.filter(team=team).values("human_id")
+    return list(
+        TeamMember.objects.filter(team_id=owned.team_id)
+        .exclude(human_id__in=staying)
+        .order_by("human__username")
+        .values_list("human__username", flat=True)
+    )
 
 
 def named_team(name: str, by: Human) -> Team:

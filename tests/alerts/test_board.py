@@ -6,6 +6,7 @@ with a confirmation, and bob seeing and touching none of alice's channels."""
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -254,10 +255,37 @@ def test_a_channel_made_for_a_team_or_moved_into_one_is_its_members_and_no_one_e
     mine, _ = channels.add_channel(personas.alice, email="alice@example.com", name="mine")
     move = reverse("alert_channel_move", args=[mine.pk])
     assert bob.post(move, {"team": "bobs"}).status_code == 404  # not his to see
-    alice.post(move, {"team": "bobs"})
+    assert bob.get(move, {"team": "bobs"}).status_code == 404
+    # Not hers to give: refused as before, asked or confirmed, and never a question.
+    for refused in (
+        alice.post(move, {"team": "bobs"}, follow=True),
+        alice.get(move, {"team": "bobs"}, follow=True),
+        alice.post(move, {"team": "bobs", "confirm": "yes"}, follow=True),
+    ):
+        assert refused.redirect_chain == [(reverse("alerts"), 302)]
+        assert "Not moved: alice does not administer team bobs" in refused.content.decode()
     mine.refresh_from_db()
-    assert (mine.owner_id, mine.team_id) == (personas.alice.pk, None)  # not hers to give
-    alice.post(move, {"team": "ops"})
+    assert (mine.owner_id, mine.team_id) == (personas.alice.pk, None)
+
+    # The list's button (a POST without confirm) and a GET ask, saying what moves and to whom.
+    narrowed = mine.rules.first()
+    assert narrowed is not None
+    narrowed.endpoint = personas.endpoint_a  # alice's own: the team's channel will not hear it
+    narrowed.save(update_fields=["endpoint"])
+    for asked in (alice.post(move, {"team": "ops"}), alice.get(move, {"team": "ops"})):
+        assert asked.status_code == 200
+        said = " ".join(html.unescape(re.sub(r"<[^>]+>", "", asked.content.decode())).split())
+        assert "Move the channel “mine” to team ops?" in said
+        assert f"its {mine.rules.count()} rules" in said and "alice@example.com" in said
+        assert "Every member of team ops then sees and manages it" in said and "alice, bob" in said
+        assert "hear about team ops's endpoints only, no longer about alice's own" in said
+        assert "1 rule narrowed to an endpoint team ops does not own hears nothing" in said
+        assert str(narrowed) in said
+        assert "It cannot be moved back to a person" in said
+        mine.refresh_from_db()
+        assert (mine.owner_id, mine.team_id) == (personas.alice.pk, None)
+
+    alice.post(move, {"team": "ops", "confirm": "yes"})
     mine.refresh_from_db()
     assert (mine.owner_id, mine.team_id) == (None, ops.pk)
 

@@ -217,6 +217,7 @@ def test_members_create_a_todo_on_the_teams_endpoint_and_an_outsiders_is_unknown
         ("get", "endpoint_revoke"),
         ("post", "endpoint_revoke"),
         ("post", "endpoint_mint_key"),
+        ("get", "endpoint_move"),
         ("post", "endpoint_move"),
         ("post", "endpoint_push_url"),
     ],
@@ -319,13 +320,41 @@ def test_the_endpoint_lists_show_the_teams_endpoint_to_members_only(ops: Ops) ->
 # --- moving an endpoint into a team ---------------------------------------------------------
 
 
-def test_an_admin_moves_her_endpoint_in_and_the_member_then_sees_its_todos(
+def _text(response: Any) -> str:
+    """A page's text with its tags dropped and its spaces run together, as it reads."""
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", response.content.decode())).split())
+    return re.sub(r"\( | (?=[?.,:;)])", lambda m: m[0].strip(), text)
+
+
+def test_an_admin_moves_her_endpoint_in_after_confirming_and_the_member_then_sees_its_todos(
     ops: Ops, personas: Personas
 ) -> None:
     todo = new_todo(personas.endpoint_a.id, "work")
+    move = reverse("endpoint_move", args=["agent-a"])
+    page = ops.alice.get(reverse("endpoint_detail", args=["agent-a"])).content.decode()
+    assert f'action="{move}"' in page and "Move…" in page
     assert todo.id not in ops.carol_client.get(reverse("todo_list")).content.decode()
 
-    moved = ops.alice.post(reverse("endpoint_move", args=["agent-a"]), {"team": "ops"}, follow=True)
+    # The page's button (a POST without confirm) and a GET ask, saying what moves and to whom.
+    for asked in (ops.alice.post(move, {"team": "ops"}), ops.alice.get(move, {"team": "ops"})):
+        assert asked.status_code == 200
+        said = _text(asked)
+        assert "Move agent-a to team ops?" in said
+        assert "its 1 live key" in said and "its 1 todo (1 unfinished)" in said
+        assert "Every member of team ops then sees and acts on its todos" in said
+        assert "alice, carol" in said and "Its admins (alice) also manage it" in said
+        assert "It is no longer alice's own" in said
+        assert "It cannot be moved back to a person" in said
+        assert 'name="confirm" value="yes"' in asked.content.decode()
+        assert 'name="team" value="ops"' in asked.content.decode()
+        personas.endpoint_a.refresh_from_db()
+        assert (personas.endpoint_a.owner_id, personas.endpoint_a.team_id) == (
+            personas.alice.pk,
+            None,
+        )
+    assert todo.id not in ops.carol_client.get(reverse("todo_list")).content.decode()
+
+    moved = ops.alice.post(move, {"team": "ops", "confirm": "yes"}, follow=True)
 
     assert "Moved agent-a to team ops" in moved.content.decode()
     personas.endpoint_a.refresh_from_db()
@@ -334,14 +363,42 @@ def test_an_admin_moves_her_endpoint_in_and_the_member_then_sees_its_todos(
     assert todo.id not in ops.bob.get(reverse("todo_list")).content.decode()
 
 
+def test_moving_an_endpoint_from_one_team_to_another_names_who_loses_it_and_what_stops(
+    ops: Ops, personas: Personas
+) -> None:
+    other = teams.create_team("other", personas.alice)  # alice administers both; carol is ops'
+    source = SourceFactory(owner=None, team=ops.team, slug="ops-hooks")
+    RuleFactory(source=source, endpoint=ops.endpoint, queue="q")
+
+    asked = _text(ops.alice.post(reverse("endpoint_move", args=["agent-t"]), {"team": "other"}))
+
+    assert "Move agent-t to team other?" in asked
+    assert "Team ops no longer owns it: carol no longer sees it or its todos" in asked
+    assert "1 rule of team ops's sources routes to it and stops creating todos" in asked
+    ops.endpoint.refresh_from_db()
+    assert ops.endpoint.team_id == ops.team.pk
+
+    ops.alice.post(reverse("endpoint_move", args=["agent-t"]), {"team": "other", "confirm": "yes"})
+    ops.endpoint.refresh_from_db()
+    assert ops.endpoint.team_id == other.pk
+
+
 def test_a_move_by_a_human_who_does_not_administer_the_team_is_refused(
     ops: Ops, personas: Personas
 ) -> None:
     carols = EndpointFactory(owner=ops.carol, slug="agent-c")
-    # carol owns her endpoint but is only a member of ops; bob is not even a member.
+    # carol owns her endpoint but is only a member of ops; bob is not even a member. Refused
+    # as before, whether asked (a GET, a POST without confirm) or confirmed: never a question.
     for client, slug, who in ((ops.carol_client, "agent-c", "carol"), (ops.bob, "agent-b", "bob")):
-        response = client.post(reverse("endpoint_move", args=[slug]), {"team": "ops"}, follow=True)
-        assert f"Not moved: {who} does not administer team ops" in response.content.decode()
+        move = reverse("endpoint_move", args=[slug])
+        for response in (
+            client.post(move, {"team": "ops"}, follow=True),
+            client.get(move, {"team": "ops"}, follow=True),
+            client.post(move, {"team": "ops", "confirm": "yes"}, follow=True),
+        ):
+            assert response.redirect_chain == [(reverse("endpoint_detail", args=[slug]), 302)]
+            assert f"Not moved: {who} does not administer team ops" in response.content.decode()
+            assert "cannot be moved back" not in response.content.decode()
     carols.refresh_from_db()
     personas.endpoint_b.refresh_from_db()
     assert carols.owner_id == ops.carol.pk and carols.team_id is None
@@ -370,6 +427,10 @@ def test_a_team_page_is_its_members_and_unknown_to_anyone_else(ops: Ops) -> None
     for name in ("team_add", "team_remove", "team_role"):
         response = ops.bob.post(reverse(name, args=["ops"]), {"username": "bob", "role": "admin"})
         assert response.status_code == 404
+    for asked in ({"username": "carol"}, {"username": "carol", "confirm": "yes"}):
+        assert ops.bob.get(reverse("team_remove", args=["ops"]), asked).status_code == 404
+        assert ops.bob.post(reverse("team_remove", args=["ops"]), asked).status_code == 404
+    assert TeamMember.objects.filter(team=ops.team, human=ops.carol).exists()
     assert not TeamMember.objects.filter(human__username="bob").exists()
 
 
@@ -396,16 +457,77 @@ def test_the_team_pages_refuse_by_name_and_change_nothing(ops: Ops) -> None:
         reverse("team_add", args=["ops"]), {"username": "carol"}, follow=True
     ).content.decode()
     assert "carol is already a member of team ops" in twice
-    last = ops.alice.post(
-        reverse("team_remove", args=["ops"]), {"username": "alice"}, follow=True
+    # The last admin is refused whether asked or confirmed: never a question.
+    for confirm in ({}, {"confirm": "yes"}):
+        last = ops.alice.post(
+            reverse("team_remove", args=["ops"]), {"username": "alice", **confirm}, follow=True
+        ).content.decode()
+        assert "alice is the last admin of team ops" in last and "Yes, remove" not in last
+    unknown = ops.alice.get(
+        reverse("team_remove", args=["ops"]), {"username": "bob"}, follow=True
     ).content.decode()
-    assert "alice is the last admin of team ops" in last
+    assert "No such member." in unknown and "Yes, remove" not in unknown
+    for asked in ({}, {"confirm": "yes"}):
+        by_member = ops.carol_client.post(
+            reverse("team_remove", args=["ops"]), {"username": "alice", **asked}, follow=True
+        ).content.decode()
+        assert "Only an admin of team ops manages its members" in by_member
     by_member = ops.carol_client.post(
         reverse("team_add", args=["ops"]), {"username": "bob"}, follow=True
     ).content.decode()
     assert "Only an admin of team ops manages its members" in by_member
 
     assert set(TeamMember.objects.values_list("team_id", "human_id", "role")) == before
+
+
+def test_an_admin_removes_a_member_after_confirming_and_is_told_what_they_lose(
+    ops: Ops, personas: Personas
+) -> None:
+    SourceFactory(owner=None, team=ops.team, slug="ops-hooks")
+    channels.add_channel(None, team=ops.team, email="ops@example.com")
+    remove = reverse("team_remove", args=["ops"])
+    page = ops.alice.get(reverse("team_detail", args=["ops"])).content.decode()
+    assert f'action="{remove}"' in page and "Remove…" in page
+
+    # The members table's button (a POST without confirm) and a GET ask, saying what goes.
+    for asked in (
+        ops.alice.post(remove, {"username": "carol"}),
+        ops.alice.get(remove, {"username": "carol"}),
+    ):
+        assert asked.status_code == 200
+        said = _text(asked)
+        assert "Remove carol from team ops?" in said
+        assert "carol loses access to everything team ops owns" in said
+        assert "1 endpoint (agent-t) with their todos" in said
+        assert "1 source (ops-hooks)" in said and "1 alert channel" in said
+        assert "Pages carol has open now stop showing the team's changes" in said
+        assert "Endpoints and sources carol owns personally are not touched" in said
+        assert 'name="username" value="carol"' in asked.content.decode()
+        assert TeamMember.objects.filter(team=ops.team, human=ops.carol).exists()
+    assert ops.carol_client.get(reverse("endpoint_detail", args=["agent-t"])).status_code == 200
+
+    removed = ops.alice.post(remove, {"username": "carol", "confirm": "yes"}, follow=True)
+
+    assert "Removed carol from team ops." in removed.content.decode()
+    assert not TeamMember.objects.filter(team=ops.team, human=ops.carol).exists()
+    assert ops.carol_client.get(reverse("endpoint_detail", args=["agent-t"])).status_code == 404
+
+
+def test_an_admin_removing_herself_is_told_she_cannot_come_back_alone(
+    ops: Ops, personas: Personas
+) -> None:
+    teams.set_role(ops.team, ops.carol, admin=True)  # so alice is not the last admin
+    remove = reverse("team_remove", args=["ops"])
+
+    said = _text(ops.alice.post(remove, {"username": "alice"}))
+
+    assert "Remove yourself from team ops?" in said and "You lose access" in said
+    assert "you no longer manage its members" in said
+    assert "You cannot add yourself back" in said
+    assert TeamMember.objects.filter(team=ops.team, human=personas.alice).exists()
+    gone = ops.alice.post(remove, {"username": "alice", "confirm": "yes"})
+    assert gone["Location"] == reverse("teams")
+    assert not TeamMember.objects.filter(team=ops.team, human=personas.alice).exists()
 
 
 # --- sources ---------------------------------------------------------------------------------
@@ -489,6 +611,7 @@ def test_a_source_for_a_team_one_does_not_administer_is_refused_and_nothing_made
         ("post", "source_verify", ()),
         ("get", "source_test", ()),
         ("post", "source_test", ()),
+        ("get", "source_move", ()),
         ("post", "source_move", ()),
         ("get", "rule_new", ()),
         ("post", "rule_new", ()),
@@ -539,9 +662,30 @@ def test_an_admin_moves_her_source_into_the_team_from_its_page(
         page = ops.alice.get(reverse("source_detail", args=["alice-hooks"])).content.decode()
     assert 'class="owned-by">alice<' in page and '<option value="ops">ops</option>' in page
 
-    moved = ops.alice.post(
-        reverse("source_move", args=["alice-hooks"]), {"team": "ops"}, follow=True
+    to_team = RuleFactory(
+        source=Source.objects.get(slug="alice-hooks"), endpoint=ops.endpoint, queue="q"
     )
+    to_alice = RuleFactory(
+        source=to_team.source, endpoint=personas.endpoint_a, queue="mine", name="alice's"
+    )
+    move = reverse("source_move", args=["alice-hooks"])
+
+    # The page's button (a POST without confirm) and a GET ask, saying what moves and to whom.
+    for asked in (ops.alice.post(move, {"team": "ops"}), ops.alice.get(move, {"team": "ops"})):
+        assert asked.status_code == 200
+        said = _text(asked)
+        assert "Move alice-hooks to team ops?" in said and "its 2 rules" in said
+        assert (
+            "Every member of team ops then sees and manages it" in said and "alice, carol" in said
+        )
+        assert "1 rule routes to an endpoint team ops does not own" in said
+        assert f"{to_alice.label} → agent-a / mine" in said and "agent-t / q" not in said
+        assert "It cannot be moved back to a person" in said
+        row = _source_row("alice-hooks")
+        assert (row["owner_id"], row["team_id"]) == (personas.alice.pk, None)
+    assert ops.carol_client.get(reverse("source_detail", args=["alice-hooks"])).status_code == 404
+
+    moved = ops.alice.post(move, {"team": "ops", "confirm": "yes"}, follow=True)
 
     assert "Moved alice-hooks to team ops" in moved.content.decode()
     row = _source_row("alice-hooks")
@@ -565,8 +709,14 @@ def test_a_source_move_is_refused_by_name_and_changes_nothing(ops: Ops, personas
         (ops.alice, "ops-hooks", "no-such", "alice does not administer team 'no-such'"),
         (ops.alice, "ops-hooks", "ops", "ops-hooks already belongs to team ops"),
     ):
-        response = client.post(reverse("source_move", args=[slug]), {"team": team}, follow=True)
-        assert f"Not moved: {said}" in html.unescape(response.content.decode())
+        move = reverse("source_move", args=[slug])
+        for response in (
+            client.post(move, {"team": team}, follow=True),
+            client.get(move, {"team": team}, follow=True),
+            client.post(move, {"team": team, "confirm": "yes"}, follow=True),
+        ):
+            assert response.redirect_chain == [(reverse("source_detail", args=[slug]), 302)]
+            assert f"Not moved: {said}" in html.unescape(response.content.decode())
 
     assert {s: _source_row(s) for s in before} == before
 

@@ -6,9 +6,10 @@ teams' (``switchboard/scope.py``); every member of the owning team sees and acts
 source, its secret and rules as its creator does. Anyone else's source, rule or event answers
 404 exactly like an unknown one, staff included. A source is made for the human or for a team
 it administers ("Owned by"), and moves into a team ("Move to team") only by a human who manages
-it and administers the team (``switchboard.teams.check_move``). Sources and rules are written
-only through ``todos.intake.sources`` (rules through ``todos.intake.forms.RuleForm``, which saves
-through it), so the Board holds them to the same checks and meanings as the admin and commands.
+it and administers the team (``switchboard.teams.check_move``), after a question saying what
+moves and which rules stop routing. Sources and rules are written only through
+``todos.intake.sources`` (rules through ``todos.intake.forms.RuleForm``, which saves through it),
+so the Board holds them to the same checks and meanings as the admin and commands.
 
 A secret's plaintext is shown once (creation, rotation, turning verification on without a
 secret): the POST that mints it keeps it in the session and redirects, and the page it redirects
@@ -64,7 +65,14 @@ from switchboard.lib.guards import (
 from switchboard.lib.notfound import NotFound
 from switchboard.models import Team, TeamMember, TeamRole
 from switchboard.scope import managed_by, owned_by
-from switchboard.teams import TeamRefused, administered, named_team
+from switchboard.teams import (
+    TeamRefused,
+    administered,
+    check_move,
+    left_behind,
+    named_team,
+    roster,
+)
 from todos.intake import deliveries, routing, sources
 from todos.intake.forms import RuleForm, RuleTestForm
 from todos.intake.traces import present_trace
@@ -493,15 +501,23 @@ def source_detail(request: BoardRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def source_move(request: BoardRequest, slug: str) -> HttpResponse:
-    """Give the source to a team: only a human who manages it and administers the team
-    (``sources.move_source`` refuses anyone else, by name, and changes nothing). Its rules then
-    route to the team's endpoints only."""
+    """Ask first; then give the source to a team: only a human who manages it and administers
+    the team (``sources.move_source`` refuses anyone else, by name, and changes nothing). Its
+    rules then route to the team's endpoints only. A GET, or a POST without ``confirm=yes``
+    (the page's "Move…"), is refused as the move would be, or shows what moves, who then sees
+    and manages it and which rules stop routing: there is no way back to a person
+    (docs/decisions/0034-teams.md), so it is said before, not after."""
     source = _own_source(request, slug)
+    asked = request.POST if request.method == "POST" else request.GET
     try:
-        team = named_team(str(request.POST.get("team", "")), request.user)
-        sources.move_source(source, team, by=request.user)
+        team = named_team(str(asked.get("team", "")), request.user)
+        if request.method == "POST" and confirmed(request):
+            sources.move_source(source, team, by=request.user)
+        else:
+            check_move(source, team, by=request.user)
+            return render(request, "sources/source_move.html", _move_question(source, team))
     except TeamRefused as exc:
         messages.error(request, f"Not moved: {exc.message}.")
     else:
@@ -511,6 +527,28 @@ def source_move(request: BoardRequest, slug: str) -> HttpResponse:
             " rules route to the team's endpoints only.",
         )
     return redirect("source_detail", slug=source.slug)
+
+
+def _move_question(source: Source, team: Team) -> dict[str, Any]:
+    """What moving ``source`` into ``team`` takes along and who then reaches it: its rules, the
+    team's members (every one manages a source), those of the team that owned it who are not in
+    ``team``, and the rules whose endpoint is not the team's, which stop creating todos
+    (``scope.routable_from``)."""
+    admins, members = roster(team)
+    stranded = (
+        source.rules.exclude(endpoint__team=team)
+        .select_related("endpoint")
+        .order_by("position", "id")
+    )
+    return {
+        "section": "sources",
+        "source": source,
+        "team": team,
+        "rules": source.rules.count(),
+        "people": admins + members,
+        "leaving": left_behind(source, team),
+        "stranded": list(stranded),
+    }
 
 
 @login_required
