@@ -36,9 +36,10 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django import forms
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
@@ -46,6 +47,7 @@ from oauth2_provider import views as dot_views
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.forms import AllowForm
 from oauth2_provider.models import get_application_model
+from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
 from switchboard import oauth
@@ -98,6 +100,44 @@ def _origin(request: HttpRequest) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
+def _with_issuer(url: str, issuer: str) -> str:
+    """``url`` with ``iss`` set to ``issuer`` in its query (replacing any ``iss`` it had)."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "iss"]
+    return urlunsplit(parts._replace(query=urlencode([*query, ("iss", issuer)])))
+
+
+def _redirect_source(redirect_uri: str) -> str | None:
+    """The CSP source a consent's redirect goes to: the redirect URI's origin (an http(s) one),
+    its scheme (a native app's ``cursor:``), None when it has neither."""
+    parts = urlsplit(redirect_uri)
+    if not parts.scheme:
+        return None
+    host = parts.netloc.rpartition("@")[2]
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{host}" if host else None
+    return f"{parts.scheme}:"
+
+
+def _allow_form_redirect(response: Any, redirect_uri: str) -> Any:
+    """The consent page's policy with ``form-action`` widened to the client's (validated)
+    redirect URI. Chromium holds a form's whole redirect chain to the page's ``form-action``:
+    under the Board's ``'self'`` the 302 that follows Allow or Deny to the client is blocked,
+    and the browser never leaves the consent page. Only this page's form gets the wider target,
+    and only this client's."""
+    source = _redirect_source(redirect_uri)
+    if source is None:
+        return response
+    for attribute, config in (
+        ("_csp_config", settings.SECURE_CSP),
+        ("_csp_ro_config", settings.SECURE_CSP_REPORT_ONLY),
+    ):
+        if config:
+            actions = [*config.get("form-action", []), source]
+            setattr(response, attribute, {**config, "form-action": actions})
+    return response
+
+
 class ConsentView(dot_views.AuthorizationView):
     """``/oauth/authorize/``: the toolkit's authorization view with the Board's consent page."""
 
@@ -107,7 +147,10 @@ class ConsentView(dot_views.AuthorizationView):
     def error_response(self, error: OAuthToolkitError, application: Any, **kwargs: Any) -> Any:
         redirect, response = dot_views.mixins.OAuthLibMixin.error_response(self, error, **kwargs)
         if redirect:
-            return self.redirect(response["url"], application)
+            # RFC 9207: the issuer on an error too (a Deny, a refusal), as the toolkit puts it
+            # on a code, so a client that checks it for mix-ups does not drop the error.
+            issuer = oauth2_settings.oauth2_authorization_server_issuer(self.request)
+            return self.redirect(_with_issuer(response["url"], issuer), application)
         oauthlib_error = response["error"]
         return oauth_error(
             oauthlib_error.error,
@@ -185,9 +228,10 @@ class ConsentView(dot_views.AuthorizationView):
             "resource": " ".join(request.GET.getlist("resource")),
         }
         form = self.get_form(self.get_form_class())
-        return self.render_to_response(
+        response = self.render_to_response(
             self._context(form, application, endpoints, kind, scopes, credentials)
         )
+        return _allow_form_redirect(response, credentials["redirect_uri"])
 
     def _context(
         self,

@@ -171,6 +171,21 @@ def test_the_consent_page_names_the_client_and_its_redirect_host(
     assert 'name="csrfmiddlewaretoken"' in html
 
 
+def test_the_consent_pages_form_may_redirect_to_its_clients_redirect_uri_only(
+    client: Client, operator: Any
+) -> None:
+    """Chromium holds the 302 that follows Allow or Deny to the consent page's form-action: under
+    the Board's 'self' alone the browser never reached the client (tests/e2e/test_oauth.py)."""
+    EndpointFactory(owner=operator, slug="mine")
+    registered = flow.register(client)
+    auth = flow.authorization(registered["client_id"], "mine")
+    policy = client.get(auth.url())["Content-Security-Policy"]
+    [form_action] = [d for d in policy.split("; ") if d.startswith("form-action")]
+    assert form_action == "form-action 'self' http://127.0.0.1:33418"
+    # The Board's other pages keep 'self' alone.
+    assert "form-action 'self';" in client.get("/")["Content-Security-Policy"] + ";"
+
+
 def test_without_a_resource_the_operator_picks_the_endpoint(client: Client, operator: Any) -> None:
     EndpointFactory(owner=operator, slug="one")
     EndpointFactory(owner=operator, slug="two")
@@ -191,6 +206,7 @@ def test_deny_redirects_with_access_denied_and_the_state(client: Client, operato
     auth = flow.authorization(registered["client_id"], "mine")
     answer = flow.consent(client, auth, "mine", allow=False)
     assert answer["error"] == ["access_denied"] and answer["state"] == [auth.state]
+    assert answer["iss"] == [flow.ORIGIN]  # RFC 9207: on an error as on a code
     assert "code" not in answer
     assert not granted().exists()
 
@@ -226,6 +242,7 @@ def test_another_operators_endpoint_is_refused_at_the_redirect(
     assert response.status_code == 302
     query = flow.parse_qs(flow.urlsplit(response["Location"]).query)
     assert query["error"] == ["invalid_target"] and query["state"] == [auth.state]
+    assert query["iss"] == [flow.ORIGIN]
 
 
 def test_a_forged_endpoint_choice_is_refused(client: Client, operator: Any) -> None:
