@@ -33,6 +33,7 @@ The token and registration endpoints are rate-limited per address before Django 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from typing import Any
@@ -51,7 +52,7 @@ from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error, InvalidRequestError
 
 from switchboard import oauth
-from switchboard.lib import frontdoor, oauth_scopes
+from switchboard.lib import frontdoor, jsonlimits, oauth_scopes
 from switchboard.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -394,6 +395,8 @@ def registration_refusal(raw: bytes) -> JsonResponse | None:
         return oauth_error("invalid_client_metadata", "the body is not JSON")
     if not isinstance(body, dict):
         return oauth_error("invalid_client_metadata", "the body must be a JSON object")
+    if (problem := jsonlimits.problem(body)) is not None:
+        return oauth_error("invalid_client_metadata", f"the metadata {problem}")
     uris = body.get("redirect_uris")
     if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
         return oauth_error(
@@ -440,11 +443,28 @@ class RegistrationManagementView(dot_views.DynamicClientRegistrationManagementVi
         return super().put(request, client_id, *args, **kwargs)
 
 
+def _storable_parameters(view: Any) -> Any:
+    """``view``, first refusing (RFC 6749 JSON, ``invalid_request``) a query or form parameter
+    PostgreSQL cannot hold (a NUL, a lone surrogate): the toolkit looks clients, codes and
+    tokens up with them as given, and the database's refusal was a 500 page."""
+
+    @functools.wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        for params in (request.GET, request.POST):
+            for name, values in params.lists():
+                for text in (name, *values):
+                    if (problem := jsonlimits.text_problem(text)) is not None:
+                        return oauth_error("invalid_request", f"the parameter {name!r} {problem}")
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
 register = csrf_exempt(RegisterView.as_view())
 register_management = csrf_exempt(RegistrationManagementView.as_view())
-token = TokenView.as_view()
-revoke_token = dot_views.RevokeTokenView.as_view()
-authorize = ConsentView.as_view()
+token = _storable_parameters(TokenView.as_view())
+revoke_token = _storable_parameters(dot_views.RevokeTokenView.as_view())
+authorize = _storable_parameters(ConsentView.as_view())
 
 
 # --- discovery -----------------------------------------------------------------------------------
@@ -484,5 +504,13 @@ def protected_resource(request: HttpRequest, kind: str, slug: str) -> HttpRespon
     return response
 
 
+@csrf_exempt  # a POST to a mistyped endpoint (no trailing slash) is a JSON 404, not a CSRF page
 def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    if request.path in _WITHOUT_SLASH:
+        said = f"no such OAuth endpoint; it ends in a slash: {request.path}/"
+        return oauth_error("invalid_request", said, status=404)
     return oauth_error("invalid_request", "no such OAuth document", status=404)
+
+
+# The endpoints a client may have typed without their slash, said back with it.
+_WITHOUT_SLASH = frozenset({"/oauth/authorize", "/oauth/token", "/oauth/revoke", "/oauth/register"})

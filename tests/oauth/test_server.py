@@ -497,3 +497,45 @@ def test_a_registration_update_checks_its_token_before_its_body(client: Client) 
         HTTP_AUTHORIZATION=f"Bearer {registered['registration_access_token']}",
     )
     assert_oauth_error(owned, 400, "invalid_redirect_uri")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "data"),
+    [
+        ("post", "/oauth/token/", {"grant_type": "authorization_code", "code": "a\x00b"}),
+        ("post", "/oauth/token/", {"grant_type": "authorization_code", "client_id": "a\x00b"}),
+        ("post", "/oauth/revoke/", {"token": "t", "client_id": "a\x00b"}),
+        ("post", "/oauth/token/", {"grant_type": "authorization_code", "a\x00": "named"}),
+        ("get", "/oauth/authorize/", {"client_id": "a\x00b", "response_type": "code"}),
+    ],
+)
+def test_a_parameter_the_database_cannot_hold_is_refused_in_json(
+    client: Client, operator: Any, method: str, path: str, data: dict[str, str]
+) -> None:
+    """The toolkit looks clients, codes and tokens up with the values as given: a NUL was the
+    database's refusal, a 500 page."""
+    assert_oauth_error(getattr(client, method)(path, data), 400, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "metadata", [{"client_name": "Chat\x00"}, {"redirect_uris": ["http://127.0.0.1:9/\x00"]}]
+)
+def test_a_registration_the_database_cannot_hold_is_refused_in_json(
+    client: Client, metadata: dict[str, Any]
+) -> None:
+    body = {"redirect_uris": [flow.REDIRECT], "token_endpoint_auth_method": "none", **metadata}
+    response = client.post("/oauth/register/", body, content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"] in (
+        "invalid_client_metadata",
+        "invalid_redirect_uri",
+    )
+
+
+@pytest.mark.parametrize("path", ["/oauth/token", "/oauth/register", "/oauth/revoke"])
+def test_a_post_to_an_endpoint_without_its_slash_is_a_json_404_naming_it(
+    path: str,
+) -> None:
+    strict = Client(enforce_csrf_checks=True)  # as a client without a Board session posts
+    response = strict.post(path, {"grant_type": "authorization_code"})
+    assert_oauth_error(response, 404, "invalid_request")
+    assert f"{path}/" in response.json()["error_description"]
