@@ -36,6 +36,7 @@ from django.db import DatabaseError
 from activity.models import TodoActivity
 from attempts.types import AttemptView
 from mcp_server import registry, shapes
+from mcp_server.schemas import QUESTION_MAX_CHARS
 from switchboard.lib import jsonlimits
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
@@ -55,6 +56,9 @@ LEGACY_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/ca
 ID_MAX_CHARS = 64
 # The question's answer field in the elicitation a waiting task asks for.
 ANSWER_FIELD = "answer"
+# An elicitation result's actions (MCP, "Elicitation"), and the answer's length: answer_todo's.
+ANSWER_ACTIONS = ("accept", "decline", "cancel")
+ANSWER_MAX_CHARS = QUESTION_MAX_CHARS
 
 
 class TaskError(Exception):
@@ -255,16 +259,39 @@ def get(endpoint: Endpoint, params: Mapping[str, Any], modern: bool) -> dict[str
 
 def _response(todo: Todo, responses: Any) -> dict[str, Any] | None:
     """The holder's ``input_request.response`` from ``inputResponses``, or None when they do
-    not answer the outstanding question (the spec: ignore what is not outstanding)."""
+    not answer the outstanding question (the spec: ignore what is not outstanding).
+
+    The answer is an elicitation's result: ``accept`` with ``content`` holding the asked
+    ``answer`` (a string, at most as long as ``answer_todo`` takes), or ``decline`` or
+    ``cancel`` without content; anything else is invalid params, and the holder is not
+    resumed with it."""
     if not isinstance(responses, Mapping):
         raise TaskError(types.INVALID_PARAMS, "inputResponses: must be an object")
-    answer = responses.get(question_key(todo))
-    if not isinstance(answer, Mapping):
+    key = question_key(todo)
+    if key not in responses:
         return None
+    answer = responses[key]
+    if not isinstance(answer, Mapping):
+        raise TaskError(types.INVALID_PARAMS, f"inputResponses.{key}: must be an object")
     action = answer.get("action", "accept")
+    if action not in ANSWER_ACTIONS:
+        raise TaskError(
+            types.INVALID_PARAMS,
+            f"inputResponses.{key}.action: must be one of {', '.join(ANSWER_ACTIONS)}",
+        )
     content = answer.get("content")
     text = content.get(ANSWER_FIELD) if isinstance(content, Mapping) else None
-    out = {"action": action, "text": text if isinstance(text, str) else None, "content": content}
+    if action == "accept" and (not isinstance(text, str) or len(text) > ANSWER_MAX_CHARS):
+        raise TaskError(
+            types.INVALID_PARAMS,
+            f"inputResponses.{key}.content: accept carries {{{ANSWER_FIELD!r}: a string of at"
+            f" most {ANSWER_MAX_CHARS} characters}}",
+        )
+    if action != "accept" and content is not None:
+        raise TaskError(
+            types.INVALID_PARAMS, f"inputResponses.{key}.content: {action} carries no content"
+        )
+    out = {"action": action, "text": text, "content": content}
     if (problem := jsonlimits.problem(out)) is not None:
         raise TaskError(types.INVALID_PARAMS, f"inputResponses: {problem}")
     return out

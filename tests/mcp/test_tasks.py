@@ -352,6 +352,28 @@ def test_the_input_required_round_trip_through_tasks_update(
     assert request["method"] == "elicitation/create"
     assert request["params"]["message"] == "Which branch?"
 
+    # A malformed answer is invalid params, and the holder stays waiting.
+    for malformed in (
+        "main",
+        {"action": "explode", "content": {"answer": "main"}},
+        {"action": 5},
+        {"action": "accept"},
+        {"action": "accept", "content": [1]},
+        {"action": "accept", "content": {"answer": 5}},
+        {"action": "accept", "content": {"answer": "x" * 4097}},
+        {"action": "decline", "content": {"answer": "no"}},
+    ):
+        refused = modern_call(
+            url,
+            requester_key,
+            "tasks/update",
+            {"taskId": task_id, "inputResponses": {key: malformed}},
+        )
+        assert refused.status_code == 400, (malformed, refused.text)
+        assert refused.json()["error"]["code"] == -32602, malformed
+    still = modern_call(url, requester_key, "tasks/get", {"taskId": task_id}).json()["result"]
+    assert still["status"] == "input_required"
+
     answered = modern_call(
         url,
         requester_key,
