@@ -77,8 +77,9 @@ def page(
     key_digest: bytes,
     after: tuple[dt.datetime, str] | None,
     size: int = PAGE_SIZE,
-) -> tuple[list[str], str | None]:
-    """The ids of the key's submitted todos, newest first, and the next page's cursor."""
+) -> tuple[list[tuple[str, Submitted]], str | None]:
+    """The key's submitted todos, newest first (each id with its submission), and the next
+    page's cursor."""
     params: list[Any] = [endpoint_id, key_digest]
     keyset = ""
     if after is not None:
@@ -87,7 +88,7 @@ def page(
     params.append(size + 1)
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT m.todo_id, m.created_at FROM mcp_tasks m"
+            "SELECT m.todo_id, m.created_at, m.ttl_ms FROM mcp_tasks m"
             " JOIN todos t ON t.id = m.todo_id AND t.endpoint_id = m.endpoint_id"
             " WHERE m.endpoint_id = %s AND m.key_digest = %s" + keyset + " ORDER BY m.created_at"
             " DESC, m.todo_id DESC LIMIT %s",
@@ -97,7 +98,7 @@ def page(
     more = len(rows) > size
     rows = rows[:size]
     cursor = encode_cursor(rows[-1][1], rows[-1][0]) if more and rows else None
-    return [row[0] for row in rows], cursor
+    return [(row[0], Submitted(created_at=row[1], ttl_ms=row[2])) for row in rows], cursor
 
 
 def open_tasks(endpoint_id: UUID, key_digest: bytes, limit: int = 100) -> list[str]:

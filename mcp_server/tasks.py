@@ -350,16 +350,19 @@ def list_page(endpoint: Endpoint, key_digest: bytes, params: Mapping[str, Any]) 
         after = registry.decode_cursor(cursor)
         if after is None:
             raise TaskError(types.INVALID_PARAMS, "cursor: not a cursor this server returned")
-    ids, next_cursor = registry.page(endpoint.id, key_digest, after)
+    page, next_cursor = registry.page(endpoint.id, key_digest, after)
     todos = {
         todo.id: todo
-        for todo in Todo.objects.filter(Scope.of_endpoint(endpoint.id).todos(), id__in=ids)
+        for todo in Todo.objects.filter(
+            Scope.of_endpoint(endpoint.id).todos(), id__in=[todo_id for todo_id, _ in page]
+        )
     }
     listed = []
-    for todo_id in ids:
+    for todo_id, submitted in page:
         todo = todos.get(todo_id)
         if todo is not None:
-            listed.append(legacy_task(TaskView(todo, None, None, None)))
+            # With its submission, as tasks/get shows it (its ttl).
+            listed.append(legacy_task(TaskView(todo, None, None, submitted)))
     out: dict[str, Any] = {"tasks": listed}
     if next_cursor is not None:
         out["nextCursor"] = next_cursor

@@ -527,6 +527,8 @@ def test_legacy_tasks_create_get_list_result_and_cancel(
     assert [t["taskId"] for t in page["tasks"]] == [second["taskId"], created["taskId"]]
     got = session.result("tasks/get", {"taskId": created["taskId"]})
     assert got["taskId"] == created["taskId"] and got["status"] == "working"
+    # The list shows each task as tasks/get does, its ttl included.
+    assert page["tasks"][1] == got
 
     async def finish() -> None:
         async with mcp_client(url, agent_key, MODERN) as agent:
