@@ -62,9 +62,7 @@ def _authorize_url(board: Board) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("button", ["Allow", "Deny"])
-def test_the_consent_sends_the_browser_to_the_client(
-    board: Board, demo: Demo, button: str
-) -> None:
+def test_the_consent_sends_the_browser_to_the_client(board: Board, demo: Demo, button: str) -> None:
     arrived = _arrivals(board)
     url, state = _authorize_url(board)
     board.login("demo")
