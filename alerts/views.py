@@ -44,12 +44,10 @@ from switchboard.lib.guards import (
 from switchboard.lib.notfound import NotFound
 from switchboard.models import Team
 from switchboard.scope import Scope
+from switchboard.team_moves import move_asked_first
 from switchboard.teams import (
-    TeamRefused,
     administered,
-    check_move,
     left_behind,
-    named_team,
     roster,
 )
 
@@ -289,23 +287,19 @@ def channel_move(request: BoardRequest, channel_id: str) -> HttpResponse:
     and manages it and what its rules stop hearing: there is no way back to a person
     (docs/decisions/0034-teams.md), so it is said before, not after."""
     channel = _own_channel(request, channel_id)
-    asked = request.POST if request.method == "POST" else request.GET
-    try:
-        team = named_team(str(asked.get("team", "")), request.user)
-        if request.method == "POST" and confirmed(request):
-            channels.move_channel(channel, team, by=request.user)
-        else:
-            check_move(channel, team, by=request.user)
-            return render(request, "alerts/channel_move.html", _move_question(channel, team))
-    except TeamRefused as exc:
-        messages.error(request, f"Not moved: {exc.message}.")
-    else:
-        messages.success(
-            request,
-            f"Moved {channel} to team {team.name}: its members see and manage it, and its rules"
-            " hear about the team's endpoints only.",
-        )
-    return redirect("alerts")
+    return move_asked_first(
+        request,
+        channel,
+        move=lambda team: channels.move_channel(channel, team, by=request.user),
+        question=lambda team: render(
+            request, "alerts/channel_move.html", _move_question(channel, team)
+        ),
+        moved=lambda team: (
+            f"Moved {channel} to team {team.name}: its members see and manage"
+            " it, and its rules hear about the team's endpoints only."
+        ),
+        back=redirect("alerts"),
+    )
 
 
 def _move_question(channel: AlertChannel, team: Team) -> dict[str, Any]:

@@ -43,12 +43,10 @@ from switchboard.lib.guards import (
 from switchboard.lib.notfound import NotFound
 from switchboard.models import DRAIN_VERBS, Endpoint, EndpointKey, Team, Verb
 from switchboard.scope import Scope
+from switchboard.team_moves import move_asked_first
 from switchboard.teams import (
-    TeamRefused,
     administered,
-    check_move,
     left_behind,
-    named_team,
     roster,
 )
 from todos import fleet, lifecycle, push
@@ -530,21 +528,18 @@ def endpoint_move(request: BoardRequest, slug: str) -> HttpResponse:
     be, or shows what moves and who then sees and manages it: there is no way back to a person
     (docs/decisions/0034-teams.md), so it is said before, not after."""
     endpoint = _own_endpoint(request, slug)
-    asked = request.POST if request.method == "POST" else request.GET
-    try:
-        team = named_team(str(asked.get("team", "")), request.user)
-        if request.method == "POST" and confirmed(request):
-            credentials.move_endpoint(endpoint, team, by=request.user)
-        else:
-            check_move(endpoint, team, by=request.user)
-            return render(request, "endpoints/endpoint_move.html", _move_question(endpoint, team))
-    except TeamRefused as exc:
-        messages.error(request, f"Not moved: {exc.message}.")
-    else:
-        messages.success(
-            request, f"Moved {endpoint.slug} to team {team.name}: its members see its todos now."
-        )
-    return redirect("endpoint_detail", slug=endpoint.slug)
+    return move_asked_first(
+        request,
+        endpoint,
+        move=lambda team: credentials.move_endpoint(endpoint, team, by=request.user),
+        question=lambda team: render(
+            request, "endpoints/endpoint_move.html", _move_question(endpoint, team)
+        ),
+        moved=lambda team: (
+            f"Moved {endpoint.slug} to team {team.name}: its members see its todos now."
+        ),
+        back=redirect("endpoint_detail", slug=endpoint.slug),
+    )
 
 
 def _move_question(endpoint: Endpoint, team: Team) -> dict[str, Any]:

@@ -65,12 +65,10 @@ from switchboard.lib.guards import (
 from switchboard.lib.notfound import NotFound
 from switchboard.models import Team, TeamMember, TeamRole
 from switchboard.scope import managed_by, owned_by
+from switchboard.team_moves import move_asked_first
 from switchboard.teams import (
-    TeamRefused,
     administered,
-    check_move,
     left_behind,
-    named_team,
     roster,
 )
 from todos.intake import deliveries, routing, sources
@@ -510,23 +508,19 @@ def source_move(request: BoardRequest, slug: str) -> HttpResponse:
     and manages it and which rules stop routing: there is no way back to a person
     (docs/decisions/0034-teams.md), so it is said before, not after."""
     source = _own_source(request, slug)
-    asked = request.POST if request.method == "POST" else request.GET
-    try:
-        team = named_team(str(asked.get("team", "")), request.user)
-        if request.method == "POST" and confirmed(request):
-            sources.move_source(source, team, by=request.user)
-        else:
-            check_move(source, team, by=request.user)
-            return render(request, "sources/source_move.html", _move_question(source, team))
-    except TeamRefused as exc:
-        messages.error(request, f"Not moved: {exc.message}.")
-    else:
-        messages.success(
-            request,
-            f"Moved {source.slug} to team {team.name}: its members see and manage it, and its"
-            " rules route to the team's endpoints only.",
-        )
-    return redirect("source_detail", slug=source.slug)
+    return move_asked_first(
+        request,
+        source,
+        move=lambda team: sources.move_source(source, team, by=request.user),
+        question=lambda team: render(
+            request, "sources/source_move.html", _move_question(source, team)
+        ),
+        moved=lambda team: (
+            f"Moved {source.slug} to team {team.name}: its members see and"
+            " manage it, and its rules route to the team's endpoints only."
+        ),
+        back=redirect("source_detail", slug=source.slug),
+    )
 
 
 def _move_question(source: Source, team: Team) -> dict[str, Any]:
