@@ -129,12 +129,13 @@ def _allow_form_redirect(response: Any, redirect_uri: str) -> Any:
     source = _redirect_source(redirect_uri)
     if source is None:
         return response
-    for attribute, config in (
+    policies: tuple[tuple[str, dict[str, Any]], ...] = (
         ("_csp_config", settings.SECURE_CSP),
         ("_csp_ro_config", settings.SECURE_CSP_REPORT_ONLY),
-    ):
+    )
+    for attribute, config in policies:
         if config:
-            actions = [*config.get("form-action", []), source]
+            actions = [*config.get("form-action", ()), source]
             setattr(response, attribute, {**config, "form-action": actions})
     return response
 
