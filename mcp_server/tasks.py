@@ -59,6 +59,7 @@ ANSWER_FIELD = "answer"
 # An elicitation result's actions (MCP, "Elicitation"), and the answer's length: answer_todo's.
 ANSWER_ACTIONS = ("accept", "decline", "cancel")
 ANSWER_MAX_CHARS = QUESTION_MAX_CHARS
+ANSWER_CONTENT_MAX_BYTES = 4 * QUESTION_MAX_CHARS
 
 
 class TaskError(Exception):
@@ -261,8 +262,9 @@ def _response(todo: Todo, responses: Any) -> dict[str, Any] | None:
     """The holder's ``input_request.response`` from ``inputResponses``, or None when they do
     not answer the outstanding question (the spec: ignore what is not outstanding).
 
-    The answer is an elicitation's result: ``accept`` with ``content`` holding the asked
-    ``answer`` (a string, at most as long as ``answer_todo`` takes), or ``decline`` or
+    The answer is an elicitation's result: ``accept`` with an object ``content`` (its ``answer``,
+    the field asked for, a string at most as long as ``answer_todo`` takes; a client may send
+    other fields, kept as sent within ``ANSWER_CONTENT_MAX_BYTES``), or ``decline`` or
     ``cancel`` without content; anything else is invalid params, and the holder is not
     resumed with it."""
     if not isinstance(responses, Mapping):
@@ -281,11 +283,16 @@ def _response(todo: Todo, responses: Any) -> dict[str, Any] | None:
         )
     content = answer.get("content")
     text = content.get(ANSWER_FIELD) if isinstance(content, Mapping) else None
-    if action == "accept" and (not isinstance(text, str) or len(text) > ANSWER_MAX_CHARS):
+    if action == "accept" and (
+        not isinstance(content, Mapping)
+        or (text is not None and (not isinstance(text, str) or len(text) > ANSWER_MAX_CHARS))
+        or len(json.dumps(content)) > ANSWER_CONTENT_MAX_BYTES
+    ):
         raise TaskError(
             types.INVALID_PARAMS,
-            f"inputResponses.{key}.content: accept carries {{{ANSWER_FIELD!r}: a string of at"
-            f" most {ANSWER_MAX_CHARS} characters}}",
+            f"inputResponses.{key}.content: accept carries an object (at most"
+            f" {ANSWER_CONTENT_MAX_BYTES} bytes of JSON) whose {ANSWER_FIELD!r}, if given, is a"
+            f" string of at most {ANSWER_MAX_CHARS} characters",
         )
     if action != "accept" and content is not None:
         raise TaskError(

@@ -361,6 +361,7 @@ def test_the_input_required_round_trip_through_tasks_update(
         {"action": "accept", "content": [1]},
         {"action": "accept", "content": {"answer": 5}},
         {"action": "accept", "content": {"answer": "x" * 4097}},
+        {"action": "accept", "content": {"note": "x" * 20_000}},
         {"action": "decline", "content": {"answer": "no"}},
     ):
         refused = modern_call(
