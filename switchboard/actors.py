@@ -34,6 +34,12 @@ class Names:
             return ref or ""
         return actor.label(self._name(actor))
 
+    def name(self, ref: str | None) -> str | None:
+        """The looked-up name behind ``ref`` (a human's username, an endpoint's slug), None when
+        it needs none, spells no actor or was not found."""
+        actor = Actor.parse_or_none(ref)
+        return None if actor is None else self._name(actor)
+
     def holder(self, owner: str | None) -> str:
         """A lease holder as people read it: ``operator <username>`` for a human's lease,
         ``endpoint <slug>`` for an agent's (MCP claims as its endpoint), any other owner as

@@ -38,12 +38,15 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from switchboard import actors
+from switchboard.lib.actors import Actor
 from switchboard.lib.sql import fetch_all, fetch_one, load
 from switchboard.scope import ENDPOINT_ENDPOINTS_SQL, HUMAN_ENDPOINTS_SQL, Scope
 from todos.types import PauseWhy
@@ -288,9 +291,16 @@ def _statement(name: str, scope: Scope) -> str:
     return _READS[(name, scope.endpoints_sql)]
 
 
-def overview(scope: Scope, endpoint: str = "", queue: str = "") -> Overview:
+def overview(
+    scope: Scope,
+    endpoint: str = "",
+    queue: str = "",
+    known: Mapping[Actor, str] | None = None,
+) -> Overview:
     """The Overview of the queues in ``scope`` (three reads of the rollups, none of todos); the
     plots for one endpoint's queue when ``endpoint`` and ``queue`` name one, else for all.
+    ``known``: names the page holds (the viewer's), so naming who paused a queue costs no read
+    when they are among them.
 
     The last hour is this minute and the 59 before it, from the minute rows; the last day is
     this hour and the 23 before it, from the hour rows (so 23 to 24 hours).
@@ -327,7 +337,7 @@ def overview(scope: Scope, endpoint: str = "", queue: str = "") -> Overview:
         for row in rows
     }
     sampled = [q.sampled_at for q in by_key.values() if q.sampled_at is not None]
-    _live(scope, by_key)
+    _live(scope, by_key, known)
     cost = _cost(scope, by_key, endpoint, queue)
     return Overview(
         queues=sorted(by_key.values(), key=lambda q: (q.endpoint, q.queue)),
@@ -358,10 +368,13 @@ def _blank(row: dict[str, Any]) -> QueueRow:
     )
 
 
-def _live(scope: Scope, by_key: dict[tuple[str, str], QueueRow]) -> None:
+def _live(
+    scope: Scope, by_key: dict[tuple[str, str], QueueRow], known: Mapping[Actor, str] | None
+) -> None:
     """Pending and in flight from the bounded live read, over the samples, and each queue's
-    open pause; a queue the rollups do not hold yet joins the table (its first 30 s: the
-    sweeper samples it later), as does a paused one with nothing unfinished."""
+    open pause (who paused it named by ``actors.resolve``, none read when ``known`` holds
+    them); a queue the rollups do not hold yet joins the table (its first 30 s: the sweeper
+    samples it later), as does a paused one with nothing unfinished."""
     rows = fetch_all(_statement("overview_live", scope), {**scope.params, "cap": LIVE_CAP})
     counted: dict[str, int] = {}
     for r in rows:
@@ -369,13 +382,14 @@ def _live(scope: Scope, by_key: dict[tuple[str, str], QueueRow]) -> None:
             r["pending"] + r["in_flight"]
         )
     live = {(str(r["endpoint_id"]), r["queue"]): r for r in rows}
+    names = actors.resolve([r["paused_by"] for r in rows if r["paused_by"]], known)
     for key, r in live.items():
         row = by_key.get(key) or _blank(r)
         pause = None
         if r["paused_by"] is not None:
             pause = PauseWhy(
                 paused_by=r["paused_by"],
-                paused_by_name=r["paused_by_name"],
+                paused_by_name=names.name(r["paused_by"]),
                 reason=r["pause_reason"],
                 until=r["paused_until"],
             )

@@ -23,6 +23,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
+from switchboard import actors
 from switchboard.lib import jsonlimits, svgplot
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.scope import Scope
@@ -221,7 +222,9 @@ def context(request: BoardRequest) -> tuple[dict[str, Any], int]:
         error, status = "Choose a queue from the table: endpoint and queue, both or neither.", 400
         endpoint = queue = ""
     assert endpoint is not None and queue is not None
-    data: Overview = overview.overview(Scope.of_human(request.user.id), endpoint, queue)
+    data: Overview = overview.overview(
+        Scope.of_human(request.user.id), endpoint, queue, actors.viewer(request.user)
+    )
     now = timezone.now()
     rows = [_row(q, now, endpoint, queue) for q in data.queues]
     focus = f"{endpoint} / {queue}" if endpoint else "all queues"

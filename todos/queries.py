@@ -12,7 +12,7 @@ mcp_server/tools.py, mcp_server/resources.py) only shape what these return.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,6 +27,8 @@ from attempts.queries import (
     check_attempts_limit,
 )
 from attempts.types import AttemptView
+from switchboard import actors
+from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, TodoNotFound
 from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
@@ -259,14 +261,9 @@ def listed_queues(scope: Scope, limit: int = LISTED_QUEUES_MAX) -> list[str]:
 
 PAUSED_LISTED_MAX = 100
 
-# Who paused, and what a budget's pause is about, read with the pause (columns of the base table,
-# ``queue_pauses``): a human's username, what the pause's UTC day spent (the queue's hours, or
-# the endpoint's for an endpoint's budget; usage_hours_pkey), and the budget as set now.
-_PAUSED_BY_NAME = RawSQL(
-    "CASE WHEN left(queue_pauses.paused_by, 6) = 'human:' THEN (SELECT h.username FROM humans h"
-    " WHERE h.id = substr(queue_pauses.paused_by, 7)::bigint) END",
-    (),
-)
+# What a budget's pause is about, read with the pause (columns of the base table,
+# ``queue_pauses``): what the pause's UTC day spent (the queue's hours, or the endpoint's for an
+# endpoint's budget; usage_hours_pkey), and the budget as set now.
 _PAUSE_SPENT = RawSQL(
     "CASE WHEN queue_pauses.reason IN ('queue_budget', 'endpoint_budget')"
     " AND queue_pauses.until IS NOT NULL THEN (SELECT COALESCE(sum(u.cost_usd), 0)"
@@ -295,13 +292,18 @@ class PausedQueue:
 
 
 def paused_queues(
-    scope: Scope, queues: list[str] | None = None, limit: int = PAUSED_LISTED_MAX
+    scope: Scope,
+    queues: list[str] | None = None,
+    limit: int = PAUSED_LISTED_MAX,
+    known: Mapping[Actor, str] | None = None,
 ) -> list[PausedQueue]:
     """The open pauses of ``scope``'s queues (of ``queues`` only, when given), with their
-    endpoints and why each is paused, by endpoint slug and queue, at most ``limit`` (one query).
+    endpoints and why each is paused, by endpoint slug and queue, at most ``limit``: one query,
+    and one more for the names of those who paused them (``actors.resolve``; none when
+    ``known``, the viewer's, holds them).
 
     Uses index: queue_pauses_open_idx (endpoint_id, queue) WHERE resumed_at IS NULL; per pause,
-    humans_pkey for an operator's, queue_settings_queue_key and usage_hours_pkey for a budget's.
+    queue_settings_queue_key and usage_hours_pkey for a budget's.
     """
     pauses = QueuePause.objects.filter(
         Q(resumed_at__isnull=True), endpoint__in=Endpoint.objects.filter(scope.endpoints())
@@ -310,16 +312,17 @@ def paused_queues(
         pauses = pauses.filter(queue__in=queues)
     rows = (
         pauses.select_related("endpoint")
-        .annotate(paused_by_name=_PAUSED_BY_NAME, spent_usd=_PAUSE_SPENT, budget_usd=_PAUSE_BUDGET)
+        .annotate(spent_usd=_PAUSE_SPENT, budget_usd=_PAUSE_BUDGET)
         .order_by("endpoint__slug", "queue")[:limit]
     )
+    names = actors.resolve([p.paused_by for p in rows], known)
     return [
         PausedQueue(
             endpoint=p.endpoint,
             queue=p.queue,
             why=PauseWhy(
                 paused_by=p.paused_by,
-                paused_by_name=p.paused_by_name,
+                paused_by_name=names.name(p.paused_by),
                 reason=p.reason,
                 until=p.until,
                 spent_usd=p.spent_usd,

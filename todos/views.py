@@ -110,7 +110,7 @@ def todo_list(request: BoardRequest) -> HttpResponse:
     tabs += [(s.value, s.value, counts[s.value], list_query(base, state=s.value)) for s in State]
     tabs.append(("dead", "dead letter", counts["dead_letter"], list_query(base, dead="1")))
     current_tab = "dead" if filters.dead_letter else (filters.state or "all")
-    paused = queries.paused_queues(scope(request))
+    paused = queries.paused_queues(scope(request), known=actors.viewer(request.user))
     live_insert = after is None and filters.order == queries.DEFAULT_SORT
     return render(
         request,
@@ -215,7 +215,8 @@ def queue_action(request: BoardRequest, action: str) -> HttpResponse:
         else:
             scope = Scope.of_endpoint(endpoint.id)
             context["summary"] = queries.queue_summary(scope, queue)
-            context["paused"] = next(iter(queries.paused_queues(scope, [queue])), None)
+            paused = queries.paused_queues(scope, [queue], known=actors.viewer(request.user))
+            context["paused"] = next(iter(paused), None)
     except InvalidInput as exc:
         context["error"] = error_message(exc)
         return render(request, QUEUE_CONFIRM, context, status=400)
