@@ -8,6 +8,7 @@ state: ``todos.lifecycle`` is the only writer of ``todos`` and ``todo_attempts``
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from typing import Any
 
@@ -181,8 +182,9 @@ class Rule(models.Model):
 
     def todo_time(self, arrived: dt.datetime, payload: Any = None) -> dict[str, Any]:
         """``lifecycle.create``'s time arguments for a delivery that arrived at ``arrived``;
-        the dedupe key is the payload's value at ``dedupe_key_path`` (a scalar, as text), none
-        when the path is missing or holds an object or a list."""
+        the dedupe key is the payload's value at ``dedupe_key_path`` (a scalar, as text, or
+        its digest: ``payload_dedupe_key``), none when the path is missing or holds an object or
+        a list."""
 
         def after(seconds: int | None) -> dt.datetime | None:
             return None if seconds is None else arrived + dt.timedelta(seconds=seconds)
@@ -191,7 +193,7 @@ class Rule(models.Model):
         if self.dedupe_key_path is not None and payload is not None:
             value = routing.lookup(payload, self.dedupe_key_path)
             if isinstance(value, str | int | float | bool) and value != "":
-                key = value if isinstance(value, str) else json.dumps(value)
+                key = payload_dedupe_key(value if isinstance(value, str) else json.dumps(value))
         return {
             "priority": self.priority,
             "not_before": after(self.delay_seconds),
@@ -201,6 +203,18 @@ class Rule(models.Model):
             "dedupe_key": key,
             "max_cost_usd": self.max_cost_usd,
         }
+
+
+def payload_dedupe_key(value: str) -> str:
+    """The dedupe key a payload's value makes: the value itself when it is a key
+    (``limits.check_name``: at most ``DEDUPE_KEY_MAX_BYTES``, no control characters), else
+    ``sha256:`` and its digest's hex, so a long or multi-line value (a URL, a commit message)
+    still deduplicates its deliveries instead of failing the rule."""
+    try:
+        return limits.check_name("dedupe_key", value, limits.DEDUPE_KEY_MAX_BYTES)
+    except InvalidInput:
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"sha256:{digest}"
 
 
 # A todo's time field as the rule names the setting behind it.

@@ -4,6 +4,7 @@ checked when the rule is written, naming the rule's field."""
 
 from __future__ import annotations
 
+import hashlib
 from decimal import Decimal
 
 import pytest
@@ -59,6 +60,26 @@ def test_a_second_delivery_with_the_same_key_creates_nothing_new(hook: Hook) -> 
     hook.post(second(1))
     hook.post(second(2))
     assert Todo.objects.count() == 1
+    latest = Event.objects.order_by("-id").first()
+    assert latest is not None and latest.routing_trace[0].get("deduplicated") is True
+
+
+@pytest.mark.parametrize(
+    "url", ["https://ci/" + "x" * 300, "https://ci/1\nsecond line", "https://ci/\u00e9" * 60]
+)
+def test_a_long_or_multiline_payload_key_deduplicates_by_its_digest(hook: Hook, url: str) -> None:
+    """A value that is no key itself (over 256 bytes, a control character) made the rule
+    create nothing; its digest is the key, and two deliveries with it make one todo."""
+    timed(hook.rule, dedupe_key_path="check_run.html_url")
+
+    def with_url(run_id: int) -> dict[str, object]:
+        body = second(run_id)
+        return {**body, "check_run": {**body["check_run"], "html_url": url}}  # type: ignore[dict-item]
+
+    hook.post(with_url(1))
+    hook.post(with_url(2))
+    [todo] = Todo.objects.all()
+    assert todo.dedupe_key == "sha256:" + hashlib.sha256(url.encode()).hexdigest()
     latest = Event.objects.order_by("-id").first()
     assert latest is not None and latest.routing_trace[0].get("deduplicated") is True
 
