@@ -404,8 +404,17 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     @admin.action(description="Resume the selected schedules")
     def resume_schedules(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
-        done = sum(schedules.resume(s) for s in queryset)
+        done, refused = 0, []
+        for schedule in queryset:
+            try:
+                done += schedules.resume(schedule)
+            except InvalidInput as exc:
+                refused.append(f"schedule {schedule.pk}: {exc}")
         self.message_user(request, f"Resumed {done} schedule(s).")
+        if refused:
+            self.message_user(
+                request, f"Not resumed (edit them first): {'; '.join(refused)}.", messages.ERROR
+            )
 
     @admin.action(description="Run the selected schedules now")
     def run_schedules_now(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:

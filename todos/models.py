@@ -456,6 +456,10 @@ class MissedPolicy(models.TextChoices):
     RUN_ONCE = "run_once"  # create one todo for all of them, then jump
 
 
+# A cron as todos/schedules.check_cron stores it: five fields, single spaces between them.
+FIVE_FIELD_CRON = r"^\S+( \S+){4}$"
+
+
 class Schedule(models.Model):
     """A cron schedule that creates a todo on ``endpoint``'s ``queue`` at each tick.
 
@@ -511,6 +515,12 @@ class Schedule(models.Model):
             models.CheckConstraint(
                 condition=models.Q(enabled=False) | models.Q(next_run_at__isnull=False),
                 name="schedules_enabled_next_run",
+            ),
+            # An enabled schedule's cron has five fields, as todos/schedules.check_cron stores
+            # it: cronsim reads a sixth (seconds) first, which fires on every sweeper pass.
+            models.CheckConstraint(
+                condition=models.Q(enabled=False) | models.Q(cron__regex=FIVE_FIELD_CRON),
+                name="schedules_enabled_five_fields",
             ),
         ]
 

@@ -171,8 +171,12 @@ def schedule_action(request: BoardRequest, schedule_id: int, action: str) -> Htt
         done = schedules.pause(schedule)
         messages.success(request, "Paused." if done else "It was paused already.")
     elif action == "resume":
-        done = schedules.resume(schedule)
-        messages.success(request, "Resumed." if done else "It was not paused.")
+        try:
+            done = schedules.resume(schedule)
+        except InvalidInput as exc:
+            messages.error(request, f"Not resumed: {exc}. Edit the schedule first.")
+        else:
+            messages.success(request, "Resumed." if done else "It was not paused.")
     elif action == "run-now":
         try:
             run = schedules.run_now(schedule)

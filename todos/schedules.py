@@ -536,7 +536,10 @@ def pause(schedule: Schedule) -> bool:
 
 def resume(schedule: Schedule) -> bool:
     """Fire ``schedule`` again from its first tick after now (ticks while paused are not owed);
-    return whether that changed anything."""
+    return whether that changed anything. ``InvalidInput`` naming ``cron`` if its cron is no
+    longer accepted (a six-field cron kept from before ``check_cron`` refused it: migration
+    todos/0027 paused those)."""
+    check_cron(schedule.cron, ZoneInfo(schedule.timezone))
     next_run_at = _first_after(schedule.cron, schedule.timezone, django_timezone.now())
     changed = Schedule.objects.filter(pk=schedule.pk, enabled=False).update(
         enabled=True, next_run_at=next_run_at

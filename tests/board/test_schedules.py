@@ -146,6 +146,23 @@ def test_pause_resume_and_run_now_with_a_link_to_the_todo(
     ).status_code == (404)
 
 
+def test_resuming_a_kept_six_field_cron_says_to_edit_it_first(
+    personas: Personas, alice_client: Client
+) -> None:
+    """A six-field cron kept from before five were required (todos/migrations/0027 paused
+    them) is not resumed: the page says why, and nothing fires."""
+    schedule = alices(personas)
+    schedules.pause(schedule)
+    Schedule.objects.filter(pk=schedule.pk).update(cron="* * * * * *")
+
+    response = alice_client.post(
+        reverse("schedule_action", args=[schedule.pk, "resume"]), follow=True
+    )
+
+    assert "Not resumed: cron: must have five fields" in html.unescape(response.content.decode())
+    assert not Schedule.objects.get(pk=schedule.pk).enabled
+
+
 def test_a_fired_tick_is_listed_with_its_todo(personas: Personas, alice_client: Client) -> None:
     schedule = alices(personas, cron="* * * * *")
     tick = dt.datetime(2026, 6, 1, 9, 0, tzinfo=dt.UTC)
