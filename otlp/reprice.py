@@ -1,6 +1,8 @@
 """``manage.py reprice --since DATE``: price again every model call started since DATE with the
 price table as it stands, then rebuild from the spans the totals of the todos and attempts
-those calls belong to and the usage_hours from DATE on (``sql/reprice_*.sql``).
+those calls belong to and the usage_hours from DATE on, or from the earliest hour one of those
+calls counts in (the hour it arrived: ``sql/store.sql``) if that is earlier
+(``sql/reprice_*.sql``).
 
 Offline work: the spans are read in key order in batches (a scan: no live read needs an index
 on their start), and the rollups are rebuilt in one transaction. An ingest that commits spans
@@ -43,6 +45,10 @@ def reprice(since: dt.datetime) -> Repriced:
     prices.invalidate()
     book = prices.book()
     spans = changed = unpriced = 0
+    # The hours are rebuilt from the earliest one a repriced call counts in: a call counts in
+    # the hour it arrived (sql/store.sql), which is before ``since`` when its start is later
+    # than its arrival (a clock ahead).
+    hours_since = since
     after: tuple[str, bytes, bytes] = ("", b"", b"")
     while True:
         rows = fetch_all(
@@ -69,6 +75,7 @@ def reprice(since: dt.datetime) -> Repriced:
                 reasoning=r["reasoning_tokens"],
             )
             cost = book.price(usage, r["start_at"].astimezone(dt.UTC))
+            hours_since = min(hours_since, r["received_at"])
             unpriced += cost is None
             costs.append(cost)
         written = fetch_one(
@@ -86,6 +93,6 @@ def reprice(since: dt.datetime) -> Repriced:
         after = (last["todo_id"], bytes(last["trace_id"]), bytes(last["span_id"]))
     with transaction.atomic():
         totals = fetch_one(ROLLUPS, {"since": since}) or {"todos": 0, "attempts": 0}
-        fetch_one(CLEAR_HOURS, {"since": since})
-        hours = fetch_one(HOURS, {"since": since}) or {"hours": 0}
+        fetch_one(CLEAR_HOURS, {"since": hours_since})
+        hours = fetch_one(HOURS, {"since": hours_since}) or {"hours": 0}
     return Repriced(spans, changed, unpriced, totals["todos"], totals["attempts"], hours["hours"])

@@ -3,9 +3,10 @@
 --   start_at: no live read needs one).
 -- params: since, after_todo, after_trace, after_span (the last key read; '' and empty bytes
 --   to start), limit
--- returns: todo_id, trace_id, span_id, start_at, model, the five token counts, cost_usd.
+-- returns: todo_id, trace_id, span_id, start_at, received_at, model, the five token counts,
+--   cost_usd.
 -- Uses index: todo_spans_pkey (keyset).
-SELECT s.todo_id, s.trace_id, s.span_id, s.start_at, s.model, s.input_tokens, s.output_tokens,
+SELECT s.todo_id, s.trace_id, s.span_id, s.start_at, s.received_at, s.model, s.input_tokens, s.output_tokens,
        s.cache_read_tokens, s.cache_write_tokens, s.reasoning_tokens, s.cost_usd,
        s.attributes ->> 'gen_ai.provider.name' AS provider,
        s.attributes ->> 'gen_ai.system' AS system, s.attributes ->> 'llm.provider' AS llm_provider

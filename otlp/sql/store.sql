@@ -13,7 +13,10 @@
 --   sub-statement of a WITH reads the snapshot taken before the statement, so `old`
 --   (todo_spans joined to the written keys) reads the copies as they were. `changes` returns
 --   the deltas per todo and UTC hour for the todos' rows and usage_hours, which rollup.sql
---   adds after commit (otlp/store.py: this transaction never locks a todo row).
+--   adds after commit (otlp/store.py: this transaction never locks a todo row). The hour is
+--   the one the span was first stored in (received_at), not the one its start names: a
+--   budget's day counts what arrived that day, so a span dated yesterday (or tomorrow) still
+--   spends today's (docs/decisions/0036-cost-and-budgets.md).
 -- Stored spans: each attempt's spans_stored counts the spans written to it, less the stored
 --   copies they replaced (so a corrected span that moved attempt moves its count too).
 -- The spans arrive as one JSON array, a span an array of its columns in the order `input`
@@ -82,7 +85,7 @@ written AS (
 -- connection would then read the whole day every batch), and none when the batch re-sent
 -- nothing (`resent`, counts.sql found no stored copy).
 old AS (
-    SELECT s.todo_id, s.attempt_seq, s.start_at, s.input_tokens, s.output_tokens,
+    SELECT s.todo_id, s.attempt_seq, s.received_at, s.input_tokens, s.output_tokens,
            s.cache_read_tokens, s.cache_write_tokens, s.reasoning_tokens, s.cost_usd
       FROM written w
      CROSS JOIN LATERAL (
@@ -94,14 +97,14 @@ old AS (
 ),
 -- Each model call's usage, + for the written copy and - for the stored one it replaced.
 moved AS (
-    SELECT w.todo_id, w.attempt_seq, w.start_at, w.input_tokens, w.output_tokens,
+    SELECT w.todo_id, w.attempt_seq, w.received_at, w.input_tokens, w.output_tokens,
            w.cache_read_tokens, w.cache_write_tokens, w.reasoning_tokens,
            CASE WHEN w.cost_usd IS NULL THEN w.input_tokens + w.output_tokens ELSE 0 END
              AS unpriced, coalesce(w.cost_usd, 0) AS cost_usd
       FROM written w
      WHERE w.input_tokens IS NOT NULL
     UNION ALL
-    SELECT o.todo_id, o.attempt_seq, o.start_at, -o.input_tokens, -o.output_tokens,
+    SELECT o.todo_id, o.attempt_seq, o.received_at, -o.input_tokens, -o.output_tokens,
            -o.cache_read_tokens, -o.cache_write_tokens, -o.reasoning_tokens,
            CASE WHEN o.cost_usd IS NULL THEN -(o.input_tokens + o.output_tokens) ELSE 0 END,
            -coalesce(o.cost_usd, 0)
@@ -177,7 +180,7 @@ SELECT (SELECT count(*) FROM written) AS written,
        (SELECT json_agg(json_build_array(h.todo_id, h.hour, h.i, h.o, h.cr, h.cw, h.r, h.u,
                                          h.c::text))
           FROM (SELECT m.todo_id,
-                       extract(epoch FROM date_trunc('hour', m.start_at AT TIME ZONE 'UTC'))::bigint
+                       extract(epoch FROM date_trunc('hour', m.received_at AT TIME ZONE 'UTC'))::bigint
                          AS hour,
                        sum(m.input_tokens) AS i, sum(m.output_tokens) AS o,
                        sum(m.cache_read_tokens) AS cr, sum(m.cache_write_tokens) AS cw,

@@ -141,6 +141,26 @@ def test_a_queue_past_its_daily_budget_pauses_until_the_next_utc_day_or_a_resume
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("dated", [dt.timedelta(days=-3), dt.timedelta(days=2)])
+def test_a_span_dated_another_day_spends_the_day_it_arrives(
+    personas: Personas, test_prices: None, dated: dt.timedelta
+) -> None:
+    """A day's budget counts what arrived that day: a call dated days back (a late exporter,
+    a clock behind) or ahead was charged to its start's hour and escaped today's budget."""
+    endpoint = personas.endpoint_a.id
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd="0.01")
+    _, trace = claim(endpoint)
+    now = timezone.now()
+    send(endpoint, [chat(trace, 1200, start=now + dated)])  # $0.01225
+
+    [status] = budgets.budget_statuses(now=now)
+    assert status.spent_usd == Decimal("0.01225")
+    report = sweeps.PassReport()
+    sweeps.budgets_all(report, now=now)
+    assert report.budget_paused == [f"{endpoint}/q"]
+
+
+@pytest.mark.django_db
 def test_an_endpoint_past_its_daily_budget_pauses_every_queue_of_it(
     personas: Personas, test_prices: None
 ) -> None:

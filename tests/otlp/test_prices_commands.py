@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from otlp import prices
 from otlp.models import Price, TodoSpan, UsageHour
@@ -91,6 +93,28 @@ def test_reprice_recomputes_span_costs_and_every_rollup_after_a_price_change(
         == 1
     )
     assert UsageHour.objects.get(endpoint_id=personas.endpoint_a.id).cost_usd == todo.cost_usd
+
+
+@pytest.mark.django_db
+def test_reprice_rebuilds_the_hour_a_call_dated_ahead_arrived_in(personas: Personas) -> None:
+    """A call counts in the hour it arrived; one dated after --since by a clock ahead arrived
+    before it, and that hour is rebuilt too, so the day's total follows the new price."""
+    prices.load(prices.parse((FIXTURES / "prices.csv").read_text()), "tests")
+    trace = trace_id()
+    claim = claimed_with_trace(personas.endpoint_a.id, trace)
+    ahead = timezone.now() + dt.timedelta(days=2)
+    send(
+        personas.endpoint_a.id, specs(fixture("openai_agents"), trace, int(ahead.timestamp() * 1e9))
+    )
+    Price.objects.filter(model="o4-mini*").delete()
+
+    since = (ahead - dt.timedelta(hours=1)).date().isoformat()
+    assert "Repriced 3 model calls" in run("reprice", "--since", since)
+
+    todo = Todo.objects.get(id=claim.todo.id)
+    assert todo.unpriced_tokens == 2900
+    [hour] = UsageHour.objects.filter(endpoint_id=personas.endpoint_a.id)
+    assert (hour.cost_usd, hour.unpriced_tokens) == (todo.cost_usd, 2900)
 
 
 @pytest.mark.django_db

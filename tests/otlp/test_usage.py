@@ -189,7 +189,9 @@ def test_a_framework_trace_reconciles_exactly_to_the_hand_computed_cost(
     assert counted.filter(category="llm").count() == expected["model_calls"]
     hour = UsageHour.objects.get(endpoint_id=personas.endpoint_a.id, queue="q")
     assert hour.cost_usd == Decimal(expected["cost_usd"])
-    assert hour.hour == dt.datetime(2025, 10, 9, 8, tzinfo=dt.UTC)
+    # The hour it arrived in, not the one the fixture's spans are dated (2025-10-09 08:00).
+    arrived = TodoSpan.objects.filter(todo_id=claim.todo.id).values_list("received_at", flat=True)
+    assert {hour.hour} == {t.replace(minute=0, second=0, microsecond=0) for t in arrived}
 
 
 @pytest.mark.django_db
