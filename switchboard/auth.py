@@ -9,7 +9,11 @@ a key carries no audience of its own.
 Every way of failing (no header, a malformed one, an unknown key, a revoked key, a revoked
 endpoint, a key for another endpoint) raises the same ``BearerRejected``, so a response never
 tells a prober which of them it hit. Each surface renders the rejection in its own body format
-but sends the same status and ``WWW-Authenticate`` challenge (RFC 6750 §3).
+but sends the same status and ``WWW-Authenticate`` challenge (RFC 6750 §3). The one difference
+is the caller's own doing: a request that presented no bearer token at all (no header, another
+scheme, a header that holds no single token) gets the challenge without an error code (§3.1:
+the client may not know it needs one), and every presented token that is refused gets
+``error="invalid_token"``, alike.
 
 The async form, ``aresolve_endpoint_bearer``, keeps what it resolved for ``KEY_CACHE_SECONDS``
 (0.9 s, under the promised second) in the process, keyed by the key's SHA-256: a busy agent's
@@ -56,17 +60,27 @@ KEY_CACHE_SIZE = 4096
 
 
 class BearerRejected(Exception):
-    """The caller did not present a live credential for this endpoint. Always 401, always alike."""
+    """The caller did not present a live credential for this endpoint. Always 401, always alike
+    for every presented token; ``presented`` is False when the request carried none, and its
+    challenge then names no error (RFC 6750 §3.1)."""
 
     status = 401
     message = "missing or invalid bearer token for this endpoint"
-    www_authenticate = (
+    # A presented token refused, whichever way it failed.
+    INVALID_TOKEN = (
         f'Bearer realm="{REALM}", error="invalid_token", '
         'error_description="The access token is missing, revoked, or not valid for this endpoint"'
     )
+    # No bearer token at all.
+    NO_TOKEN = f'Bearer realm="{REALM}"'
 
-    def __init__(self) -> None:
+    def __init__(self, presented: bool = True) -> None:
         super().__init__(self.message)
+        self.presented = presented
+
+    @property
+    def www_authenticate(self) -> str:
+        return self.INVALID_TOKEN if self.presented else self.NO_TOKEN
 
     @property
     def headers(self) -> dict[str, str]:
@@ -139,7 +153,7 @@ def resolve_endpoint_bearer(
     """
     token = bearer_token(request_or_scope)
     if token is None:
-        raise BearerRejected
+        raise BearerRejected(presented=False)
     key = key_for_plaintext(token)
     # key_for_plaintext already refuses revoked keys and revoked endpoints; the slug check is
     # the audience check. A foreign endpoint's key is indistinguishable from an unknown one.
@@ -188,7 +202,7 @@ async def aresolve_endpoint_bearer(scope: Mapping[str, Any], slug: str) -> Endpo
     """
     token = bearer_token(scope)
     if token is None:
-        raise BearerRejected
+        raise BearerRejected(presented=False)
     digest = hash_key(token)
     now = _clock()
     entry = _resolved.get(digest)

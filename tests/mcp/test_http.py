@@ -49,12 +49,21 @@ def test_a_key_on_another_endpoints_slug_is_401_with_a_bearer_challenge(
 
 
 @pytest.mark.parametrize(
-    "authorization",
-    [None, "Bearer sbk_nope", "Basic YWxpY2U6eA==", "Bearer"],
+    ("authorization", "presented"),
+    [
+        (None, False),
+        ("Basic YWxpY2U6eA==", False),
+        ("Bearer", False),
+        ("Bearer sbk_a sbk_b", False),
+        ("Bearer sbk_nope", True),
+        ("Bearer not-a-key", True),
+    ],
 )
 def test_missing_and_unknown_credentials_get_the_same_401(
-    live: LiveServer, personas: Personas, authorization: str | None
+    live: LiveServer, personas: Personas, authorization: str | None, presented: bool
 ) -> None:
+    """One body for every refusal; the challenge names ``invalid_token`` only when a bearer
+    token was presented, and is then the same however it failed (RFC 6750 §3.1)."""
     headers = modern_headers(personas.key_a, "tools/list")
     del headers["Authorization"]
     if authorization is not None:
@@ -63,7 +72,12 @@ def test_missing_and_unknown_credentials_get_the_same_401(
     response = post(live, headers, TOOLS_LIST)
     assert_jsonrpc_error(response, 401, -32600)
     assert response.json() == wrong_slug.json()
-    assert response.headers["www-authenticate"] == wrong_slug.headers["www-authenticate"]
+    challenge = response.headers["www-authenticate"]
+    if presented:
+        assert challenge == wrong_slug.headers["www-authenticate"]
+    else:
+        assert challenge == 'Bearer realm="switchboard"'
+        assert "error" not in challenge
 
 
 # What the docs promise: a revocation reaches every request within a second: none sent later

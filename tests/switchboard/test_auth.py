@@ -58,26 +58,32 @@ def test_the_scheme_is_case_insensitive(personas: Personas) -> None:
 
 
 @pytest.mark.parametrize(
-    "header",
+    ("header", "presented"),
     [
-        None,
-        "",
-        "Bearer",
-        "Bearer ",
-        "Basic YWxpY2U6cGFzcw==",
-        "Bearer sbk_unknown",
-        "Bearer not-a-key-at-all",
-        "Bearer sbk_a sbk_b",
-        "Token sbk_x",
+        (None, False),
+        ("", False),
+        ("Bearer", False),
+        ("Bearer ", False),
+        ("Basic YWxpY2U6cGFzcw==", False),
+        ("Bearer sbk_a sbk_b", False),
+        ("Token sbk_x", False),
+        ("Bearer sbk_unknown", True),
+        ("Bearer not-a-key-at-all", True),
     ],
 )
 def test_missing_malformed_and_unknown_credentials_are_all_rejected_alike(
-    personas: Personas, header: str | None
+    personas: Personas, header: str | None, presented: bool
 ) -> None:
+    """One rejection for every way of failing; its challenge names ``invalid_token`` only when
+    a bearer token was presented (RFC 6750 §3.1: none for a request without credentials)."""
     rejected = _rejection(_request(header), "agent-a")
     assert rejected.status == 401
-    assert rejected.headers["WWW-Authenticate"].startswith('Bearer realm="switchboard"')
-    assert 'error="invalid_token"' in rejected.headers["WWW-Authenticate"]
+    assert str(rejected) == str(_rejection(_request("Bearer sbk_unknown"), "agent-a"))
+    assert rejected.presented is presented
+    challenge = rejected.headers["WWW-Authenticate"]
+    assert challenge.startswith('Bearer realm="switchboard"')
+    assert ('error="invalid_token"' in challenge) is presented
+    assert rejected.refusal().headers == rejected.headers
 
 
 def test_a_key_presented_on_another_endpoints_slug_is_rejected(personas: Personas) -> None:
