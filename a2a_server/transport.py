@@ -3,11 +3,12 @@
 In order, before the SDK sees a request: the path names an endpoint; then the front door's
 admission (``switchboard/lib/frontdoor.py``, configured by ``DOOR``): the client address is
 under its rate (429 with ``Retry-After``); the bearer resolves to that endpoint
-(``switchboard.auth``, 401 otherwise, alike for every failure) whose verbs include ``a2a`` (403
-otherwise); the endpoint is under its rate (429); the body fits ``SWITCHBOARD_MAX_BODY_BYTES``
-(413; the server refuses a declared over-cap body before the application runs, in the same
-JSON-RPC shape). Then the
-endpoint goes into the ASGI scope and the request goes to one shared Starlette app:
+(``switchboard.auth``, or an OAuth token for ``{origin}/a2a/{slug}``, ``switchboard.oauth``;
+401 otherwise, alike for every presented bearer, with the OAuth challenge: ``unauthorized``)
+whose verbs include ``a2a`` (403 otherwise); the endpoint is under its rate (429); the body
+fits ``SWITCHBOARD_MAX_BODY_BYTES`` (413; the server refuses a declared over-cap body before
+the application runs, in the same JSON-RPC shape). Then the endpoint goes into the ASGI scope
+and the request goes to one shared Starlette app:
 
 - ``POST /a2a/{slug}``: JSON-RPC, protocol 1.0 and the 0.3 compatibility mode
   (``a2a_server.handler``);
@@ -185,6 +186,26 @@ def _base_url(scope: Scope, slug: str) -> str:
     return f"{scope.get('scheme', 'http')}://{host}{PREFIX}/{slug}"
 
 
+def unauthorized(scope: Scope, slug: str, presented: bool) -> frontdoor.Refused:
+    """The one 401 of ``/a2a/{slug}``, a key's or a token's alike: the OAuth challenge naming
+    the resource's protected-resource metadata by absolute URL and ``todos:submit`` (RFC 9728
+    §5.1), so a client that speaks only OAuth discovers the rest from it, and
+    ``error="invalid_token"`` only when a bearer was presented (RFC 6750 §3.1)."""
+    challenge = oauth.challenge(
+        oauth.origin_of(scope),
+        oauth.A2A,
+        slug,
+        (oauth_scopes.SUBMIT,),
+        "invalid_token" if presented else None,
+    )
+    return frontdoor.Refused(
+        401,
+        frontdoor.UNAUTHORIZED,
+        BearerRejected.message,
+        headers={"WWW-Authenticate": challenge},
+    )
+
+
 async def _token_caller(scope: Scope, slug: str) -> Endpoint:
     """An OAuth token issued for exactly ``{origin}/a2a/{slug}``: the endpoint cut to its
     scopes; 401 with the OAuth challenge otherwise, 403 ``insufficient_scope`` when the endpoint
@@ -192,16 +213,8 @@ async def _token_caller(scope: Scope, slug: str) -> Endpoint:
     origin = oauth.origin_of(scope)
     try:
         grant = await oauth.aresolve_token(scope, oauth.resource_url(origin, oauth.A2A, slug))
-    except oauth.TokenRejected:
-        challenge = oauth.challenge(
-            origin, oauth.A2A, slug, (oauth_scopes.SUBMIT,), "invalid_token"
-        )
-        raise frontdoor.Refused(
-            401,
-            frontdoor.UNAUTHORIZED,
-            "missing or invalid access token for this resource",
-            headers={"WWW-Authenticate": challenge},
-        ) from None
+    except oauth.TokenRejected as rejected:
+        raise unauthorized(scope, slug, rejected.presented) from None
     if (needed := grant.missing_scope(Verb.A2A)) is not None:
         header = (
             f'Bearer error="insufficient_scope", scope="{needed}", '
@@ -226,7 +239,7 @@ async def _a2a_caller(scope: Scope, slug: str) -> Endpoint:
         try:
             endpoint = await aresolve_endpoint_bearer(scope, slug)
         except BearerRejected as rejected:
-            raise rejected.refusal() from None
+            raise unauthorized(scope, slug, rejected.presented) from None
     if not endpoint.allows(Verb.A2A):
         raise frontdoor.Refused(
             403, frontdoor.FORBIDDEN, "this endpoint's verbs do not include a2a"
