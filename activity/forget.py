@@ -5,9 +5,10 @@ activity rows, its search text, the delivery that created it: ``todos/sql/_forge
 says what goes and what stays), the OTLP store's (its spans and trace bindings) and the alerts'
 (the title an alert about it quotes). This module runs them all in one transaction, so a todo is
 never half forgotten, and is what every surface calls: ``manage.py forget``, the trail page's
-Forget, the list's bulk Forget. The alerts app sits above this module (it reads the todos it
-alerts about), so it registers its eraser here (``register_eraser``, from ``alerts/apps.py``,
-as it registers its sweeper step with ``todos/sweeps.py``) rather than being imported.
+Forget, the list's bulk Forget, django-admin's Forget action (``activity/admin.py``). The alerts
+app sits above this module (it reads the todos it alerts about), so it registers its eraser here
+(``register_eraser``, from ``alerts/apps.py``, as it registers its sweeper step with
+``todos/sweeps.py``) rather than being imported.
 
 Only finished todos are forgotten (an agent may still be working on an unfinished one: cancel it
 first), only the human's own, and each once; the rest are left alone and the caller compares the

@@ -1,7 +1,8 @@
 """Admin for todos (sources, rules and events: ``todos.intake.admin``, registered from here).
 
 Todos are read-only here: ``todos.lifecycle`` is their only writer, so the admin offers its
-operator transitions (retry, cancel) as actions and nothing else.
+operator transitions (retry, cancel) as actions and nothing else, and Forget, whose writer is
+``activity/forget.py`` (its body is the activity app's: ``activity/admin.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern
 from django.utils.safestring import SafeString
 
@@ -22,6 +23,7 @@ from switchboard.lib.admin import (
     RefusesUnusableQueries,
     adopt,
     pretty_json,
+    run_todo_action,
     under_todo_urls,
 )
 from switchboard.lib.errors import InvalidInput, LifecycleError
@@ -88,7 +90,7 @@ class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
     search_fields = ("=id", "title")
     date_hierarchy = "created_at"
     show_full_result_count = False  # a count of the whole table on every page view is a scan
-    actions = ("retry_todos", "cancel_todos")
+    actions = ("retry_todos", "cancel_todos", "forget_todos")
     fieldsets = (
         (None, {"fields": ("id", "title", "endpoint", "queue", "state", "dead_letter")}),
         (
@@ -259,6 +261,15 @@ class TodoAdmin(RefusesUnusableQueries, admin.ModelAdmin):
                 done += 1
         if done:
             self.message_user(request, f"Canceled {_todos(done)}.", messages.SUCCESS)
+
+    @admin.action(
+        description="Forget the selected finished todos (erase their content; asks first)",
+        permissions=["operate"],
+    )
+    def forget_todos(self, request: HttpRequest, queryset: QuerySet[Todo]) -> HttpResponse | None:
+        # The writer, activity/forget.py, sits above the todos package, which imports no app
+        # above it: the activity app registers this action's body (activity/admin.py).
+        return run_todo_action("forget", self, request, queryset)
 
 
 def _todos(n: int) -> str:

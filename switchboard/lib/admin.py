@@ -17,8 +17,8 @@ from django.contrib.admin import AdminSite, ModelAdmin
 from django.contrib.admin import display as admin_display
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ERROR_FLAG
-from django.db.models import Model
-from django.http import HttpRequest, HttpResponseRedirect
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -170,3 +170,29 @@ def serve_under_todo(
 def under_todo_urls(admin_site: AdminSite) -> list[URLPattern]:
     """The URL patterns ``serve_under_todo`` collected, in the order the apps were loaded."""
     return [pattern for urls in _UNDER_TODO for pattern in urls(admin_site)]
+
+
+# The Todo admin's actions whose writer sits in an app above todos (the activity app's Forget,
+# activity/forget.py): the Todo admin declares each action, so Django's checks, permissions and
+# the action menu see it, and runs the body that app registers when the admin autodiscovers it
+# (``todo_action``), as its URLs take the apps' changelists above.
+type TodoActionBody = Callable[[ModelAdmin[Any], HttpRequest, QuerySet[Any]], HttpResponse | None]
+_TODO_ACTIONS: dict[str, TodoActionBody] = {}
+
+
+def todo_action(name: str) -> Callable[[TodoActionBody], TodoActionBody]:
+    """Register the body of the Todo admin's action ``name`` (a decorator; a second
+    registration of a name replaces the first)."""
+
+    def register(body: TodoActionBody) -> TodoActionBody:
+        _TODO_ACTIONS[name] = body
+        return body
+
+    return register
+
+
+def run_todo_action(
+    name: str, model_admin: ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Any]
+) -> HttpResponse | None:
+    """Run the registered body of the Todo admin's action ``name``."""
+    return _TODO_ACTIONS[name](model_admin, request, queryset)

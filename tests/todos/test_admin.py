@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from activity import admin as activity_admin
+from activity.models import TodoActivity
 from attempts.models import TodoAttempt
 from tests.admin_helpers import admin_messages, admin_page, admin_url
 from tests.base import Personas
-from tests.factories import SourceFactory
+from tests.factories import HumanFactory, SourceFactory
 from tests.reach import BOT, claimed, expire_lease
 from todos import lifecycle, limits
 from todos.models import Event, QueueSettings, Todo
@@ -76,6 +80,118 @@ def test_cancel_action_cancels_and_reports_each_conflict(
     assert shown[1] == "Canceled 2 todos."
     attempt = TodoAttempt.objects.get(todo_id=held)
     assert (attempt.outcome, attempt.summary) == ("canceled", "Canceled in the admin by admin")
+
+
+# --- forget: asked first, through activity/forget.py --------------------------------------------
+
+
+def _forget(client: Client, ids: list[str], **confirm: str) -> Any:
+    return client.post(
+        reverse("admin:todos_todo_changelist"),
+        {"action": "forget_todos", "_selected_action": ids, **(confirm or {"index": "0"})},
+    )
+
+
+def _forget_rows(todo_id: str) -> list[tuple[str, str]]:
+    return list(
+        TodoActivity.objects.filter(todo_id=todo_id, kind="human_action", detail__action="forget")
+        .order_by("seq")
+        .values_list("actor_kind", "actor_ref")
+    )
+
+
+def test_forget_asks_first_then_forgets_the_finished_todos_as_the_board_does(
+    admin_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    done = claimed(ep, "work", owner=BOT, title="secret plan").todo.id
+    lifecycle.complete(ep, done, owner=BOT, summary="the secret")
+    pending = lifecycle.create(ep, queue="work", title="still to do").id
+
+    question = _forget(admin_client, [done, pending])
+
+    # The question: what will be forgotten, what will not and why, and that it is for good.
+    assert question.status_code == 200
+    page = question.content.decode()
+    forgettable = page.split('id="forgettable"')[1].split("</ul>")[0]
+    skipped = page.split('id="skipped"')[1].split("</ul>")[0]
+    assert done in forgettable and "secret plan" in forgettable and pending not in forgettable
+    assert pending in skipped and "not finished (cancel it first)" in skipped
+    assert "This cannot be undone." in page and 'value="Yes, forget"' in page
+    assert Todo.objects.get(pk=done).title == "secret plan"  # asking changed nothing
+    assert _forget_rows(done) == []
+
+    answered = _forget(admin_client, [done, pending], post="yes")
+
+    assert answered.status_code == 302
+    assert admin_messages(answered) == [
+        f"Not forgotten, not finished (cancel it first): {pending}.",
+        "Forgot 1 todo: their content is erased; each keeps a tombstone.",
+    ]
+    gone = Todo.objects.get(pk=done)
+    assert (gone.title, gone.payload, gone.result) == ("", {}, None)
+    # Recorded as the Board's Forget records it, naming the staff member who forgot it.
+    assert gone.forgotten_by == f"human:{personas.admin.id}"
+    assert _forget_rows(done) == [("human", f"human:{personas.admin.id}")]
+    kept = Todo.objects.get(pk=pending)
+    assert (kept.title, kept.forgotten_at) == ("still to do", None)
+
+    # The answer sent again forgets nothing more and says why.
+    admin_page(admin_client, reverse("admin:todos_todo_changelist"))  # shows the messages above
+    again = _forget(admin_client, [done], post="yes")
+    assert admin_messages(again) == [f"Not forgotten, already forgotten: {done}."]
+    assert len(_forget_rows(done)) == 1
+
+
+def test_forget_with_nothing_finished_selected_asks_nothing(
+    admin_client: Client, personas: Personas
+) -> None:
+    pending = lifecycle.create(personas.endpoint_a.id, queue="work", title="pending").id
+
+    response = _forget(admin_client, [pending])
+
+    assert response.status_code == 302
+    assert admin_messages(response) == [
+        f"Not forgotten, not finished (cancel it first): {pending}.",
+        "None of the selected todos can be forgotten.",
+    ]
+
+
+def test_forget_refuses_a_selection_past_its_cap_and_changes_nothing(
+    admin_client: Client, personas: Personas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(activity_admin, "FORGET_AT_ONCE", 1)
+    ep = personas.endpoint_a.id
+    done = []
+    for _ in range(2):
+        todo_id = claimed(ep, "work", owner=BOT).todo.id
+        lifecycle.complete(ep, todo_id, owner=BOT)
+        done.append(todo_id)
+
+    response = _forget(admin_client, done, post="yes")
+
+    assert response.status_code == 302
+    assert admin_messages(response)[0].startswith("Select at most 1 todos to forget at once;")
+    assert not Todo.objects.filter(pk__in=done, forgotten_at__isnull=False).exists()
+
+
+def test_forget_needs_the_permission_the_operator_transitions_need(
+    client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    done = claimed(ep, "work", owner=BOT).todo.id
+    lifecycle.complete(ep, done, owner=BOT)
+    viewer = HumanFactory(username="viewer", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_todo"))
+    client.force_login(viewer)
+
+    listed = admin_page(client, reverse("admin:todos_todo_changelist"))
+    assert "forget_todos" not in listed
+    refused = _forget(client, [done], post="yes")
+
+    assert Todo.objects.get(pk=done).forgotten_at is None
+    assert _forget_rows(done) == []
+    assert refused.status_code == 200 and admin_messages(refused) == []  # the list, unacted on
 
 
 def test_todo_page_lists_attempts_newest_first_with_died_ones_marked(
