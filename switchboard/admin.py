@@ -10,6 +10,7 @@ them by id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -49,6 +50,8 @@ from todos.states import unfinished_q
 # The request attribute that carries a key minted while adding an endpoint from save_model to
 # response_add (the only two hooks of the add view that see it), within one request.
 _MINTED_ON_ADD = "_switchboard_minted_key"
+# And the push secret minted when an endpoint is given its first push URL, added or changed.
+_PUSH_MINTED = "_switchboard_minted_push"
 
 
 # --- humans ------------------------------------------------------------------------------------
@@ -306,11 +309,17 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
                 self.admin_site.admin_view(self.mint_key_view),
                 name="{}_{}_mint_key".format(*info),
             ),
+            path(
+                "<path:object_id>/rotate-push-secret/",
+                self.admin_site.admin_view(self.rotate_push_secret_view),
+                name="{}_{}_rotate_push_secret".format(*info),
+            ),
             *super().get_urls(),
         ]
 
     def save_model(self, request: HttpRequest, obj: Endpoint, form: Any, change: bool) -> None:
         if change:
+            had_push_secret = bool(obj.push_secret)
             credentials.update_endpoint(
                 obj,
                 name=obj.name,
@@ -318,6 +327,8 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
                 push_url=obj.push_url,
                 daily_budget_usd=obj.daily_budget_usd,
             )
+            if obj.push_secret and not had_push_secret:
+                setattr(request, _PUSH_MINTED, obj.push_secret)
             return
         endpoint, _, plaintext = credentials.create_endpoint(
             obj.owner,
@@ -330,6 +341,8 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         )
         adopt(obj, endpoint)
         setattr(request, _MINTED_ON_ADD, plaintext)
+        if endpoint.push_secret:
+            setattr(request, _PUSH_MINTED, endpoint.push_secret)
 
     def response_add(
         self, request: HttpRequest, obj: Endpoint, post_url_continue: str | None = None
@@ -337,7 +350,24 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         plaintext = getattr(request, _MINTED_ON_ADD, None)
         if plaintext is None:
             return super().response_add(request, obj, post_url_continue)
-        return self._show_keys(request, f"Endpoint “{obj.slug}” created", [(obj, plaintext)])
+        push_secret = getattr(request, _PUSH_MINTED, None)
+        return self._show_keys(
+            request,
+            f"Endpoint “{obj.slug}” created",
+            [(obj, plaintext)],
+            also=[_push_secret_shown(obj, push_secret, rotated=False)] if push_secret else [],
+            kept=_KEY_AND_PUSH_KEPT if push_secret else "",
+        )
+
+    def response_change(self, request: HttpRequest, obj: Endpoint) -> HttpResponse:
+        push_secret = getattr(request, _PUSH_MINTED, None)
+        if push_secret is None:
+            return super().response_change(request, obj)
+        # Its first push URL minted its push secret: this response is the one that shows it.
+        self.message_user(request, f"The endpoint “{obj.slug}” was changed successfully.")
+        return self._show_push_secret(
+            request, f"Push secret for “{obj.slug}”", obj, push_secret, rotated=False
+        )
 
     def mint_key_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
         """Mint one more key for an endpoint (rotation: revoke the old one once agents moved)."""
@@ -356,6 +386,71 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             self.message_user(request, str(exc), messages.ERROR)
             return redirect(reverse("admin:switchboard_endpoint_change", args=[quote(endpoint.pk)]))
         return self._show_keys(request, f"New key for “{endpoint.slug}”", [(endpoint, plaintext)])
+
+    # The push secret ----------------------------------------------------------------------------
+
+    def rotate_push_secret_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """Ask first, then give the endpoint a new push secret and show it once, as the Board's
+        endpoint page does (``credentials.rotate_push_secret_if_current``): the question carries
+        the current secret's fingerprint, so the answer sent again (a reload of the page that
+        shows the secret) rotates nothing and shows nothing."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        endpoint = self.get_object(request, object_id)
+        if endpoint is None:
+            raise Http404("no such endpoint")
+        if not self.has_change_permission(request, endpoint):
+            raise PermissionDenied
+        back = redirect(reverse("admin:switchboard_endpoint_change", args=[quote(endpoint.pk)]))
+        if not endpoint.push_url or endpoint.is_revoked:
+            self.message_user(
+                request,
+                f"{endpoint.slug} has no push URL (or is revoked): it has no push secret to"
+                " rotate.",
+                messages.ERROR,
+            )
+            return back
+        if request.POST.get("post") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": f"Rotate the push secret of “{endpoint.slug}”",
+                "opts": self.opts,
+                "original": endpoint,
+                "current": credentials.push_secret_fingerprint(endpoint.push_secret),
+            }
+            return TemplateResponse(
+                request, "admin/switchboard/endpoint/rotate_push_secret_confirmation.html", context
+            )
+        with transaction.atomic():
+            secret = credentials.rotate_push_secret_if_current(
+                endpoint.id, request.POST.get("current", "")
+            )
+            if secret is not None:
+                self.log_change(request, endpoint, "Rotated the push secret.")
+        if secret is None:
+            self.message_user(
+                request,
+                f"The push secret of {endpoint.slug} was already rotated from this page; a secret"
+                " is shown only once. Rotate again if it was lost.",
+                messages.INFO,
+            )
+            return back
+        return self._show_push_secret(
+            request, f"New push secret for “{endpoint.slug}”", endpoint, secret, rotated=True
+        )
+
+    def _show_push_secret(
+        self, request: HttpRequest, title: str, endpoint: Endpoint, secret: str, *, rotated: bool
+    ) -> HttpResponse:
+        item = _push_secret_shown(endpoint, secret, rotated=rotated)
+        links = [
+            (
+                f"Go to {endpoint.slug}",
+                reverse("admin:switchboard_endpoint_change", args=[quote(endpoint.pk)]),
+            ),
+            ("All endpoints", reverse("admin:switchboard_endpoint_changelist")),
+        ]
+        return show_once(request, self, title=title, items=[item], links=links, kept=_PUSH_KEPT)
 
     @admin.action(description="Mint a new key for the selected endpoints", permissions=["change"])
     def mint_keys(self, request: HttpRequest, queryset: QuerySet[Endpoint]) -> HttpResponse | None:
@@ -376,7 +471,13 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         return self._show_keys(request, "New keys", minted)
 
     def _show_keys(
-        self, request: HttpRequest, title: str, minted: list[tuple[Endpoint, str]]
+        self,
+        request: HttpRequest,
+        title: str,
+        minted: list[tuple[Endpoint, str]],
+        *,
+        also: Sequence[Shown] = (),
+        kept: str = "",
     ) -> HttpResponse:
         items = [
             Shown(
@@ -389,6 +490,7 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             )
             for endpoint, plaintext in minted
         ]
+        items.extend(also)
         links = [
             (
                 f"Go to {endpoint.slug}",
@@ -397,7 +499,7 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             for endpoint, _ in minted
         ]
         links.append(("All endpoints", reverse("admin:switchboard_endpoint_changelist")))
-        return show_once(request, self, title=title, items=items, links=links)
+        return show_once(request, self, title=title, items=items, links=links, kept=kept)
 
     # Revocation ------------------------------------------------------------------------------
 
@@ -445,6 +547,28 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
                     request, f"{endpoint.slug} was already revoked; nothing changed.", messages.INFO
                 )
         return None
+
+
+# How the show-once page says a push secret is kept: the server signs with it, so it is stored
+# as it is (docs/guides/push-rings.md), and no page renders it again.
+_PUSH_KEPT = "the server keeps it only to sign push rings with, and no page shows it again"
+_KEY_AND_PUSH_KEPT = (
+    "of the key only a short prefix is stored in a form that can be read back; the push secret"
+    " the server keeps only to sign push rings with, and no page shows it again"
+)
+
+
+def _push_secret_shown(endpoint: Endpoint, secret: str, *, rotated: bool) -> Shown:
+    signed = "from the next one on; the old secret no longer verifies them" if rotated else ""
+    return Shown(
+        label=f"Push secret for {endpoint.slug}",
+        secret=secret,
+        hint=(
+            f"Push rings POSTed to {endpoint.push_url} carry Switchboard-Signature, an"
+            f" HMAC-SHA256 under this secret{', ' + signed if signed else ''}"
+            " (docs/guides/push-rings.md)."
+        ),
+    )
 
 
 @admin.register(EndpointKey)

@@ -44,14 +44,17 @@ def show_once(
     title: str,
     items: Sequence[Shown],
     links: Sequence[tuple[str, str]],
+    kept: str = "",
 ) -> TemplateResponse:
-    """Render the secrets in ``items`` on a page that is never cached; ``links`` lead on."""
+    """Render the secrets in ``items`` on a page that is never cached; ``links`` lead on.
+    ``kept`` says how the server keeps them, when not as a key is (a short prefix only)."""
     context = {
         **model_admin.admin_site.each_context(request),
         "title": title,
         "opts": model_admin.opts,
         "items": items,
         "links": links,
+        "kept": kept,
     }
     response = TemplateResponse(request, "admin/shown_once.html", context)
     return holds_secret(response)

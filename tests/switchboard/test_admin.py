@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.exceptions import ValidationError
 from django.test import Client, override_settings
 from django.urls import reverse
@@ -19,6 +20,7 @@ from switchboard.credentials import key_for_plaintext
 from switchboard.models import Endpoint, EndpointKey, Setting
 from tests.admin_helpers import admin_messages, admin_page, admin_url
 from tests.base import Personas
+from tests.factories import HumanFactory
 from tests.reach import BOT, claimed
 from todos import lifecycle
 from todos.models import Todo
@@ -414,3 +416,121 @@ def test_editing_an_endpoint_stores_its_verbs_once_each_in_order_and_keeps_owner
         personas.alice,
         "agent-a",
     )
+
+
+# --- the push secret: rotated as on the Board, shown once ----------------------------------------
+
+PUSH_SECRET_RE = re.compile(r"sbp_[A-Za-z0-9_-]{43}")
+
+
+def _pushing(endpoint: Endpoint) -> str:
+    """Give ``endpoint`` a push URL (minting its push secret); the secret."""
+    credentials.update_endpoint(
+        endpoint, name=endpoint.name, verbs=endpoint.verbs, push_url="https://agent.example/ring"
+    )
+    return Endpoint.objects.get(pk=endpoint.pk).push_secret
+
+
+def test_rotating_the_push_secret_asks_first_then_shows_the_new_one_once(
+    admin_client: Client, personas: Personas
+) -> None:
+    endpoint = personas.endpoint_a
+    old = _pushing(endpoint)
+    url = admin_url("admin:switchboard_endpoint_rotate_push_secret", endpoint.pk)
+    change = admin_page(admin_client, admin_url("admin:switchboard_endpoint_change", endpoint.pk))
+    assert f'action="{url}"' in change and "Rotate push secret…" in change
+    assert admin_client.get(url).status_code == 405
+
+    question = admin_client.post(url)
+
+    assert question.status_code == 200
+    asked = question.content.decode()
+    assert "Yes, rotate the push secret" in asked and "https://agent.example/ring" in asked
+    assert not PUSH_SECRET_RE.search(asked)
+    assert Endpoint.objects.get(pk=endpoint.pk).push_secret == old  # asking changed nothing
+    (current,) = re.findall(r'name="current" value="([0-9a-f]+)"', asked)
+
+    answered = admin_client.post(url, {"post": "yes", "current": current})
+
+    assert answered.status_code == 200
+    assert "no-store" in answered["Cache-Control"]
+    (shown,) = set(PUSH_SECRET_RE.findall(answered.content.decode()))
+    assert shown != old and Endpoint.objects.get(pk=endpoint.pk).push_secret == shown
+    assert "the old secret no longer verifies them" in answered.content.decode()
+    assert "Rotated the push secret." in admin_page(
+        admin_client, admin_url("admin:switchboard_endpoint_history", endpoint.pk)
+    )
+
+    # The answer sent again (a reload of the page that showed it) rotates and shows nothing.
+    reload = admin_client.post(url, {"post": "yes", "current": current})
+    assert reload.status_code == 302
+    assert not PUSH_SECRET_RE.search(reload.content.decode())
+    assert admin_messages(reload)[-1].startswith(
+        "The push secret of agent-a was already rotated from this page;"
+    )
+    assert Endpoint.objects.get(pk=endpoint.pk).push_secret == shown
+    later = admin_page(admin_client, admin_url("admin:switchboard_endpoint_change", endpoint.pk))
+    assert not PUSH_SECRET_RE.search(later)
+
+
+def test_rotating_a_push_secret_is_refused_without_a_push_url_or_the_change_permission(
+    admin_client: Client, client: Client, personas: Personas
+) -> None:
+    plain = personas.endpoint_b  # no push URL, so no push secret
+    url = admin_url("admin:switchboard_endpoint_rotate_push_secret", plain.pk)
+    change = admin_page(admin_client, admin_url("admin:switchboard_endpoint_change", plain.pk))
+    assert url not in change
+
+    refused = admin_client.post(url, {"post": "yes", "current": "x"})
+
+    assert refused.status_code == 302
+    assert admin_messages(refused) == [
+        "agent-b has no push URL (or is revoked): it has no push secret to rotate."
+    ]
+    assert Endpoint.objects.get(pk=plain.pk).push_secret == ""
+
+    old = _pushing(personas.endpoint_a)
+    viewer = HumanFactory(username="viewer", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_endpoint"))
+    client.force_login(viewer)
+    mine = admin_url("admin:switchboard_endpoint_rotate_push_secret", personas.endpoint_a.pk)
+    assert client.post(mine).status_code == 403
+    assert Endpoint.objects.get(pk=personas.endpoint_a.pk).push_secret == old
+
+
+def test_a_first_push_url_given_in_the_admin_shows_its_push_secret_once(
+    admin_client: Client, personas: Personas
+) -> None:
+    """A push secret minted by the admin's add or edit was shown nowhere: rotating it on the
+    Board was the only way to learn it."""
+    added = admin_client.post(
+        reverse("admin:switchboard_endpoint_add"),
+        {
+            "owner": personas.bob.pk,
+            "slug": "pusher",
+            "name": "Pusher",
+            "verbs": ["claim_next"],
+            "push_url": "https://agent.example/ring",
+            "keys-TOTAL_FORMS": "0",
+            "keys-INITIAL_FORMS": "0",
+        },
+    )
+    assert added.status_code == 200
+    page = added.content.decode()
+    (key,) = set(KEY_RE.findall(page))
+    assert key_for_plaintext(key).endpoint.slug == "pusher"  # type: ignore[union-attr]
+    assert PUSH_SECRET_RE.findall(page) == [Endpoint.objects.get(slug="pusher").push_secret]
+
+    endpoint = personas.endpoint_b
+    change = admin_url("admin:switchboard_endpoint_change", endpoint.pk)
+    edited = admin_client.post(
+        change, _endpoint_change(endpoint, push_url="https://agent.example/b")
+    )
+    assert edited.status_code == 200
+    secret = Endpoint.objects.get(pk=endpoint.pk).push_secret
+    assert secret and PUSH_SECRET_RE.findall(edited.content.decode()) == [secret]
+
+    endpoint.refresh_from_db()
+    renamed = admin_client.post(change, _endpoint_change(endpoint, name="Renamed"))
+    assert renamed.status_code == 302  # the secret is kept, not shown again
+    assert Endpoint.objects.get(pk=endpoint.pk).push_secret == secret
