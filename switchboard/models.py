@@ -20,6 +20,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact
 
 
 class Human(AbstractUser):
@@ -238,3 +240,30 @@ class Setting(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class SpentCode(models.Model):
+    """An OAuth authorization code that has been exchanged, by its SHA-256 (the code itself is
+    never kept), with what that exchange issued: the access token's id and the family of its
+    refresh token (every rotation stays in it). django-oauth-toolkit deletes a code's grant when
+    it is exchanged, so without this row a second exchange of the same code could only be
+    refused; with it, it also revokes what the first one issued (RFC 6749 §4.1.2,
+    ``switchboard/oauth.py``). No foreign keys: the toolkit deletes its tokens in batches of its
+    own, and a row whose tokens are gone is pruned by the sweeper's retention
+    (``oauth.clear_expired_tokens``)."""
+
+    digest = models.BinaryField(primary_key=True, editable=False)
+    access_token_id = models.BigIntegerField(null=True, editable=False)
+    token_family = models.UUIDField(null=True, editable=False)
+    spent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "oauth_spent_codes"
+        constraints = [
+            models.CheckConstraint(
+                condition=Exact(Length("digest"), 32), name="oauth_spent_codes_digest_check"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"code {bytes(self.digest[:6]).hex()}…"

@@ -24,6 +24,12 @@ front of it are ``switchboard/oauth_views.py``. This module is what the agents' 
   endpoint's page and ``manage.py oauth``, found by their tokens' resource (whoever granted
   them: the owner, or an admin of the owning team); revoking one revokes its refresh tokens
   and deletes its access tokens.
+- **A code is exchanged once** (``Validator``, the toolkit's ``OAUTH2_VALIDATOR_CLASS``): the
+  toolkit deletes a code's grant when it is exchanged, so each exchange also writes the code's
+  SHA-256 (never the code) with what it issued (``SpentCode``: the access token and the refresh
+  token's family), in the same transaction; a second exchange of it is refused
+  ``invalid_grant`` as before and revokes all of that (RFC 6749 §4.1.2), the tokens rotated from
+  it since included. The sweeper's retention drops a row once nothing it names is live.
 - **Client metadata documents** (``GuardedMetadataFetcher``, the ``CIMD_METADATA_FETCHER``):
   fetched through the push rings' SSRF guard (``switchboard/lib/webhook_out.py``), https only,
   at most ``CIMD_MAX_DOCUMENT_SIZE`` bytes, JSON only, kept as long as their ``Cache-Control``
@@ -37,23 +43,28 @@ import datetime as dt
 import hashlib
 import ipaddress
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import BooleanField, Count, F, Func, Max, Model, Value
+from django.db import IntegrityError, transaction
+from django.db.models import BooleanField, Count, Exists, F, Func, Max, Model, OuterRef, Value
 from django.utils import timezone
 from oauth2_provider.cimd import CIMDError
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken, clear_expired
+from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
+from oauthlib.oauth2.rfc6749 import errors as oauth_errors
 
 from switchboard.auth import bearer_token
 from switchboard.lib import asgi, dbthread, oauth_scopes, webhook_out
-from switchboard.models import SLUG_PATTERN, Endpoint, Human
+from switchboard.models import SLUG_PATTERN, Endpoint, Human, SpentCode
 from switchboard.scope import managed_by
+
+logger = logging.getLogger(__name__)
 
 MCP = "mcp"
 A2A = "a2a"
@@ -226,6 +237,94 @@ async def aresolve_token(scope: asgi.Scope, resource: str) -> TokenGrant:
     return await dbthread.run(resolve_token, token, resource)
 
 
+# --- a code is exchanged once -------------------------------------------------------------------
+
+
+class _SpentMeanwhile(Exception):
+    """Another exchange of the same code wrote its record first: two exchanges at once."""
+
+
+def _code_digest(code: str) -> bytes:
+    return hashlib.sha256(code.encode("utf-8")).digest()
+
+
+def _record_spent(code: str, token: dict[str, Any]) -> None:
+    """Write that ``code`` was exchanged for ``token`` (the toolkit's token response, just
+    saved in this transaction): the code's digest, the access token's id and its refresh
+    token's family. ``_SpentMeanwhile`` when a record of it is there already (the unique
+    digest makes a concurrent exchange wait for the first to commit, then fail here)."""
+    issued = (
+        AccessToken.objects.filter(token_checksum=_checksum(token["access_token"]))
+        .values_list("id", "refresh_token__token_family")
+        .first()
+    )
+    access_id, family = issued if issued is not None else (None, None)
+    try:
+        with transaction.atomic():
+            SpentCode.objects.create(
+                digest=_code_digest(code), access_token_id=access_id, token_family=family
+            )
+    except IntegrityError:
+        raise _SpentMeanwhile from None
+
+
+def revoke_spent_code(code: str) -> bool:
+    """Revoke what the exchange of ``code`` issued, when it was exchanged (RFC 6749 §4.1.2):
+    every refresh token of its family (those rotated from it since included) with their access
+    tokens, and the access token it issued. True when ``code`` had been exchanged; a second
+    call revokes nothing more."""
+    spent = SpentCode.objects.filter(digest=_code_digest(code)).first()
+    if spent is None:
+        return False
+    with transaction.atomic():
+        if spent.token_family is not None:
+            RefreshToken.revoke_family(spent.token_family)
+        if spent.access_token_id is not None:
+            AccessToken.objects.filter(pk=spent.access_token_id).delete()
+    return True
+
+
+class Validator(OAuth2Validator):
+    """django-oauth-toolkit's validator (``OAUTH2_VALIDATOR_CLASS``) remembering each code's
+    exchange, so that a second one revokes what the first issued (module docstring)."""
+
+    def validate_code(
+        self, client_id: str, code: str, client: Any, request: Any, *args: Any, **kwargs: Any
+    ) -> bool:
+        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return True
+        # Refused (invalid_grant); when because the code was exchanged already, its tokens go.
+        if revoke_spent_code(code):
+            logger.warning(
+                "oauth: an authorization code was exchanged again (client %s): refused, and the"
+                " tokens its first exchange issued revoked",
+                client_id,
+            )
+        return False
+
+    def save_bearer_token(self, token: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().save_bearer_token(token, request, *args, **kwargs)
+        except _SpentMeanwhile:
+            # Two exchanges of one code at once: this one's tokens went with its transaction;
+            # the other's are revoked, as a later reuse would revoke them.
+            revoke_spent_code(request.code)
+            logger.warning(
+                "oauth: an authorization code was exchanged twice at once (client %s): the"
+                " second refused, the first's tokens revoked",
+                request.client_id,
+            )
+            raise oauth_errors.InvalidGrantError(request=request) from None
+
+    def _save_bearer_token(self, token: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # Inside save_bearer_token's transaction: the record commits with the tokens or not at
+        # all (a refusal while saving, invalid_target say, leaves the code usable, unrecorded).
+        saved = super()._save_bearer_token(token, request, *args, **kwargs)
+        if request.grant_type == "authorization_code":
+            _record_spent(request.code, token)
+        return saved
+
+
 # --- connections -------------------------------------------------------------------------------
 
 
@@ -379,15 +478,17 @@ def connections(endpoint: Endpoint) -> list[Connection]:
 
 @dataclass(frozen=True, slots=True)
 class Cleared:
-    """What ``clear_expired_tokens`` deleted, per table of the toolkit's."""
+    """What ``clear_expired_tokens`` deleted, per table of the toolkit's, and the records of
+    exchanged codes (``SpentCode``) left with nothing live to revoke."""
 
     access_tokens: int
     refresh_tokens: int
     codes: int
+    spent_codes: int = 0
 
     @property
     def total(self) -> int:
-        return self.access_tokens + self.refresh_tokens + self.codes
+        return self.access_tokens + self.refresh_tokens + self.codes + self.spent_codes
 
 
 _CLEARED_TABLES: tuple[type[Model], ...] = (AccessToken, RefreshToken, Grant)
@@ -398,7 +499,8 @@ def clear_expired_tokens() -> Cleared:
     revoked or unused for longer than ``SWITCHBOARD_OAUTH_REFRESH_TOKEN_SECONDS`` (a rotated
     token is kept that long so a replay of it still revokes its family). Every refresh leaves a
     revoked token behind; the sweeper's retention step calls this so the connections' scan
-    stays the size of what is in use.
+    stays the size of what is in use. Then the records of exchanged codes whose tokens are all
+    gone (``clear_spent_codes``).
 
     The toolkit's ``clear_expired`` only logs what it deleted, so each table is counted around
     it: the rows there before, less those up to the then highest id left after, so a sign-in
@@ -417,7 +519,26 @@ def clear_expired_tokens() -> Cleared:
         else 0
         for model, counted in zip(_CLEARED_TABLES, before, strict=True)
     ]
-    return Cleared(*gone)
+    access_tokens, refresh_tokens, codes = gone
+    return Cleared(access_tokens, refresh_tokens, codes, clear_spent_codes())
+
+
+def clear_spent_codes() -> int:
+    """Delete the records of exchanged codes that name nothing live: no refresh token of their
+    family unrevoked, no unexpired access token of theirs. A reuse of such a code would revoke
+    nothing, and is refused anyway (its grant is gone). One statement, an anti-join over the
+    records, each a probe of the toolkit's indexes (``token_family``, the primary key)."""
+    now = timezone.now()
+    live_family = RefreshToken.objects.filter(
+        token_family=OuterRef("token_family"), revoked__isnull=True
+    )
+    live_access = AccessToken.objects.filter(pk=OuterRef("access_token_id"), expires__gt=now)
+    # A record is written in its exchange's transaction, with the tokens it names: never seen
+    # here without them.
+    deleted, _per_model = SpentCode.objects.filter(
+        ~Exists(live_family), ~Exists(live_access)
+    ).delete()
+    return deleted
 
 
 def revoke_connection(

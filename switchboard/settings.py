@@ -445,4 +445,6 @@ OAUTH2_PROVIDER = {
     "CIMD_ENABLED": True,
     "CIMD_METADATA_FETCHER": "switchboard.oauth.GuardedMetadataFetcher",
     "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
+    # Remembers each code's exchange, so a second one revokes what the first issued.
+    "OAUTH2_VALIDATOR_CLASS": "switchboard.oauth.Validator",
 }

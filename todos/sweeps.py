@@ -128,7 +128,8 @@ class PassReport:
             cleared = self.oauth_cleared
             out.append(
                 f"retention: cleared {cleared.access_tokens} OAuth access tokens,"
-                f" {cleared.refresh_tokens} refresh tokens, {cleared.codes} authorization codes"
+                f" {cleared.refresh_tokens} refresh tokens, {cleared.codes} authorization codes,"
+                f" {cleared.spent_codes} exchanged codes' records"
             )
         out.extend(self.notes)
         return out

@@ -23,7 +23,7 @@ from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
 from switchboard import credentials, oauth, teams
 from switchboard.lib import oauth_scopes
-from switchboard.models import DRAIN_VERBS, Endpoint, Human
+from switchboard.models import DRAIN_VERBS, Endpoint, Human, SpentCode
 from tests.factories import EndpointFactory, HumanFactory
 from tests.oauth import flow
 from tests.oauth.conftest import MetadataHost
@@ -240,6 +240,10 @@ def test_the_sweepers_retention_clears_spent_tokens_and_keeps_live_ones(
     assert live.granted_by == "alice"
     resource = f"{flow.ORIGIN}/mcp/team-ep/oauth"
     assert oauth.resolve_token(kept["access_token"], resource).endpoint == endpoint
+    # The record of alice's code stays while its tokens live (a replay of it would revoke
+    # them); carol's, whose tokens are revoked, is gone.
+    [record] = SpentCode.objects.all()
+    assert record.token_family == RefreshToken.objects.get(revoked__isnull=True).token_family
 
 
 def test_the_sweepers_report_says_how_many_spent_tokens_and_codes_it_cleared(
@@ -260,15 +264,18 @@ def test_the_sweepers_report_says_how_many_spent_tokens_and_codes_it_cleared(
 
     report = sweeps.run_pass(with_retention=True, with_pushes=False)
 
-    assert report.oauth_cleared == oauth.Cleared(access_tokens=2, refresh_tokens=1, codes=1)
+    assert report.oauth_cleared == oauth.Cleared(
+        access_tokens=2, refresh_tokens=1, codes=1, spent_codes=1
+    )
     assert (
-        "retention: cleared 2 OAuth access tokens, 1 refresh tokens, 1 authorization codes"
-        in report.lines()
+        "retention: cleared 2 OAuth access tokens, 1 refresh tokens, 1 authorization codes,"
+        " 1 exchanged codes' records" in report.lines()
     )
     assert not AccessToken.objects.exists() and not Grant.objects.exists()
+    assert not SpentCode.objects.exists()  # carol's code's: its tokens are revoked
     # The next pass clears nothing, and says nothing about it.
     again = sweeps.run_pass(with_retention=True, with_pushes=False)
-    assert again.oauth_cleared == oauth.Cleared(0, 0, 0)
+    assert again.oauth_cleared == oauth.Cleared(0, 0, 0, 0)
     assert not [line for line in again.lines() if "OAuth" in line]
 
 

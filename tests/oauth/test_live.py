@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -221,6 +222,26 @@ def _raw_grant(
 ) -> tuple[dict[str, Any], str, httpx2.Client]:
     """``_raw_sign_in`` answering the whole token response (the refresh token too)."""
     session = session or board_login(server, username)
+    code = _raw_code(server, session, slug, kind, scopes)
+    issued = _exchange(server, code)
+    assert issued.status_code == 200, issued.text
+    return issued.json(), code.client_id, session
+
+
+@dataclass(frozen=True)
+class _Code:
+    """An authorization code as its client holds it: what the token request sends with it."""
+
+    code: str
+    client_id: str
+    verifier: str
+    resource: str
+
+
+def _raw_code(
+    server: LiveServer, session: httpx2.Client, slug: str, kind: str, scopes: tuple[str, ...]
+) -> _Code:
+    """DCR and consent over raw HTTP: the code the consent redirects with."""
     registered = httpx2.post(
         server.url("/oauth/register/"),
         json={
@@ -240,20 +261,23 @@ def _raw_grant(
     )
     assert answer.status_code == 302, answer.text[:500]
     code = parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
-    issued = httpx2.post(
+    return _Code(code, registered["client_id"], page.extensions["verifier"], resource)
+
+
+def _exchange(server: LiveServer, code: _Code) -> httpx2.Response:
+    """The token request for ``code``."""
+    return httpx2.post(
         server.url("/oauth/token/"),
         data={
             "grant_type": "authorization_code",
-            "code": code,
+            "code": code.code,
             "redirect_uri": REDIRECT,
-            "client_id": registered["client_id"],
-            "code_verifier": page.extensions["verifier"],
-            "resource": resource,
+            "client_id": code.client_id,
+            "code_verifier": code.verifier,
+            "resource": code.resource,
         },
         timeout=30,
     )
-    assert issued.status_code == 200, issued.text
-    return issued.json(), registered["client_id"], session
 
 
 def test_a_call_outside_the_tokens_scopes_is_403_insufficient_scope(
@@ -379,6 +403,41 @@ def test_revoking_on_the_board_refuses_the_next_request(oauth_live: LiveServer) 
     # The very next request: tokens are never cached.
     assert _mcp(oauth_live, path, token, TOOLS_LIST, "tools/list").status_code == 401
     assert "No connections." in session.get(f"/endpoints/{endpoint.slug}").text
+
+
+def test_a_code_exchanged_twice_revokes_the_tokens_of_its_first_exchange(
+    oauth_live: LiveServer,
+) -> None:
+    """RFC 6749 §4.1.2: the second exchange is refused, and the first's tokens stop working on
+    the very next request (and its refresh token with them)."""
+    _human, endpoint = _operator("oa-replay", "oa-replay")
+    path = f"/mcp/{endpoint.slug}/oauth"
+    code = _raw_code(oauth_live, board_login(oauth_live, "oa-replay"), "oa-replay", "mcp", (READ,))
+    first = _exchange(oauth_live, code)
+    assert first.status_code == 200, first.text
+    issued = first.json()
+    assert (
+        _mcp(oauth_live, path, issued["access_token"], TOOLS_LIST, "tools/list").status_code == 200
+    )
+
+    again = _exchange(oauth_live, code)
+
+    assert again.status_code == 400, again.text
+    assert again.headers["content-type"].startswith("application/json")
+    assert again.json()["error"] == "invalid_grant"
+    refused = _mcp(oauth_live, path, issued["access_token"], TOOLS_LIST, "tools/list")
+    assert refused.status_code == 401, refused.text
+    assert 'error="invalid_token"' in refused.headers["www-authenticate"]
+    refreshed = httpx2.post(
+        oauth_live.url("/oauth/token/"),
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": issued["refresh_token"],
+            "client_id": code.client_id,
+        },
+        timeout=30,
+    )
+    assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
 
 
 def test_a2a_lists_both_schemes_and_takes_a_token_issued_for_it(oauth_live: LiveServer) -> None:

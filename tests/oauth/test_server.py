@@ -3,6 +3,7 @@ refusal in RFC 6749's JSON shape (docs/guides/agents.md, "Connect with OAuth")."
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
 from switchboard import oauth
 from switchboard.lib import oauth_scopes
-from switchboard.models import slug_validator
+from switchboard.models import SpentCode, slug_validator
 from tests.factories import EndpointFactory, HumanFactory
 from tests.oauth import flow
 
@@ -336,6 +337,106 @@ def test_a_code_is_used_once_with_its_verifier_for_its_resource(
         400,
         "unsupported_grant_type",
     )
+
+
+def _refresh(client: Client, client_id: str, token: str) -> Any:
+    return client.post(
+        "/oauth/token/",
+        {"grant_type": "refresh_token", "refresh_token": token, "client_id": client_id},
+    )
+
+
+def test_a_reused_code_is_refused_and_revokes_what_its_first_exchange_issued(
+    client: Client, operator: Any
+) -> None:
+    """RFC 6749 §4.1.2: the tokens issued from a code used twice are revoked, those rotated
+    from them since included; another sign-in of the same client and human is not."""
+    EndpointFactory(owner=operator, slug="mine")
+    resource = f"{flow.ORIGIN}/mcp/mine/oauth"
+    registered = flow.register(client)
+    client_id = registered["client_id"]
+    auth = flow.authorization(client_id, "mine")
+    code = flow.consent(client, auth, "mine")["code"][0]
+    first = flow.token(client, auth, code)
+    assert first.status_code == 200, first.content
+    issued = first.json()
+    other_auth = flow.authorization(client_id, "mine")
+    other = flow.token(client, other_auth, flow.consent(client, other_auth, "mine")["code"][0])
+    assert other.status_code == 200, other.content
+    # Only the code's SHA-256 is kept, with what it issued.
+    spent = SpentCode.objects.get(digest=hashlib.sha256(code.encode()).digest())
+    assert (
+        spent.access_token_id
+        == AccessToken.objects.get(
+            token_checksum=hashlib.sha256(issued["access_token"].encode()).hexdigest()
+        ).pk
+    )
+    assert spent.token_family is not None
+    assert code not in repr(list(SpentCode.objects.values()))
+    rotated = _refresh(client, client_id, issued["refresh_token"])
+    assert rotated.status_code == 200, rotated.content
+    assert oauth.resolve_token(rotated.json()["access_token"], resource)
+
+    assert_oauth_error(flow.token(client, auth, code), 400, "invalid_grant")
+
+    for token in (issued["access_token"], rotated.json()["access_token"]):
+        with pytest.raises(oauth.TokenRejected):
+            oauth.resolve_token(token, resource)
+    assert_oauth_error(
+        _refresh(client, client_id, rotated.json()["refresh_token"]), 400, "invalid_grant"
+    )
+    # The other sign-in, of the same client by the same human, is untouched.
+    assert oauth.resolve_token(other.json()["access_token"], resource)
+    assert _refresh(client, client_id, other.json()["refresh_token"]).status_code == 200
+    # A third try revokes nothing more and is refused alike.
+    assert_oauth_error(flow.token(client, auth, code), 400, "invalid_grant")
+
+
+def test_a_code_refused_at_its_exchange_is_not_spent(client: Client, operator: Any) -> None:
+    """A wrong verifier or resource refuses the exchange and records nothing: the code is
+    still good once, and only then spent."""
+    EndpointFactory(owner=operator, slug="mine")
+    EndpointFactory(owner=operator, slug="other")
+    auth = flow.authorization(flow.register(client)["client_id"], "mine")
+    code = flow.consent(client, auth, "mine")["code"][0]
+    wrong = flow.Authorization(auth.client_id, "x" * 50, auth.state, auth.query)
+    assert_oauth_error(flow.token(client, wrong, code), 400, "invalid_grant")
+    elsewhere = flow.token(client, auth, code, resource=f"{flow.ORIGIN}/mcp/other/oauth")
+    assert_oauth_error(elsewhere, 400, "invalid_target")
+    assert not SpentCode.objects.exists()
+    assert flow.token(client, auth, code).status_code == 200
+    assert SpentCode.objects.count() == 1
+
+
+def test_two_exchanges_of_one_code_at_once_leave_no_token_standing(
+    client: Client, operator: Any
+) -> None:
+    """The second of two concurrent exchanges finds the first's record when it writes its own
+    (the digest is unique: it waits for the first to commit): it is refused, its own tokens go
+    with its transaction, and the first's are revoked. Here the first is a record already
+    written for the code, naming another sign-in's tokens."""
+    EndpointFactory(owner=operator, slug="mine")
+    resource = f"{flow.ORIGIN}/mcp/mine/oauth"
+    earlier = flow.sign_in(client, "mine")
+    access = AccessToken.objects.get(
+        token_checksum=hashlib.sha256(earlier["access_token"].encode()).hexdigest()
+    )
+    auth = flow.authorization(earlier["client_id"], "mine")
+    code = flow.consent(client, auth, "mine")["code"][0]
+    SpentCode.objects.create(
+        digest=hashlib.sha256(code.encode()).digest(),
+        access_token_id=access.pk,
+        token_family=RefreshToken.objects.get(access_token=access).token_family,
+    )
+    live_before = set(granted().values_list("pk", flat=True))
+
+    assert_oauth_error(flow.token(client, auth, code), 400, "invalid_grant")
+
+    with pytest.raises(oauth.TokenRejected):
+        oauth.resolve_token(earlier["access_token"], resource)
+    # Nothing issued by this exchange survived it.
+    assert set(granted().values_list("pk", flat=True)) <= live_before - {access.pk}
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
 
 
 def test_refresh_tokens_rotate_and_a_reused_one_revokes_the_family(
