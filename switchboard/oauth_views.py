@@ -16,7 +16,9 @@ registration); this module is what it leaves to the site:
   before any redirect, a Deny's included), and ``state`` goes back with the answer, an error
   included.
 - **Errors** are RFC 6749's: a redirect carrying ``error=`` when the redirect URI is known good,
-  else a JSON ``{"error", "error_description"}``, never an HTML page or a 500.
+  else a JSON ``{"error", "error_description"}``, never an HTML page or a 500; what Django
+  refuses before a view runs (a ``Host`` not in ``ALLOWED_HOSTS``) too, by the project's 400
+  handler (``switchboard/views.py``, ``bad_request``).
 - **Registration** (``/oauth/register/``, RFC 7591, kept for older clients): open, as chat apps
   need, but a redirect URI on a private, link-local or intranet address is refused (loopback
   allowed for native clients), and only the authorization code grant is registered; an update

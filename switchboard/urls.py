@@ -41,6 +41,8 @@ oauth_patterns = (
 
 # A page whose database connection failed answers 503, not 500 (switchboard/views.py).
 handler500 = "switchboard.views.server_error"
+# A bad request (a Host not in ALLOWED_HOSTS above all) on an OAuth path is RFC 6749 JSON.
+handler400 = "switchboard.views.bad_request"
 # Every 404, an unknown thing's or an unknown address's, is the Board's page with the rail.
 handler404 = "switchboard.views.page_not_found"
 

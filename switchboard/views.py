@@ -12,6 +12,11 @@ database again (no session, no user, no template that reads either).
 ``page_not_found`` is the pages' 404 handler: the Board's page, with the rail, naming what was
 not found.
 
+``bad_request`` is the 400 handler: Django's page for the Board, and RFC 6749's JSON error on
+the OAuth paths (the discovery documents under ``/.well-known/``, the endpoints under
+``/oauth/``), whose every other answer is JSON; above all a ``Host`` not in ``ALLOWED_HOSTS``,
+which Django refuses before any view runs.
+
 ``/metrics`` shows request counts, paths and queue activity: it answers only a scraper that
 sends ``SWITCHBOARD_METRICS_TOKEN`` as a bearer or connects from ``SWITCHBOARD_METRICS_ALLOW``
 (loopback by default), and 404 to anyone else, as if it did not exist.
@@ -22,11 +27,13 @@ from __future__ import annotations
 import sys
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.crypto import constant_time_compare
+from django.views import defaults
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django_prometheus.exports import ExportToDjangoView
@@ -77,6 +84,28 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if html:
         return HttpResponse(_ERROR_PAGE, status=500)
     return JsonResponse({"error": "server_error", "detail": "an error on our side"}, status=500)
+
+
+# The paths Django serves that answer only JSON: the OAuth discovery documents and endpoints
+# (switchboard/oauth_views.py), for clients that parse no HTML.
+_OAUTH_PREFIXES = ("/.well-known/", "/oauth/")
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 400 handler (``handler400``): on the OAuth paths, RFC 6749's error object
+    (``invalid_request``, the shape of every other refusal there: ``oauth_views.oauth_error``);
+    Django's own page elsewhere (the Board). The commonest cause is a ``Host`` not in
+    ``ALLOWED_HOSTS`` (``DisallowedHost``), said as such and never echoed; nothing here asks
+    the request for its host."""
+    if not request.path.startswith(_OAUTH_PREFIXES):
+        return defaults.bad_request(request, exception)
+    if isinstance(exception, DisallowedHost):
+        said = "the Host header names no host this server answers to (ALLOWED_HOSTS)"
+    else:
+        said = "the request is malformed"
+    response = JsonResponse({"error": "invalid_request", "error_description": said}, status=400)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 # The rail's section a 404 belongs under, and its list: the page's way back.

@@ -440,6 +440,22 @@ def test_a_code_exchanged_twice_revokes_the_tokens_of_its_first_exchange(
     assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
 
 
+def test_the_discovery_documents_refuse_a_foreign_host_in_json(oauth_live: LiveServer) -> None:
+    """Through daphne as a client meets them: a Host not in ALLOWED_HOSTS is RFC 6749 JSON on
+    the OAuth documents, never Django's HTML page, and the Board keeps its page."""
+    for path in (
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource/a2a/anything",
+    ):
+        refused = httpx2.get(oauth_live.url(path), headers={"Host": "evil.example"}, timeout=30)
+        assert refused.status_code == 400, refused.text
+        assert refused.headers["content-type"] == "application/json"
+        assert refused.json()["error"] == "invalid_request"
+        assert "evil.example" not in refused.text
+    board = httpx2.get(oauth_live.url("/login/"), headers={"Host": "evil.example"}, timeout=30)
+    assert board.status_code == 400 and board.headers["content-type"].startswith("text/html")
+
+
 def test_a2a_lists_both_schemes_and_takes_a_token_issued_for_it(oauth_live: LiveServer) -> None:
     verbs = [*DRAIN_VERBS, Verb.A2A]
     _human, endpoint = _operator("oa-a2a", "oa-a2a", verbs)

@@ -74,6 +74,41 @@ def test_each_endpoint_resource_has_path_inserted_metadata(client: Client) -> No
 
 
 @pytest.mark.parametrize(
+    "path",
+    [
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-protected-resource/mcp/agent-x/oauth",
+        "/.well-known/oauth-protected-resource/a2a/agent-x",
+        "/.well-known/openid-configuration",
+        "/oauth/authorize/",
+        "/oauth/revoke/",
+    ],
+)
+def test_a_host_not_in_allowed_hosts_is_a_json_400_on_the_oauth_paths(
+    client: Client, path: str
+) -> None:
+    """An OAuth client parses no HTML: Django's refusal of the Host is RFC 6749 JSON here,
+    saying why without echoing the host."""
+    for response in (
+        client.get(path, HTTP_HOST="evil.example"),
+        client.post(path, {"token": "x"}, HTTP_HOST="evil.example"),
+    ):
+        body = assert_oauth_error(response, 400, "invalid_request")
+        assert "ALLOWED_HOSTS" in body["error_description"]
+        assert b"evil.example" not in response.content
+        assert response["Cache-Control"] == "no-store"
+
+
+def test_a_host_not_in_allowed_hosts_is_still_the_boards_page_on_the_board(
+    client: Client,
+) -> None:
+    for path in ("/", "/login/", "/endpoints/"):
+        response = client.get(path, HTTP_HOST="evil.example")
+        assert response.status_code == 400
+        assert response["Content-Type"].startswith("text/html"), path
+
+
+@pytest.mark.parametrize(
     "slug", ["agent-x", "a", "9_b-c", "Agent", "-agent", "_a", "a.b", "a b", "a%2fb", "a/b", ""]
 )
 def test_the_resources_take_exactly_the_slugs_an_endpoint_may_have(slug: str) -> None:
