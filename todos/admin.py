@@ -448,19 +448,56 @@ class ScheduleRunAdmin(ReadOnlyAdmin):
     readonly_fields = tuple(f.name for f in ScheduleRun._meta.fields)
 
 
+# The queue's settings the admin edits, as set_queue_limits names them.
+LIMITS = (
+    "max_in_flight",
+    "claims_per_minute",
+    "run_timeout_seconds",
+    "default_max_cost_usd",
+    "daily_budget_usd",
+)
+
+
+def _limit(label: str, help_text: str, inputmode: str = "numeric") -> forms.CharField:
+    # Text, read as the Board's queue page reads it (lifecycle.limit_from_text), not by
+    # Django's number fields, which take digits the Board refuses ("٣") and say it otherwise.
+    return forms.CharField(
+        label=label,
+        required=False,
+        help_text=help_text,
+        widget=forms.TextInput(attrs={"inputmode": inputmode, "autocomplete": "off"}),
+    )
+
+
 class QueueSettingsForm(forms.ModelForm):
-    """Each limit checked as every surface checks it (``lifecycle.check_limit``), the refusal
-    named on its field."""
+    """Each limit and amount checked as the Board's queue page checks it
+    (``lifecycle.limit_from_text``: ``check_limit``'s bounds, ``limits.check_cost``'s amounts),
+    the refusal named on its field; blank clears one."""
+
+    max_in_flight = _limit(
+        "Max in flight", "No agent's claim takes a todo of the queue while this many are held."
+    )
+    claims_per_minute = _limit(
+        "Claims per minute", "The agents' claims of the queue, a bucket refilled continuously."
+    )
+    run_timeout_seconds = _limit(
+        "Default run timeout (seconds)", "The run timeout of the queue's todos that set none."
+    )
+    default_max_cost_usd = _limit(
+        "Default cost cap of a todo (USD)",
+        "What a todo of the queue created without a cap may cost; past it, the todo fails.",
+        "decimal",
+    )
+    daily_budget_usd = _limit(
+        "Daily budget (USD a UTC day)",
+        "What the queue's model calls may cost in a UTC day; past it the queue pauses until"
+        " the next.",
+        "decimal",
+    )
 
     class Meta:
         model = QueueSettings
-        fields = ("endpoint", "queue", "max_in_flight", "claims_per_minute", "run_timeout_seconds")
-
-    def _limit(self, field: str) -> int | None:
-        try:
-            return lifecycle.check_limit(field, self.cleaned_data.get(field))
-        except InvalidInput as exc:
-            raise forms.ValidationError(str(exc).split(": ", 1)[1]) from None
+        fields = ("endpoint", "queue", *LIMITS)
 
     def clean_queue(self) -> str:
         # On add only (read-only once made): the writer checks the name again and would raise.
@@ -469,19 +506,22 @@ class QueueSettingsForm(forms.ModelForm):
         except InvalidInput as exc:
             raise forms.ValidationError(str(exc).split(": ", 1)[1]) from None
 
-    def clean_max_in_flight(self) -> int | None:
-        return self._limit("max_in_flight")
-
-    def clean_claims_per_minute(self) -> int | None:
-        return self._limit("claims_per_minute")
-
-    def clean_run_timeout_seconds(self) -> int | None:
-        return self._limit("run_timeout_seconds")
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        for field in LIMITS:
+            if field in self.errors:
+                continue
+            try:
+                data[field] = lifecycle.limit_from_text(field, data.get(field) or "")
+            except InvalidInput as exc:
+                self.add_error(field, str(exc).split(": ", 1)[1])
+        return data
 
 
 @admin.register(QueueSettings)
 class QueueSettingsAdmin(admin.ModelAdmin):
-    """Queue limits (docs/decisions/0028-queue-limits.md), saved through
+    """Queue limits (docs/decisions/0028-queue-limits.md) and cost defaults and budget
+    (docs/decisions/0036-cost-and-budgets.md), saved through
     ``todos.lifecycle.set_queue_limits`` as the Board and ``manage.py queue set`` save them,
     recorded as the endpoint's owner's change made by this staff member. A row is kept once
     made: blank limits are no limits."""
@@ -493,6 +533,8 @@ class QueueSettingsAdmin(admin.ModelAdmin):
         "max_in_flight",
         "claims_per_minute",
         "run_timeout_seconds",
+        "default_max_cost_usd",
+        "daily_budget_usd",
         "updated_at",
         "updated_by",
     )
@@ -517,8 +559,6 @@ class QueueSettingsAdmin(admin.ModelAdmin):
             obj.queue,
             human_id=acting_human(obj.endpoint.owner_id, obj.endpoint.team_id) or 0,
             actor_id=request.user.pk,
-            max_in_flight=obj.max_in_flight,
-            claims_per_minute=obj.claims_per_minute,
-            run_timeout_seconds=obj.run_timeout_seconds,
+            **{field: form.cleaned_data[field] for field in LIMITS},
         )
         obj.pk = QueueSettings.objects.get(endpoint_id=done.endpoint_id, queue=done.queue).pk

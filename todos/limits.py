@@ -222,6 +222,9 @@ def check_cost(field: str, value: object) -> Decimal | None:
         raise InvalidInput(field, "must be a non-negative number of US dollars")
     if amount > COST_MAX_USD:
         raise InvalidInput(field, f"must be at most {COST_MAX_USD}")
-    if amount != amount.quantize(Decimal("0.000001")):
+    micros = amount.quantize(Decimal("0.000001"))
+    if amount != micros:
         raise InvalidInput(field, "must have at most 6 decimals")
-    return amount
+    # The amount as the columns hold it (numeric(14, 6)): a zero written with a vast exponent
+    # (``0e999999999999``) is a number PostgreSQL refuses to read, a 500 where it was stored.
+    return micros

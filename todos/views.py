@@ -28,7 +28,6 @@ from switchboard.lib import jsonlimits
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.guards import BoardRequest, login_required
-from switchboard.lib.text import whole_number
 from switchboard.models import Endpoint
 from switchboard.scope import Scope, owned_by
 from todos import lifecycle, limits, queries
@@ -240,21 +239,13 @@ LIMIT_FIELDS = {
     "default_max_cost_usd": "Default cost cap of a todo (USD)",
     "daily_budget_usd": "Daily budget (USD a UTC day; past it the queue pauses until the next)",
 }
-COST_FIELDS = frozenset({"default_max_cost_usd", "daily_budget_usd"})
 
 
 def _limit_field(request: BoardRequest, field: str) -> int | Decimal | None:
     """A limit as the form sent it: blank clears it; anything else must be a whole number (an
-    amount of US dollars for the cost fields)."""
-    value = request.POST.get(field, "").strip()
-    if not value:
-        return None
-    if field in COST_FIELDS:
-        return limits.check_cost(field, value)
-    number = whole_number(value.removeprefix("-"), 11)
-    if number is None:
-        raise InvalidInput(field, "must be a whole number, or blank for no limit")
-    return lifecycle.check_limit(field, -number if value.startswith("-") else number)
+    amount of US dollars for the cost fields), as the admin's queue settings read it too
+    (``lifecycle.limit_from_text``)."""
+    return lifecycle.limit_from_text(field, request.POST.get(field, ""))
 
 
 def queue_limits(request: BoardRequest) -> HttpResponse:

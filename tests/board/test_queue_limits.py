@@ -4,6 +4,8 @@ refuses another human's queue and a POST without its CSRF token."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
@@ -65,6 +67,20 @@ def test_a_bad_value_is_named_beside_its_field_and_nothing_changes(
     page = response.content.decode()
     assert said in page and f'id="err_{field}"' in page
     assert QueueSettings.objects.get().max_in_flight == 2
+
+
+@pytest.mark.parametrize("zero", ["0e999999999999", "0E-1000000000000000000"])
+def test_a_zero_amount_written_with_a_vast_exponent_is_stored_as_zero(
+    alice_client: Client, personas: Personas, zero: str
+) -> None:
+    """Such a zero passed the amount check, and PostgreSQL refused to read the number it was
+    sent as: a 500."""
+    costs = {"default_max_cost_usd": zero, "daily_budget_usd": ""}
+
+    response = alice_client.post(URL, BLANK | costs)
+
+    assert response.status_code == 302
+    assert QueueSettings.objects.get().default_max_cost_usd == Decimal(0)
 
 
 def test_a_human_cannot_limit_another_humans_queue(bob_client: Client) -> None:

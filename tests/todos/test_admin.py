@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -316,3 +317,93 @@ def test_queue_limits_are_added_and_changed_through_the_writer(
     assert (row.max_in_flight, row.claims_per_minute) == (None, 30)
     listed = admin_page(admin_client, reverse("admin:todos_queuesettings_changelist"))
     assert "triage" in listed
+
+
+# --- the queue's cost defaults and budget: the Board's checks ----------------------------------
+
+LIMITS = {
+    "max_in_flight": "",
+    "claims_per_minute": "",
+    "run_timeout_seconds": "",
+    "default_max_cost_usd": "",
+    "daily_budget_usd": "",
+}
+
+
+def test_the_queue_cost_cap_and_daily_budget_are_shown_set_and_cleared_through_the_writer(
+    admin_client: Client, personas: Personas
+) -> None:
+    add = reverse("admin:todos_queuesettings_add")
+    assert 'name="default_max_cost_usd"' in admin_page(admin_client, add)
+    key = {"endpoint": str(personas.endpoint_a.id), "queue": "triage"}
+
+    added = admin_client.post(
+        add, LIMITS | key | {"default_max_cost_usd": "0.25", "daily_budget_usd": " 12.5 "}
+    )
+
+    assert added.status_code == 302, added.content.decode()[:2000]
+    row = QueueSettings.objects.get()
+    assert (row.default_max_cost_usd, row.daily_budget_usd) == (Decimal("0.25"), Decimal("12.5"))
+    assert row.updated_by == f"human:{personas.admin.id}"
+    # The writer's view of it, as the Board and the cost cap of a new todo read it.
+    assert lifecycle.create(personas.endpoint_a.id, queue="triage").max_cost_usd == Decimal("0.25")
+    change = admin_url("admin:todos_queuesettings_change", row.pk)
+    page = admin_page(admin_client, change)
+    assert 'name="daily_budget_usd" value="12.500000"' in page
+    listed = admin_page(admin_client, reverse("admin:todos_queuesettings_changelist"))
+    assert "12.500000" in listed and "0.250000" in listed
+
+    cleared = admin_client.post(change, LIMITS | {"daily_budget_usd": "3"})
+    assert cleared.status_code == 302
+    row.refresh_from_db()
+    assert (row.default_max_cost_usd, row.daily_budget_usd) == (None, Decimal(3))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("default_max_cost_usd", "--1", "must be a number of US dollars"),
+        ("default_max_cost_usd", "\u00b2", "must be a number of US dollars"),
+        ("daily_budget_usd", "1e999", "must be at most 1000000"),
+        ("daily_budget_usd", "-0.01", "must be a non-negative number of US dollars"),
+        ("daily_budget_usd", "NaN", "must be a non-negative number of US dollars"),
+        ("default_max_cost_usd", "0.0000001", "must have at most 6 decimals"),
+        ("default_max_cost_usd", "a\x00b", "Null characters are not allowed."),
+        # The limits as the Board reads them: digits int() takes and the Board refuses.
+        ("max_in_flight", "--1", "must be a whole number, or blank for no limit"),
+        ("claims_per_minute", "\u0663", "must be a whole number, or blank for no limit"),
+        ("run_timeout_seconds", "1e999", "must be a whole number, or blank for no limit"),
+        ("max_in_flight", "-1", "must be between 0 and 100000"),
+    ],
+)
+def test_a_bad_queue_setting_is_named_on_its_field_and_changes_nothing(
+    admin_client: Client, personas: Personas, field: str, value: str, said: str
+) -> None:
+    lifecycle.set_queue_limits(
+        personas.endpoint_a.id, "triage", human_id=None, max_in_flight=2, daily_budget_usd="5"
+    )
+    row = QueueSettings.objects.get()
+    change = admin_url("admin:todos_queuesettings_change", row.pk)
+
+    response = admin_client.post(
+        change, LIMITS | {"max_in_flight": "4", "daily_budget_usd": "6", field: value}
+    )
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {field: [said]}
+    row.refresh_from_db()
+    assert (row.max_in_flight, row.daily_budget_usd) == (2, Decimal(5))
+
+
+def test_a_zero_written_with_a_vast_exponent_is_stored_as_zero(
+    admin_client: Client, personas: Personas
+) -> None:
+    """``0e999999999999`` passed the amount check as it stood, and PostgreSQL refused to read
+    the number it was sent as: a 500 (the Board's queue page: tests/board/test_queue_limits.py)."""
+    add = reverse("admin:todos_queuesettings_add")
+    key = {"endpoint": str(personas.endpoint_a.id), "queue": "triage"}
+
+    added = admin_client.post(add, LIMITS | key | {"daily_budget_usd": "0e999999999999"})
+
+    assert added.status_code == 302
+    assert QueueSettings.objects.get().daily_budget_usd == Decimal(0)

@@ -16,6 +16,7 @@ from uuid import UUID
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, fetch_one
+from switchboard.lib.text import whole_number
 from todos.lifecycle.core import actor_params
 from todos.lifecycle.statements import (
     LIFT_PAUSES,
@@ -134,6 +135,26 @@ def check_limit(field: str, value: object) -> int | None:
     if not low <= value <= high:
         raise InvalidInput(field, f"must be between {low} and {high}")
     return value
+
+
+# The limits that are amounts of US dollars (``check_cost``), not whole numbers.
+COST_LIMITS = frozenset({"default_max_cost_usd", "daily_budget_usd"})
+
+
+def limit_from_text(field: str, text: str) -> int | Decimal | None:
+    """A limit of ``field`` as a form sends it (the Board's queue page, the admin's queue
+    settings): blank clears it; an amount (``COST_LIMITS``) is ``check_cost``'s, anything else
+    must be a whole number of ASCII digits within ``check_limit``'s bounds. ``InvalidInput``
+    naming ``field`` for anything else (``--1``, ``²``, ``1e999``, a negative amount)."""
+    value = text.strip()
+    if not value:
+        return None
+    if field in COST_LIMITS:
+        return check_cost(field, value)
+    number = whole_number(value.removeprefix("-"), 11)
+    if number is None:
+        raise InvalidInput(field, "must be a whole number, or blank for no limit")
+    return check_limit(field, -number if value.startswith("-") else number)
 
 
 def set_queue_limits(
