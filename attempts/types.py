@@ -9,6 +9,7 @@ from typing import Any, Self
 from uuid import UUID
 
 from attempts.models import DIED_OUTCOMES
+from switchboard.lib import text
 
 
 def timestamp(value: Any) -> dt.datetime | None:
@@ -83,14 +84,11 @@ class Usage:
         return self.cost_usd
 
     def cost_label(self) -> str:
-        """The cost as people read it: ``$0.0123``, ``<$0.0001``, or ``unpriced`` when no call
-        was priced (never ``$0.00`` for tokens nobody priced)."""
+        """The cost as people read it (``switchboard/lib/text.money``: ``$0.14``, ``$0.0012``,
+        ``<$0.0001``), or ``unpriced`` when no call was priced (never ``$0.00`` for tokens
+        nobody priced)."""
         cost = self.priced_cost
-        if cost is None:
-            return "unpriced"
-        if 0 < cost < Decimal("0.0001"):
-            return "<$0.0001"
-        return f"${cost:.4f}"
+        return "unpriced" if cost is None else text.money(cost)
 
     def label(self) -> str:
         """The cost and the tokens in one line, for the trail and the fleet."""

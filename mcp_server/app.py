@@ -98,13 +98,21 @@ function count(n) {
   return Number(n || 0).toLocaleString("en-US");
 }
 
-// The cost as the Board reads it (attempts/types.py, Usage.cost_label): never $0 for tokens
-// no price covers.
+// The cost as the Board reads it (attempts/types.py, Usage.cost_label, and
+// switchboard/lib/text.py, money): cents from a cent up, below a cent up to four decimals,
+// never $0 for tokens no price covers.
 function costLabel(usage) {
-  const cost = usage.cost_usd;
-  if (cost === null || cost === undefined) return usage.unpriced_tokens ? "unpriced" : "$0.0000";
-  if (cost > 0 && cost < 0.0001) return "<$0.0001";
-  return "$" + Number(cost).toFixed(4);
+  const raw = usage.cost_usd;
+  if (raw === null || raw === undefined) return usage.unpriced_tokens ? "unpriced" : "$0.00";
+  const cost = Number(raw);
+  if (!Number.isFinite(cost)) return "$" + raw;
+  const sign = cost < 0 ? "-" : "";
+  const amount = Math.abs(cost);
+  if (amount === 0 || amount >= 0.01) {
+    return sign + "$" + amount.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2});
+  }
+  if (amount < 0.00005) return sign + "<$0.0001";
+  return sign + "$" + String(Number(amount.toFixed(4)));
 }
 
 function usageLine(todo, spans) {

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from switchboard.lib import text
 from switchboard.lib.sql import fetch_all, load
 from switchboard.scope import ENDPOINT_ENDPOINTS_SQL, HUMAN_ENDPOINTS_SQL, Scope
 from todos.models import Todo
@@ -86,10 +87,8 @@ class EndpointFleet:
 
     @property
     def cost_label(self) -> str:
-        """``$1.23``, ``<$0.01``, ``unpriced`` (only unpriced calls), or ``—`` for none."""
-        if not self.cost_today:
-            return "unpriced" if self.unpriced_today else "—"
-        return "<$0.01" if self.cost_today < Decimal("0.01") else f"${self.cost_today:,.2f}"
+        """Today's cost as ``switchboard/lib/text.spent`` shows it."""
+        return text.spent(self.cost_today, self.unpriced_today)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> EndpointFleet:

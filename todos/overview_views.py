@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from switchboard import actors
-from switchboard.lib import jsonlimits, svgplot
+from switchboard.lib import jsonlimits, svgplot, text
 from switchboard.lib.guards import BoardRequest, login_required
 from switchboard.scope import Scope
 from switchboard.templatetags.board_tags import duration
@@ -103,19 +103,9 @@ def _row(q: QueueRow, now: dt.datetime, endpoint: str, queue: str) -> Row:
         wait_day=_latency(q.latency.get(("day", "wait"))),
         run_day=_latency(q.latency.get(("day", "run"))),
         selected=(q.endpoint, q.queue) == (endpoint, queue),
-        cost_today=cost_text(q.cost_today, q.unpriced_day),
-        cost_day=cost_text(q.cost_day, q.unpriced_day),
+        cost_today=text.spent(q.cost_today, q.unpriced_day),
+        cost_day=text.spent(q.cost_day, q.unpriced_day),
     )
-
-
-def cost_text(cost: Decimal, unpriced: int) -> str:
-    """A cost as the table shows it: ``$1.23``, ``<$0.01``, ``—`` for nothing spent, and
-    ``unpriced`` when only unpriced calls were made (never $0.00 for tokens nobody priced)."""
-    if not cost:
-        return "unpriced" if unpriced else "—"
-    if cost < Decimal("0.01"):
-        return "<$0.01"
-    return f"${cost:,.2f}"
 
 
 def _cost_chart(points: list[overview.CostPoint]) -> Chart:
@@ -129,8 +119,8 @@ def _cost_chart(points: list[overview.CostPoint]) -> Chart:
         key="cost-day",
         title="Cost, last day",
         description=(
-            f"What the model calls that started in each hour cost, in cents, last day (UTC):"
-            f" ${total:,.4f} in all"
+            f"What the model calls that arrived in each hour cost, in cents, last day (UTC):"
+            f" {text.money(total)} in all"
             + (f", and {unpriced:,} tokens no price covers." if unpriced else ".")
         ),
         plot=svgplot.stacked_bars(labels, [("bar-cost", "cents", cents)], label_every=4),
@@ -237,7 +227,7 @@ def context(request: BoardRequest) -> tuple[dict[str, Any], int]:
             for name in ("pending", "in_flight", "retry_due", "dead")
         }
         | {
-            "cost_today": cost_text(
+            "cost_today": text.spent(
                 sum((q.cost_today for q in data.queues), Decimal(0)),
                 sum(q.unpriced_day for q in data.queues),
             )

@@ -80,3 +80,11 @@ def money(value: Any) -> str:
     if small == 0:
         return f"{sign}<${SMALLEST}"
     return f"{sign}${small.normalize():f}"
+
+
+def spent(cost: Decimal, unpriced_tokens: int) -> str:
+    """What was spent, for a table's cell: ``money`` of it, ``unpriced`` when only calls no
+    price covers were made (never $0.00 for tokens nobody priced), ``—`` when none were."""
+    if not cost:
+        return "unpriced" if unpriced_tokens else "—"
+    return money(cost)

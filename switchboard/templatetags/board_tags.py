@@ -24,6 +24,7 @@ from django.utils.safestring import SafeString
 
 from attempts.types import Usage
 from switchboard import actors
+from switchboard.lib import text
 from switchboard.lib.actors import ENDPOINT, HUMAN, Actor
 
 register = template.Library()
@@ -114,9 +115,16 @@ def usage(row: Any) -> str:
     return Usage.from_row(row).label()
 
 
+@register.filter
+def money(value: Any) -> str:
+    """A sum in USD (a cap, a budget) as every cost on the Board reads
+    (``switchboard/lib/text.money``)."""
+    return text.money(value)
+
+
 @register.simple_tag
 def cost(row: Any) -> str:
-    """A todo's cost alone (the todo list's column): ``$0.0123``, ``unpriced``, or ``—``. Reads
+    """A todo's cost alone (the todo list's column): ``$0.14``, ``unpriced``, or ``—``. Reads
     only the columns the list's statement selects (``todos/sql/todo_page.sql``)."""
     found = Usage(
         input_tokens=row.input_tokens or 0,

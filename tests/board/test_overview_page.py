@@ -204,7 +204,7 @@ def test_the_cost_per_queue_and_its_plot(alice_client: Client, busy: Personas) -
     body = alice_client.get("/overview/").content.decode()
     assert cell(body, "agent-a/build", "cost_today") == "$1.23"
     assert cell(body, "agent-a/cheap", "cost_today") == "unpriced"
-    assert "Cost, last day" in body and "$1.2345 in all" in body
+    assert "Cost, last day" in body and "$1.23 in all" in body
     assert "124 cents" in body  # 1.2345 USD, a started cent counted
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
-from switchboard.lib.text import whole_number
+from attempts.types import Usage
+from switchboard.lib.text import spent, whole_number
 from todos.intake.routing import lookup
 
 
@@ -29,3 +32,24 @@ def test_a_routing_path_reads_list_indexes_as_ascii_digits_only() -> None:
     document = {"items": ["a", "b"]}
     assert lookup(document, "items.1") == "b"
     assert lookup(document, "items.\u00b2") is lookup(document, "items.9")  # missing, no error
+
+
+@pytest.mark.parametrize(
+    ("cost", "unpriced", "shown"),
+    [
+        (Decimal("1.2345"), 0, "$1.23"),
+        (Decimal("1250.5"), 0, "$1,250.50"),
+        (Decimal("0.005"), 0, "$0.005"),
+        (Decimal("0.00001"), 0, "<$0.0001"),
+        (Decimal(0), 40, "unpriced"),
+        (Decimal(0), 0, "—"),
+        (Decimal("0.0123"), 40, "$0.01"),
+    ],
+)
+def test_every_cost_on_the_board_reads_one_way(cost: Decimal, unpriced: int, shown: str) -> None:
+    """The Overview's and the fleet's cells (``spent``) and a todo's or attempt's cost
+    (``Usage.cost_label``) read as ``money`` does: cents from a cent up, a sub-cent sum to four
+    decimals, never $0.00 for tokens nobody priced."""
+    assert spent(cost, unpriced) == shown
+    if shown != "—":  # a todo with tokens always shows a cost or "unpriced"
+        assert Usage(input_tokens=10, unpriced_tokens=unpriced, cost_usd=cost).cost_label() == shown
