@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from typing import Any
+from typing import Any, Self
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -23,7 +23,7 @@ from switchboard.models import Endpoint, Human, Owned, slug_validator
 from switchboard.scope import routable_from
 from todos import limits, states
 from todos.intake import routing
-from todos.states import State, TodoQuerySet  # State: also importable from here, as before
+from todos.states import State  # also importable from here, as before
 
 
 class EventDisposition(models.TextChoices):
@@ -248,6 +248,55 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"event {self.pk}"
+
+
+class TodoQuerySet(models.QuerySet["Todo"]):
+    """``Todo.objects``: the state predicates as filters. Each agrees with its SQL fragment
+    (``tests/todos/test_states.py``)."""
+
+    def claimable(self) -> Self:
+        """What a claim would take now (ignoring ``assignee``, which depends on the claimer).
+
+        Agrees with todos/sql/_claimable.sql::
+
+            (t.not_before IS NULL OR t.not_before <= now())
+            AND (t.finish_by IS NULL OR t.finish_by > now())
+            AND ((t.state = 'pending'
+                  AND (t.start_by IS NULL OR t.start_by > now() OR t.attempts_total > 0))
+            OR (t.state = 'claimed' AND t.lease_expires_at < now() AND t.attempt < t.max_attempts)
+            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL AND t.next_retry_at <= now()
+                AND t.attempt < t.max_attempts))
+        """
+        return self.filter(states.claimable_q())
+
+    def in_flight(self) -> Self:
+        """Held by an agent, its lease running or held awaiting input. Agrees with
+        todos/sql/_in_flight.sql::
+
+        t.state IN ('claimed', 'input-required', 'auth-required')
+        """
+        return self.filter(states.in_flight_q())
+
+    def dead_lettered(self) -> Self:
+        """Failed with no retry scheduled. Agrees with todos/sql/_dead_letter.sql::
+
+        t.state = 'failed' AND t.next_retry_at IS NULL
+        """
+        return self.filter(states.dead_letter_q())
+
+    def unfinished(self) -> Self:
+        """Pending, in flight, or failed awaiting a retry: what cancel and endpoint revocation
+        take. Agrees with todos/sql/_unfinished.sql::
+
+            t.state = 'pending'
+            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND <current attempt>)
+            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL)
+        """
+        return self.filter(states.unfinished_q())
+
+    def finished(self) -> Self:
+        """Done for good: ``finished_at IS NOT NULL`` (retention_todos.sql reads the same)."""
+        return self.filter(states.finished_q())
 
 
 class Todo(models.Model):

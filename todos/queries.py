@@ -38,8 +38,8 @@ from switchboard.scope import ENDPOINT_SCOPE_SQL, HUMAN_SCOPE_SQL, Scope
 from todos.filters import DEFAULT_SORT as DEFAULT_SORT
 from todos.filters import Cursor, TodoFilters, keyset_order
 from todos.limits import BULK_ACTIONS
-from todos.models import Event, QueuePause, QueueSettings, Rule, Todo
-from todos.states import State, TodoQuerySet, claimable_q, dead_letter_q
+from todos.models import Event, QueuePause, QueueSettings, Rule, Todo, TodoQuerySet
+from todos.states import State, claimable_q, dead_letter_q
 from todos.types import AttemptsPage, PauseWhy
 
 PAGE_SIZE = 50

@@ -3,7 +3,8 @@
 Each predicate exists in three forms that must agree:
 
 - on a loaded row (``is_claimable(todo, now)`` …), for what a page shows of one todo;
-- as a ``Q`` and a ``TodoQuerySet`` method (``Todo.objects.claimable()`` …), for counts and lists;
+- as a ``Q`` and a ``TodoQuerySet`` method (``todos/models.py``: ``Todo.objects.claimable()`` …),
+  for counts and lists;
 - as an SQL fragment in ``todos/sql/_<name>.sql``, which the lifecycle statements splice in.
 
 The lifecycle's statements decide; the Python forms only say what they would decide, so that a
@@ -18,20 +19,18 @@ lock must see the open attempt it would close. On a committed row it always hold
 opens the attempt in the statement that claims, and whatever ends a claim closes it in the
 statement that ends it), so on a loaded row or in a read there is nothing to check.
 
-Nothing here imports a model: ``todos.models`` builds ``Todo.objects`` from ``TodoQuerySet``.
+Nothing here imports a model: ``todos.models`` builds ``Todo.objects`` (its ``TodoQuerySet``)
+from the ``Q`` predicates here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING, Protocol, Self
+from typing import Protocol
 
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Now
-
-if TYPE_CHECKING:
-    from todos.models import Todo  # noqa: F401 (the queryset's type argument, a string)
 
 
 class State(models.TextChoices):
@@ -249,52 +248,3 @@ def unfinished_q(prefix: str = "") -> Q:
 def finished_q(prefix: str = "") -> Q:
     """``is_finished``: ``finished_at IS NOT NULL``, by the schema's CHECK (retention reads it)."""
     return Q(**{f"{prefix}finished_at__isnull": False})
-
-
-class TodoQuerySet(models.QuerySet["Todo"]):
-    """``Todo.objects``: the state predicates as filters. Each agrees with its SQL fragment
-    (``tests/todos/test_states.py``)."""
-
-    def claimable(self) -> Self:
-        """What a claim would take now (ignoring ``assignee``, which depends on the claimer).
-
-        Agrees with todos/sql/_claimable.sql::
-
-            (t.not_before IS NULL OR t.not_before <= now())
-            AND (t.finish_by IS NULL OR t.finish_by > now())
-            AND ((t.state = 'pending'
-                  AND (t.start_by IS NULL OR t.start_by > now() OR t.attempts_total > 0))
-            OR (t.state = 'claimed' AND t.lease_expires_at < now() AND t.attempt < t.max_attempts)
-            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL AND t.next_retry_at <= now()
-                AND t.attempt < t.max_attempts))
-        """
-        return self.filter(claimable_q())
-
-    def in_flight(self) -> Self:
-        """Held by an agent, its lease running or held awaiting input. Agrees with
-        todos/sql/_in_flight.sql::
-
-        t.state IN ('claimed', 'input-required', 'auth-required')
-        """
-        return self.filter(in_flight_q())
-
-    def dead_lettered(self) -> Self:
-        """Failed with no retry scheduled. Agrees with todos/sql/_dead_letter.sql::
-
-        t.state = 'failed' AND t.next_retry_at IS NULL
-        """
-        return self.filter(dead_letter_q())
-
-    def unfinished(self) -> Self:
-        """Pending, in flight, or failed awaiting a retry: what cancel and endpoint revocation
-        take. Agrees with todos/sql/_unfinished.sql::
-
-            t.state = 'pending'
-            OR (t.state IN ('claimed', 'input-required', 'auth-required') AND <current attempt>)
-            OR (t.state = 'failed' AND t.next_retry_at IS NOT NULL)
-        """
-        return self.filter(unfinished_q())
-
-    def finished(self) -> Self:
-        """Done for good: ``finished_at IS NOT NULL`` (retention_todos.sql reads the same)."""
-        return self.filter(finished_q())
