@@ -109,7 +109,8 @@ function costLabel(usage) {
   const sign = cost < 0 ? "-" : "";
   const amount = Math.abs(cost);
   if (amount === 0 || amount >= 0.01) {
-    return sign + "$" + amount.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2});
+    const cents = {minimumFractionDigits: 2, maximumFractionDigits: 2};
+    return sign + "$" + amount.toLocaleString("en-US", cents);
   }
   if (amount < 0.00005) return sign + "<$0.0001";
   return sign + "$" + String(Number(amount.toFixed(4)));
