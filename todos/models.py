@@ -634,6 +634,7 @@ class QueueSettings(models.Model):
 
     class Meta:
         db_table = "queue_settings"
+        verbose_name_plural = "queue settings"
         ordering = ["endpoint", "queue"]
         constraints = [
             models.UniqueConstraint(fields=["endpoint", "queue"], name="queue_settings_queue_key")

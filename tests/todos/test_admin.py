@@ -280,6 +280,8 @@ def test_the_add_page_of_queue_limits_renders_and_says_a_refusal_on_its_field(
     add = reverse("admin:todos_queuesettings_add")
     page = admin_page(admin_client, add)
     assert 'name="queue"' in page and "field-tokens" not in page
+    listed = admin_page(admin_client, reverse("admin:todos_queuesettings_changelist"))
+    assert "Queue settings" in listed and "settingss" not in listed
 
     fields = {"max_in_flight": "", "claims_per_minute": "", "run_timeout_seconds": ""}
     key = {"endpoint": str(personas.endpoint_a.id)}

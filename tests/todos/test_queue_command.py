@@ -102,8 +102,14 @@ def test_set_as_the_owner_records_them_and_show_lists_only_theirs(personas: Pers
     ("option", "named"),
     [
         ("--max-in-flight=-1", "--max-in-flight: must be between"),
-        ("--claims-per-minute=lots", "--claims-per-minute: must be an integer"),
+        ("--claims-per-minute=lots", "--claims-per-minute: must be a whole number"),
         ("--run-timeout=5", "--run-timeout: must be between"),
+        # As the Board's limits page and the admin read them: int() took these.
+        ("--max-in-flight=\u0663", "--max-in-flight: must be a whole number"),
+        ("--max-in-flight=1_0", "--max-in-flight: must be a whole number"),
+        ("--daily-budget-usd=\u0661", "--daily-budget-usd: must be a number of US dollars"),
+        ("--max-cost-usd=5_0", "--max-cost-usd: must be a number of US dollars"),
+        ("--max-cost-usd=", "--max-cost-usd: must be a value"),
     ],
 )
 def test_a_bad_limit_is_refused_in_one_line_naming_the_option(

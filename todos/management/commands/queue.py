@@ -14,6 +14,7 @@ a bad value exits 1 with one line naming the option.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -37,13 +38,14 @@ COST_OPTIONS = {
 }
 
 
-def _limit_value(option: str, text: str) -> int | None:
+def _limit_value(field: str, text: str) -> int | Decimal | None:
+    """An option's value read as the Board's limits page and the admin read it
+    (``lifecycle.limit_from_text``), ``none`` clearing it."""
     if text.strip().lower() == "none":
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise CommandError(f"{option}: must be an integer, or none to clear it") from None
+    if not text.strip():
+        raise InvalidInput(field, "must be a value, or none to clear it")
+    return lifecycle.limit_from_text(field, text)
 
 
 class Command(BaseCommand):
@@ -129,13 +131,8 @@ class Command(BaseCommand):
         where: str,
     ) -> None:
         given: dict[str, Any] = {
-            field: _limit_value(option, options[field])
-            for field, option in LIMIT_OPTIONS.items()
-            if options[field] is not None
-        }
-        given |= {
-            field: None if options[field].strip().lower() == "none" else options[field]
-            for field in COST_OPTIONS
+            field: _limit_value(field, options[field])
+            for field in [*LIMIT_OPTIONS, *COST_OPTIONS]
             if options[field] is not None
         }
         if not given:
