@@ -215,7 +215,7 @@ def check_cost(field: str, value: object) -> Decimal | None:
     if isinstance(value, bool) or not isinstance(value, (Decimal, int, float, str)):
         raise InvalidInput(field, "must be a number of US dollars")
     text = str(value).strip()
-    # Decimal also reads digits of other scripts ("\\u0661") and underscores ("5_0" is 50): text
+    # Decimal also reads digits of other scripts (U+0661) and underscores ("5_0" is 50): text
     # from outside is held to what a person types as an amount.
     if isinstance(value, str) and (not text.isascii() or "_" in text):
         raise InvalidInput(field, "must be a number of US dollars")
