@@ -92,7 +92,10 @@ def activity_words(kind: str, detail: Mapping[str, Any]) -> str:
         return "dead-lettered it"  # the sweeps' only action; the reason says why
     action = detail.get("action")
     if isinstance(action, str) and action:
-        return _ACTION_WORDS.get(action, action)
+        words = _ACTION_WORDS.get(action, action)
+        # A bulk retry, cancel or forget marks each row it writes (todos/lifecycle/bulk.py):
+        # the todo was one of a filter's, not picked out.
+        return f"{words}, in a bulk action" if detail.get("bulk") is True else words
     return "acted on it"
 
 

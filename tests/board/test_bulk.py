@@ -55,6 +55,9 @@ def test_bulk_retry_shows_the_count_then_retries_and_redirects(
     assert [str(m) for m in get_messages(response.wsgi_request)] == ["Retried 2 todos."]
     assert [todo_row(t)["state"] for t in dead] == ["pending", "pending"]
     assert todo_row(other)["state"] == "failed"
+    # Each todo's trail says it was one of a bulk action's, not picked out.
+    trail = alice_client.get(reverse("todo_detail", args=[dead[0]])).content.decode()
+    assert "retried it, in a bulk action" in trail
 
 
 def test_the_count_is_said_in_its_number(alice_client: Client, personas: Personas) -> None:
