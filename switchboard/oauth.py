@@ -284,6 +284,16 @@ def revoke_spent_code(code: str) -> bool:
     return True
 
 
+# The hook ``Validator`` records each exchange in: the toolkit's private save step, inside its
+# token transaction (docs/decisions/0025-vendor-boundaries.md). Without it a reused code would
+# be refused but revoke nothing, so a release without it stops the import: fail closed.
+if not callable(getattr(OAuth2Validator, "_save_bearer_token", None)):
+    raise ImportError(
+        "django-oauth-toolkit's OAuth2Validator has no _save_bearer_token: this release is not"
+        " the one switchboard/oauth.py's Validator was proven on (pyproject.toml pins 3.4)"
+    )
+
+
 class Validator(OAuth2Validator):
     """django-oauth-toolkit's validator (``OAUTH2_VALIDATOR_CLASS``) remembering each code's
     exchange, so that a second one revokes what the first issued (module docstring)."""
