@@ -36,7 +36,7 @@ import re
 from typing import Any
 
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.types import AgentCard
+from a2a.types import AgentCard, TaskState
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from django.conf import settings
 from django.db import DatabaseError
@@ -92,6 +92,33 @@ def _unstorable(value: Any) -> str | None:
     if isinstance(value, list):
         return next((why for why in map(_unstorable, value) if why), None)
     return None
+
+
+# The names a ListTasks status may give (protobuf's JSON form of the enum).
+_TASK_STATE_NAMES = frozenset(TaskState.keys())
+
+
+def refuse_unknown_status(body: bytes) -> bytes | None:
+    """The JSON-RPC error answering a ``ListTasks`` whose ``status`` names no task state, or
+    None. The SDK parses params ignoring what it does not know, so a misspelled state
+    (``"TASK_STATE_FAILD"``) arrived as no filter at all and listed every task; a number is
+    refused later, by ``handler.list_tasks``."""
+    if b"ListTasks" not in body or b"status" not in body:
+        return None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the SDK answers a parse error
+    if not isinstance(message, dict) or message.get("method") != "ListTasks":
+        return None
+    params = message.get("params")
+    status = params.get("status") if isinstance(params, dict) else None
+    if not isinstance(status, str) or status in _TASK_STATE_NAMES:
+        return None
+    request_id = message.get("id")
+    if not isinstance(request_id, (str, int)) or _unstorable(request_id):
+        request_id = None
+    return _error_body(f"status: {status[:64]!r} is not a task state", INVALID_PARAMS, request_id)
 
 
 def refuse_unstorable(body: bytes) -> bytes | None:
@@ -273,7 +300,7 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         return
     except asgi.ClientDisconnected:
         return
-    refusal = refuse_unstorable(body)
+    refusal = refuse_unstorable(body) or refuse_unknown_status(body)
     if refusal is not None:
         await _send_body(send, 200, refusal)
         return

@@ -367,6 +367,23 @@ def test_bad_input_is_a_json_rpc_error(live: LiveServer, personas: Personas) -> 
             headers=auth,
         )
         assert unknown.json()["error"]["code"] == -32001
+        # A state name misspelled is refused, not read as no filter (which listed every task).
+        for status in ("TASK_STATE_FAILD", "nope"):
+            listed = http.post(
+                url,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 4,
+                    "method": "ListTasks",
+                    "params": {"status": status},
+                },
+                headers=auth,
+            ).json()
+            assert listed["id"] == 4 and listed["error"]["code"] == -32602
+            assert "is not a task state" in listed["error"]["message"]
+        known = {"jsonrpc": "2.0", "id": 5, "method": "ListTasks"}
+        known["params"] = {"status": "TASK_STATE_WORKING"}
+        assert http.post(url, json=known, headers=auth).json()["result"]["tasks"] == []
         assert http.post(url, json={}).status_code == 401
         refused = http.post(
             live.url("/a2a/plain"), json={}, headers={"Authorization": f"Bearer {plain_key}"}
