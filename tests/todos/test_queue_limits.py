@@ -127,6 +127,15 @@ def test_an_agents_claim_by_id_honours_the_limit_and_the_owners_does_not(
     assert todo_row(todo_id)["state"] == "claimed"
 
 
+def test_an_agents_claim_by_id_on_a_queue_that_allows_no_claims_says_so(
+    personas: Personas,
+) -> None:
+    todo_id = new_todo(personas.endpoint_a.id, "triage").id
+    _limit(personas, claims_per_minute=0)
+    with pytest.raises(LeaseConflict, match="its queue 'triage' allows no claims"):
+        lifecycle.claim(personas.endpoint_a.id, todo_id, owner=OWNER)
+
+
 def test_claims_per_minute_spends_a_token_per_claim(personas: Personas) -> None:
     ep = personas.endpoint_a.id
     for _ in range(4):

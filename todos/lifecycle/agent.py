@@ -318,7 +318,9 @@ def _queue_stop(endpoint_id: UUID, params: dict[str, Any]) -> str | None:
         return f"its queue {queue!r} is paused"
     if why.reason == "max_in_flight":
         return f"its queue {queue!r} holds {why.in_flight} of its max_in_flight {why.max_in_flight}"
-    if why.reason == "rate" and why.at is not None:
+    if why.reason == "rate":
+        if why.at is None:  # claims_per_minute 0: no claim will ever be left
+            return f"its queue {queue!r} allows no claims (its claims_per_minute is 0)"
         return f"its queue {queue!r} has no claim left this minute (the next at {why.at:%H:%M:%S}Z)"
     return None
 
