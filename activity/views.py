@@ -40,6 +40,7 @@ from switchboard import actors
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
 from switchboard.lib.guards import BoardRequest, login_required
+from switchboard.lib.text import whole_number
 from switchboard.models import Endpoint
 from switchboard.scope import Scope, owned_by
 from todos import lifecycle, queries, states
@@ -216,13 +217,13 @@ def trail_page(
 
 
 def _ttl(request: BoardRequest) -> int | None:
-    text = request.POST.get("lease_ttl_seconds", "").strip()
-    if not text:
+    given = request.POST.get("lease_ttl_seconds", "").strip()
+    if not given:
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise InvalidInput("lease_ttl_seconds", "must be a whole number of seconds") from None
+    seconds = whole_number(given, 9)
+    if seconds is None:
+        raise InvalidInput("lease_ttl_seconds", "must be a whole number of seconds")
+    return seconds
 
 
 def _claim(request: BoardRequest, human_id: int, todo_id: str) -> Any:
@@ -300,7 +301,24 @@ def _outcome_notice(action: str, result: Any, done: str) -> str:
     attempt dead-lettered it (docs/decisions/0012-release-budget.md), and says so."""
     if action == "release" and getattr(result.todo, "dead_letter", False):
         return "Released on its last allowed attempt: dead-lettered (Retry gives a fresh budget)."
+    if action == "extend":
+        return _extended(result.todo)
     return done
+
+
+def _extended(todo: Any) -> str:
+    """What an extend did: the lease's end, and when it is its run's deadline (no lease runs
+    past the run timeout or finish_by), that it could go no further."""
+    until = todo.lease_expires_at
+    if until is None:
+        return "Lease extended."
+    stamp = until.astimezone(dt.UTC).strftime("%H:%M:%S UTC")
+    if until == states.run_deadline(todo):
+        return (
+            f"The lease runs to {stamp}, its run's deadline (run timeout or finish_by):"
+            " it cannot be extended past it."
+        )
+    return f"Lease extended to {stamp}."
 
 
 @login_required

@@ -198,9 +198,28 @@ def test_a_malformed_lease_length_is_shown_inline(alice_client: Client, personas
 
     bad = act(alice_client, todo_id, "extend", lease_ttl_seconds="soon")
     out_of_range = act(alice_client, todo_id, "extend", lease_ttl_seconds="5")
+    other_digits = act(alice_client, todo_id, "extend", lease_ttl_seconds="\u0661\u0662\u0660")
 
     assert bad.status_code == 400 and "lease_ttl_seconds" in bad.content.decode()
+    assert other_digits.status_code == 400 and "whole number" in other_digits.content.decode()
     assert out_of_range.status_code == 400 and "between 10 and" in out_of_range.content.decode()
+
+
+def test_an_extend_says_where_the_lease_now_ends_and_when_its_run_deadline_stops_it(
+    alice_client: Client, personas: Personas
+) -> None:
+    ep = personas.endpoint_a.id
+    free = claimed(ep, "work", owner=BOT).todo.id
+    timed = claimed(ep, "timed", owner=BOT, run_timeout_seconds=30).todo.id
+
+    extended = act(alice_client, free, "extend", htmx=False, lease_ttl_seconds="3600")
+    follow = alice_client.get(extended["Location"]).content.decode()
+    assert "Lease extended to " in follow and " UTC." in follow
+
+    capped = act(alice_client, timed, "extend", htmx=False, lease_ttl_seconds="3600")
+    page = alice_client.get(capped["Location"]).content.decode()
+    assert "its run&#x27;s deadline (run timeout or finish_by)" in page
+    assert "Lease extended" not in page
 
 
 def test_actions_need_post_and_csrf(personas: Personas) -> None:
