@@ -142,9 +142,16 @@ def resolve(
     if not addresses:
         raise TargetRefused(f"cannot resolve {host}", "unresolved")
     if not allow_private and not all(is_global(a) for a in addresses):
+        # The push setting is read by each process that checks a URL: the server's, and a
+        # manage.py command's (create_endpoint, alert channel add, alert test) in its own.
+        where = (
+            "in the environment of the server and of manage.py commands"
+            if private_setting == PRIVATE_SETTING
+            else "on the server"
+        )
         raise TargetRefused(
             f"{host} resolves to a private, loopback or link-local address; set"
-            f" {private_setting}=true on the server to allow it (an agent on this machine or"
+            f" {private_setting}=true {where} to allow it (an agent on this machine or"
             " network)",
             "private",
         )

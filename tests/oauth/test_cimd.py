@@ -78,3 +78,4 @@ def test_a_document_on_a_private_address_is_refused_naming_the_oauth_setting(
     assert "private, loopback or link-local" in message
     assert "SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE=true" in message
     assert "SWITCHBOARD_PUSH_ALLOW_PRIVATE" not in message
+    assert "=true on the server" in message  # only the server fetches a client's document

@@ -45,7 +45,7 @@ class Command(BaseCommand):
             default="",
             help="Ring this URL (a signed POST) when a queue has work; its push secret is printed"
             " on stderr, once. Checked as the sender checks it: a private or loopback address"
-            " needs SWITCHBOARD_PUSH_ALLOW_PRIVATE=true.",
+            " needs SWITCHBOARD_PUSH_ALLOW_PRIVATE=true in this command's environment too.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
