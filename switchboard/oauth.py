@@ -621,7 +621,7 @@ def redirect_uri_problem(uri: str) -> str | None:
 
 # --- client metadata documents ------------------------------------------------------------------
 
-_MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)", re.IGNORECASE)
+_MAX_AGE = re.compile(r"max-age\s*=\s*([0-9]{1,18})", re.IGNORECASE)
 # Named when the guard refuses a document's private address: the switch for this fetch, not the
 # push rings' (docs/configuration.md).
 CIMD_PRIVATE_SETTING = "SWITCHBOARD_OAUTH_CIMD_ALLOW_PRIVATE"

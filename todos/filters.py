@@ -57,7 +57,7 @@ SORTS = tuple(f"{sign}{name}" for name in SORT_KEYS for sign in ("-", ""))
 Q_MAX_CHARS = 200
 TODO_ID = re.compile(r"td_[a-z2-7]{20}")
 _TRIGRAM = re.compile(r"[^\W_]{3}")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DATE_TEXT_MAX = 40  # longer date text is cut before it is echoed in a message
 SORT_KEY_MAX_CHARS = 4096  # a cursor's key: titles are at most 1,024 bytes
 

@@ -61,7 +61,7 @@ INSTANT_MAX = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
 TIME_FIELDS = ("priority", "not_before", "start_by", "finish_by", "run_timeout_seconds")
 
 _TODO_ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
-_RELATIVE = re.compile(r"^\+(\d{1,9})([smhd])$")
+_RELATIVE = re.compile(r"^\+([0-9]{1,9})([smhd])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 

@@ -3,6 +3,7 @@ money as people read them."""
 
 from __future__ import annotations
 
+import argparse
 import unicodedata
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
@@ -21,6 +22,16 @@ def whole_number(text: str, max_digits: int = 18) -> int | None:
     if 0 < len(text) <= max_digits and text.isascii() and text.isdigit():
         return int(text)
     return None
+
+
+def integer_argument(text: str) -> int:
+    """A command-line option's whole number (argparse's ``type=``): ASCII digits with an
+    optional sign, as the Board's forms read them; ``int`` also takes ``٣``, ``1_0`` and
+    spaces."""
+    number = whole_number(text.removeprefix("-"))
+    if number is None:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
+    return -number if text.startswith("-") else number
 
 
 def cut_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
@@ -80,6 +91,18 @@ def money(value: Any) -> str:
     if small == 0:
         return f"{sign}<${SMALLEST}"
     return f"{sign}${small.normalize():f}"
+
+
+def money_sql(expr: str) -> str:
+    """``money``'s text as a SQL expression over ``expr``, a non-negative numeric: for a
+    statement that writes words people read (an attempt's summary, todos/sql/over_cap.sql), so
+    they say ``$0.50``, not ``0.500000``. ``expr`` is SQL the caller wrote, never input."""
+    return (
+        f"(CASE WHEN ({expr}) = 0 OR ({expr}) >= {CENT}"
+        f" THEN '$' || to_char(round(({expr}), 2), 'FM999,999,999,999,999,999,990.00')"
+        f" WHEN round(({expr}), 4) = 0 THEN '<${SMALLEST}'"
+        f" ELSE '$' || trim_scale(round(({expr}), 4))::text END)"
+    )
 
 
 def spent(cost: Decimal, unpriced_tokens: int) -> str:

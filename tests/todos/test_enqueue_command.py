@@ -64,6 +64,10 @@ def test_enqueued_todo_is_claimable_by_its_endpoint(personas: Personas) -> None:
         (["--endpoint=agent-a", "--payload={not json"], "--payload is not valid JSON"),
         (["--endpoint=nowhere"], "no endpoint with slug 'nowhere'"),
         (["--endpoint=agent-a", "--max-attempts=0"], "refused: max_attempts: must be between"),
+        # Digits as the Board's forms read them: int() took these.
+        (["--endpoint=agent-a", "--priority=\u0663"], "must be a whole number"),
+        (["--endpoint=agent-a", "--max-attempts=1_0"], "must be a whole number"),
+        (["--endpoint=agent-a", "--finish-by=+\u0663m"], "finish_by"),
     ],
 )
 def test_enqueue_refuses_bad_input_and_creates_nothing(

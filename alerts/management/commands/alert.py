@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from alerts import channels, deliver
 from alerts.models import AlertChannel, RuleKind
 from switchboard.lib.errors import InvalidInput
+from switchboard.lib.text import integer_argument
 from switchboard.models import Endpoint, Human, Team
 from switchboard.teams import TeamRefused
 
@@ -68,9 +69,11 @@ class Command(BaseCommand):
         rule_add.add_argument("kind", choices=RuleKind.values)
         rule_add.add_argument("--endpoint", help="Only this endpoint (its slug).")
         rule_add.add_argument("--queue", help="Only this queue.")
-        rule_add.add_argument("--threshold", type=int, help="depth: more than N pending.")
         rule_add.add_argument(
-            "--for", dest="for_seconds", type=int, default=0, help="T, in seconds."
+            "--threshold", type=integer_argument, help="depth: more than N pending."
+        )
+        rule_add.add_argument(
+            "--for", dest="for_seconds", type=integer_argument, default=0, help="T, in seconds."
         )
         test = actions.add_parser("test", help="Send a channel a test alert now.")
         test.add_argument("channel_id")

@@ -15,6 +15,8 @@ from typing import Any
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from switchboard.lib.text import integer_argument
+
 
 def _check_free(host: str, port: int) -> None:
     """``CommandError`` when ``host:port`` cannot be listened on (another server holds it):
@@ -41,7 +43,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument(
+            "--port", type=integer_argument, default=int(os.environ.get("PORT", "8000"))
+        )
         parser.add_argument("--no-seed", action="store_true", help="Do not seed an empty database.")
         parser.add_argument(
             "--no-sweeper", action="store_true", help="Do not run the sweeper loop in this process."

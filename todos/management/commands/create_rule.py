@@ -16,6 +16,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from switchboard.lib.text import integer_argument
 from switchboard.models import Endpoint
 from todos.intake.sources import RULE_TIME_FIELDS, Overlap, create_rule, overlaps
 from todos.management.commands.create_source import problems
@@ -35,33 +36,43 @@ class Command(BaseCommand):
         parser.add_argument("--name", default="", help="What the rule is for, in a few words.")
         parser.add_argument("--title", default="", help="Title template, e.g. 'CI: {{ a.b }}'.")
         parser.add_argument("--template", default="", help="Work order template.")
-        parser.add_argument("--max-attempts", type=int, default=5, help="Budget per todo.")
         parser.add_argument(
-            "--position", type=int, help="Evaluation order (default: after the last rule)."
+            "--max-attempts", type=integer_argument, default=5, help="Budget per todo."
+        )
+        parser.add_argument(
+            "--position",
+            type=integer_argument,
+            help="Evaluation order (default: after the last rule).",
         )
         parser.add_argument("--disabled", action="store_true", help="Create it switched off.")
         # Time on the todos it creates, counted from the delivery's arrival (Rule's fields).
         parser.add_argument(
-            "--priority", type=int, default=0, help="Higher is claimed first (-1000..1000)."
+            "--priority",
+            type=integer_argument,
+            default=0,
+            help="Higher is claimed first (-1000..1000).",
         )
         parser.add_argument(
-            "--delay", type=int, dest="delay_seconds", help="Seconds before it is claimable."
+            "--delay",
+            type=integer_argument,
+            dest="delay_seconds",
+            help="Seconds before it is claimable.",
         )
         parser.add_argument(
             "--start-within",
-            type=int,
+            type=integer_argument,
             dest="start_within_seconds",
             help="Seconds to be claimed in, else dead-lettered.",
         )
         parser.add_argument(
             "--finish-within",
-            type=int,
+            type=integer_argument,
             dest="finish_within_seconds",
             help="Seconds to be finished in, else dead-lettered.",
         )
         parser.add_argument(
             "--run-timeout",
-            type=int,
+            type=integer_argument,
             dest="run_timeout_seconds",
             help="One attempt's limit in seconds (at least 10).",
         )

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from switchboard.lib.errors import InvalidInput
+from switchboard.lib.text import integer_argument
 from switchboard.models import Endpoint
 from todos import lifecycle
 from todos.limits import parse_instant
@@ -34,17 +35,23 @@ class Command(BaseCommand):
         parser.add_argument("--payload", help="A JSON value, e.g. '{\"pr\": 42}' (default {}).")
         parser.add_argument("--work-order", default="", help="Instructions for the agent.")
         parser.add_argument(
-            "--max-attempts", type=int, default=5, help="Claims allowed before dead letter."
+            "--max-attempts",
+            type=integer_argument,
+            default=5,
+            help="Claims allowed before dead letter.",
         )
         parser.add_argument(
-            "--priority", type=int, default=0, help="-1000..1000; higher is claimed first."
+            "--priority",
+            type=integer_argument,
+            default=0,
+            help="-1000..1000; higher is claimed first.",
         )
         instant = "an ISO 8601 instant with a time zone, or +90s/+10m/+2h/+1d from now"
         parser.add_argument("--not-before", help=f"Not claimable before this: {instant}.")
         parser.add_argument("--start-by", help=f"Dead-lettered if unclaimed at: {instant}.")
         parser.add_argument("--finish-by", help=f"Dead-lettered if unfinished at: {instant}.")
         parser.add_argument(
-            "--run-timeout", type=int, help="Seconds a claim may run (at least 10)."
+            "--run-timeout", type=integer_argument, help="Seconds a claim may run (at least 10)."
         )
         parser.add_argument(
             "--dedupe-key", help="At most one unfinished todo per endpoint with this key."

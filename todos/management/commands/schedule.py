@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard.lib import jsonlimits
 from switchboard.lib.errors import InvalidInput
+from switchboard.lib.text import integer_argument
 from switchboard.models import Endpoint, Human
 from switchboard.scope import owned_by
 from todos import schedules
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             default=MissedPolicy.SKIP,
             help="Ticks missed while no sweeper ran: skip (default) or run_once.",
         )
-        add.add_argument("--max-attempts", type=int, default=5)
+        add.add_argument("--max-attempts", type=integer_argument, default=5)
         self._as(add)
         listing = actions.add_parser("list", help="List schedules.")
         listing.add_argument("--endpoint", help="Only this endpoint's (its slug).")
