@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from switchboard import runtime_settings
 from switchboard.lib.errors import InvalidInput, LeaseConflict, TodoNotFound
@@ -100,6 +102,21 @@ def test_retry_after_seconds_overrides_the_backoff(personas: Personas) -> None:
     assert seconds_until(todo_id, "next_retry_at") == 7.0
     assert result.dead_letter is False
     assert only_attempt(todo_id)["disposition"] == "retry_scheduled"
+
+
+def test_a_retry_that_would_fall_past_finish_by_dead_letters_at_once(personas: Personas) -> None:
+    """No claim hands a todo out after its finish_by, so a retry due later is no retry: the
+    answer says dead letter, not a retry the deadline would cancel."""
+    ep = personas.endpoint_a.id
+    soon = timezone.now() + dt.timedelta(seconds=60)
+    todo_id = claimed(ep, finish_by=soon).todo.id
+
+    result = lifecycle.fail(ep, todo_id, owner=OWNER, retry_after_seconds=600)
+
+    assert result.dead_letter is True and result.todo.next_retry_at is None
+    assert only_attempt(todo_id)["disposition"] == "dead_lettered"
+    in_time = claimed(ep, finish_by=soon + dt.timedelta(seconds=600)).todo.id
+    assert lifecycle.fail(ep, in_time, owner=OWNER, retry_after_seconds=60).dead_letter is False
 
 
 @pytest.mark.parametrize("seconds", [1, 7 * 24 * 3600])

@@ -292,6 +292,27 @@ def test_a_run_timeout_on_the_last_attempt_dead_letters(personas: Personas) -> N
     assert lifecycle.reap().dead_lettered == (got.todo.id,)
 
 
+@pytest.mark.django_db
+def test_a_run_timeout_whose_retry_would_fall_past_finish_by_dead_letters(
+    personas: Personas,
+) -> None:
+    """A retry due after finish_by could never be claimed: the reap dead-letters at once
+    instead of scheduling one the deadline would end."""
+    got = claimed(
+        personas.endpoint_a.id,
+        run_timeout_seconds=30,
+        max_attempts=3,
+        finish_by=timezone.now() + dt.timedelta(seconds=20),  # the backoff is 27-33 s
+    )
+    move(got.todo.id, claimed_at="now() - interval '31 seconds'")
+    expire_lease(got.todo.id)
+    assert lifecycle.reap().dead_lettered == (got.todo.id,)
+    row = Todo.objects.get(pk=got.todo.id)
+    assert row.state == "failed" and row.next_retry_at is None and row.dead_letter
+    [attempt] = attempt_rows(got.todo.id)
+    assert (attempt["outcome"], attempt["disposition"]) == ("timed_out", "dead_lettered")
+
+
 # --- start_by bounds the first claim only; who ended a run that timed out -------------------
 
 

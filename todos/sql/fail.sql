@@ -1,6 +1,7 @@
 -- fail: claimed → failed. With budget left and retryable, a retry is scheduled after the backoff
 --   min(retry_base * 2^(attempt-1), retry_max) ±10 % jitter, or after retry_after_seconds when
---   given; otherwise the todo is dead-lettered. The open attempt closes failed/retry_scheduled or
+--   given; otherwise, or when that retry would fall due after its finish_by (_retry_in_time.sql),
+--   the todo is dead-lettered. The open attempt closes failed/retry_scheduled or
 --   failed/dead_lettered.
 -- params: id, result (jsonb), summary, summary_truncated, artifact, retryable,
 --   retry_after_seconds (null for the backoff), retry_base_seconds, retry_max_seconds, guard's
@@ -9,10 +10,12 @@
 WITH upd AS (
     UPDATE todos t
        SET @{activity_bump}state = 'failed', result = %(result)s, @{unheld},
-           next_retry_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN
+           next_retry_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts
+                                     AND @{retry_in_time} THEN
                @{retry_backoff}
            END,
-           finished_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts THEN NULL
+           finished_at = CASE WHEN %(retryable)s AND t.attempt < t.max_attempts
+                                   AND @{retry_in_time} THEN NULL
                               ELSE now() END,
            updated_at = now()
      -- Plan rule 1 (todos/sql/README.md).

@@ -3,7 +3,7 @@
 --   that lapsed because its run timeout passed (the lease cap, _lease_cap.sql) is a timed-out
 --   run instead, retried as a failure is: its attempt closes timed_out (summary 'run_timeout')
 --   and the todo fails with a retry after the backoff (_retry_backoff.sql), or dead-letters when
---   its budget is spent. A todo past its finish_by is left to deadlines.sql, which the sweeper
+--   its budget is spent or the retry would fall due after its finish_by (_retry_in_time.sql). A todo past its finish_by is left to deadlines.sql, which the sweeper
 --   runs first. Requeued todos ring the doorbell. Safe beside a takeover and beside another
 --   reaper: rows are locked SKIP LOCKED, and whoever locks a row first changes it, so the
 --   other's predicate no longer matches and exactly one closes the attempt.
@@ -27,8 +27,11 @@ upd AS (
        SET state = CASE WHEN due.timed_out OR t.attempt >= t.max_attempts THEN 'failed'
                         ELSE 'pending' END,
            next_retry_at = CASE WHEN due.timed_out AND t.attempt < t.max_attempts
+                                     AND @{retry_in_time}
                                 THEN @{retry_backoff} END,
-           finished_at = CASE WHEN t.attempt >= t.max_attempts THEN now() END,
+           finished_at = CASE WHEN t.attempt >= t.max_attempts
+                                   OR (due.timed_out AND NOT @{retry_in_time})
+                              THEN now() END,
            @{unheld}, updated_at = now()
       FROM due
      WHERE t.id = due.id
