@@ -200,28 +200,38 @@ def _webhook_url(request: BoardRequest, source: Source) -> str:
 
 # --- the secret, shown once ------------------------------------------------------------------
 
+# The example's body carries the delivery's id in its run URL, so each run of the snippet is a
+# new delivery: a signed body is accepted once per source (the same body again, even under a
+# new delivery id, is a duplicate: migration todos.0018_events_signed_body).
+_RUN = "@RUN@"
 EXAMPLE_BODY = json.dumps(
     {
         "action": "completed",
         "check_run": {
             "name": "test (3.12)",
             "conclusion": "failure",
-            "html_url": "https://github.com/example/shop/runs/1",
+            "html_url": f"https://github.com/example/shop/runs/{_RUN}",
         },
         "repository": {"full_name": "example/shop"},
     },
     separators=(",", ":"),
 )
+# A new id for each run (bash and zsh add $RANDOM, so two runs in one second differ too).
+_NEW_ID = "ID=try-$(date +%s)-$RANDOM"
+# The body in single quotes, with $ID spliced in double quotes where the run goes.
+_BODY_LINE = "BODY='" + EXAMPLE_BODY.replace(_RUN, "'\"$ID\"'") + "'"
 
 
 def curl_example(url: str, secret: str | None, scheme: str = SignatureScheme.GITHUB) -> str:
-    """A shell snippet that delivers a signed check_run failure (unsigned without a secret)."""
+    """A shell snippet that delivers a signed check_run failure (unsigned without a secret),
+    a new delivery each time it runs."""
     if secret and scheme == SignatureScheme.STANDARD_WEBHOOKS:
         return _standard_curl_example(url, secret)
     lines = []
     if secret:
         lines.append(f"SECRET='{secret}'")
-    lines.append(f"BODY='{EXAMPLE_BODY}'")
+    lines.append(_NEW_ID)
+    lines.append(_BODY_LINE)
     if secret:
         lines.append(
             "SIG=$(printf '%s' \"$BODY\" | openssl dgst -sha256 -hmac \"$SECRET\" | sed 's/^.* //')"
@@ -229,7 +239,7 @@ def curl_example(url: str, secret: str | None, scheme: str = SignatureScheme.GIT
     lines.append(f"curl -sS {url} \\")
     lines.append("  -H 'Content-Type: application/json' \\")
     lines.append("  -H 'X-GitHub-Event: check_run' \\")
-    lines.append('  -H "X-GitHub-Delivery: try-$(date +%s)" \\')
+    lines.append('  -H "X-GitHub-Delivery: $ID" \\')
     if secret:
         lines.append('  -H "X-Hub-Signature-256: sha256=$SIG" \\')
     lines.append('  --data-binary "$BODY"')
@@ -242,8 +252,8 @@ def _standard_curl_example(url: str, secret: str) -> str:
     return "\n".join(
         [
             f"SECRET='{secret}'",
-            f"BODY='{EXAMPLE_BODY}'",
-            "ID=try-$(date +%s); TS=$(date +%s)",
+            f"{_NEW_ID}; TS=$(date +%s)",
+            _BODY_LINE,
             "KEY=$(printf '%s' \"${SECRET#whsec_}\" | base64 -d | od -An -v -tx1 | tr -d ' \\n')",
             'SIG=$(printf \'%s.%s.%s\' "$ID" "$TS" "$BODY"'
             ' | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$KEY" -binary | base64)',
