@@ -229,6 +229,7 @@ class AlertDelivery(models.Model):
 
     class Meta:
         db_table = "alert_deliveries"
+        verbose_name_plural = "alert deliveries"
         ordering = ["-id"]
         indexes = [
             models.Index(

@@ -116,3 +116,15 @@ def test_change_page_of_every_model_renders_for_a_superuser(
 )
 def test_add_page_renders_where_adding_is_allowed(admin_client: Client, name: str) -> None:
     admin_page(admin_client, reverse(f"admin:{name}_add"))
+
+
+def test_every_model_is_named_in_a_plural_people_write() -> None:
+    """Django's default plural adds an "s": "queue settingss", "alert deliverys" on the
+    admin's index; a model whose name ends so says its plural itself."""
+    from django.contrib import admin
+
+    for model in admin.site._registry:
+        singular = str(model._meta.verbose_name)
+        plural = str(model._meta.verbose_name_plural)
+        assert not plural.endswith("ss") or singular.endswith("ss"), plural
+        assert not (plural.endswith("ys") and singular[-2:-1] not in "aeiou"), plural
