@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -107,6 +108,23 @@ def test_show_reads_one_todo_and_a_foreign_id_is_not_found(personas: Personas) -
     assert str(foreign).replace(ids["bob"], "ID") == str(unknown).replace(
         "td_aaaaaaaaaaaaaaaaaaaa", "ID"
     )
+
+
+def test_show_gives_the_cost_and_who_held_each_attempt(personas: Personas) -> None:
+    """As the trail does: the todo's cost and tokens, each attempt's holder (its lease's owner
+    when the claim set no claimant label) and cost."""
+    ep = personas.endpoint_a.id
+    todo_id = claimed(ep, "q", owner=BOT, max_cost_usd="0.5").todo.id
+    Todo.objects.filter(id=todo_id).update(
+        input_tokens=1200, output_tokens=300, cost_usd=Decimal("0.0225")
+    )
+    shown = todos("show", todo_id)
+    assert "cost: $0.02 · 1,200 in / 300 out tokens (cap $0.50)" in shown
+    assert f"#1 open by {BOT}" in shown
+    as_json = json.loads(todos("show", todo_id, "--json"))
+    assert as_json["todo"]["usage"]["cost_usd"] == 0.0225
+    assert as_json["todo"]["max_cost_usd"] == "0.500000"
+    assert as_json["attempts"][0]["owner"] == BOT
 
 
 def test_retry_and_cancel_act_and_say_what_happened(personas: Personas) -> None:

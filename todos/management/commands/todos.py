@@ -23,6 +23,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from attempts.types import Usage
+from switchboard.lib import text
 from switchboard.lib.errors import TodoNotFound
 from switchboard.models import Endpoint
 from switchboard.scope import Scope
@@ -100,18 +102,29 @@ def _row(todo: Todo, *, detail: bool = False) -> dict[str, Any]:
             "work_order": todo.work_order,
             "input_request": todo.input_request,
             "result": todo.result,
+            # As get_todo gives it (mcp_server/shapes.py): tokens, cost, unpriced tokens.
+            "usage": Usage.from_row(todo).as_json(),
+            "max_cost_usd": None if todo.max_cost_usd is None else str(todo.max_cost_usd),
         }
     return out
+
+
+def _holder(attempt: Any) -> str:
+    """Who made the claim, as the trail names it: its claimant label, else the lease's owner."""
+    return attempt.claimant or attempt.owner or "-"
 
 
 def _attempt(attempt: Any) -> dict[str, Any]:
     return {
         "seq": attempt.seq,
         "claimant": attempt.claimant,
+        "owner": attempt.owner,
         "claimed_at": _iso(attempt.claimed_at),
         "ended_at": _iso(attempt.ended_at),
         "outcome": attempt.outcome,
+        "disposition": attempt.disposition,
         "summary": attempt.summary,
+        "usage": attempt.usage.as_json(),
     }
 
 
@@ -242,10 +255,15 @@ class Command(BaseCommand):
         ):
             if todo[key] not in (None, False):
                 lines.append(f"  {key}: {todo[key]}")
+        usage = Usage.from_row(detail.todo)
+        if usage.any or detail.todo.max_cost_usd is not None:
+            cap = detail.todo.max_cost_usd
+            capped = f" (cap {text.money(cap)})" if cap is not None else ""
+            lines.append(f"  cost: {usage.label()}{capped}")
         lines.append(f"  attempts: {detail.history.total}")
         for attempt in detail.history.attempts:
             outcome = attempt.outcome or "open"
-            claimant = attempt.claimant or "-"
             summary = f": {attempt.summary}" if attempt.summary else ""
-            lines.append(f"    #{attempt.seq} {outcome} by {claimant}{summary}")
+            cost = f" [{attempt.usage.cost_label()}]" if attempt.usage.any else ""
+            lines.append(f"    #{attempt.seq} {outcome} by {_holder(attempt)}{cost}{summary}")
         self.stdout.write("\n".join(lines))
