@@ -9,7 +9,8 @@ A command that cannot use the database says so in one line on standard error, wi
 and exits 1: when the server running in this checkout (``manage.py serve``) uses a
 ``DATABASE_URL`` this command was not given, instead of starting a second, empty embedded
 database; when the database does not answer; when it has no tables yet. So does an argument
-that is not UTF-8 text. ``--traceback`` shows the whole error instead.
+that is not UTF-8 text, and a process setting that cannot be read. ``--traceback`` shows the
+whole error instead.
 """
 
 from __future__ import annotations
@@ -113,6 +114,21 @@ def not_utf8(args: Sequence[str]) -> str | None:
     return None
 
 
+def load_settings(argv: Sequence[str]) -> None:
+    """Read the settings now, so that a process setting that cannot be read (``DEBUG=maybe``,
+    an ``EMAIL_URL`` of an unknown scheme) stops in one line naming it, as
+    docs/configuration.md says, instead of a traceback from deep in Django's start-up."""
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 (the read is the point: it imports the settings)
+    except (ImproperlyConfigured, ValueError) as exc:
+        if "--traceback" in argv:
+            raise
+        fail(f"a setting cannot be read: {first_line(exc)}")
+
+
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "switchboard.settings")
     from django.core.management import execute_from_command_line
@@ -120,6 +136,7 @@ def main() -> None:
     argv = sys.argv[1:]
     if (bad := not_utf8(argv)) is not None:
         fail(f"an argument is not UTF-8 text: {bad}")
+    load_settings(argv)
     if not needs_database(argv):
         execute_from_command_line(sys.argv)
         return

@@ -55,6 +55,21 @@ def test_a_database_that_does_not_answer_is_one_line_naming_it(tmp_path: Path) -
     assert "check DATABASE_URL" in line
 
 
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"DEBUG": "maybe"}, "DEBUG must be a boolean"),
+        ({"EMAIL_URL": "foo://x"}, "EMAIL_URL: unknown scheme 'foo'"),
+    ],
+)
+def test_a_setting_that_cannot_be_read_is_one_line_naming_it(
+    tmp_path: Path, setting: dict[str, str], said: str
+) -> None:
+    for args in (("check",), COMMAND):
+        line = one_line(manage({**setting, "SWITCHBOARD_DATA_DIR": str(tmp_path)}, *args))
+        assert line.startswith("manage.py: a setting cannot be read: ") and said in line
+
+
 def test_a_database_without_tables_says_to_migrate(tmp_path: Path) -> None:
     embedded.ensure_running()
     db = settings.DATABASES["default"]
