@@ -26,6 +26,7 @@ from alerts.sources import BudgetStatusLike
 from switchboard.lib.sql import fetch_all, load
 from switchboard.models import Endpoint
 from switchboard.scope import OWNER_ENDPOINTS_SQL, OWNER_TEAMS_SQL
+from todos import limits
 
 # Events are looked for this far back (and never before their rule was made); a sweeper down
 # for longer misses the events of the gap (docs/guides/alerts.md).
@@ -102,11 +103,13 @@ def budget_firings(
     """The budget rules of ``kind`` (``budget_warning``: 80 % spent, ``budget_exceeded``: 100 %)
     that ``statuses`` cross, one per rule and budget day. A rule narrowed to a queue hears
     about that queue's budget only; an endpoint's budget is heard by its rules on all queues.
-    A budget of zero or less is no budget. Pure: ``summarised`` adds the summaries."""
+    A budget crosses its share once the day spent that much and more than $0
+    (``todos.limits.reached``): a $0 budget at the first priced call, never for $0 spent. Pure:
+    ``summarised`` adds the summaries."""
     share = WARNING_SHARE if kind == RuleKind.BUDGET_WARNING else Decimal(1)
     found: list[Firing] = []
     for status in statuses:
-        if status.budget_usd <= 0 or status.spent_usd < status.budget_usd * share:
+        if not limits.reached(status.spent_usd, status.budget_usd, share):
             continue
         queue = status.queue if status.kind == "queue" else None
         for rule in rules:
@@ -118,8 +121,10 @@ def budget_firings(
             detail = {
                 "budget": status.kind,
                 "day": status.day.isoformat(),
-                "spent_usd": str(status.spent_usd),
-                "budget_usd": str(status.budget_usd),
+                # Exact, both at the columns' scale (the spend's sum has 12 decimals, the
+                # budget 6): "0.400000" beside "0.500000".
+                "spent_usd": limits.usd_text(status.spent_usd),
+                "budget_usd": limits.usd_text(status.budget_usd),
             }
             found.append(Firing(rule["rule_id"], subject, status.endpoint_id, queue, None, detail))
     return found

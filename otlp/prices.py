@@ -38,6 +38,8 @@ DEFAULT_FILE = Path(__file__).parent / "prices" / "default.csv"
 MILLION = Decimal(1_000_000)
 # The most a price may be (USD per million tokens): beyond it a typo, not a price.
 PRICE_MAX = Decimal(1_000_000)
+# The finest a price may be (the columns' scale, numeric(14, 6)).
+PRICE_STEP = Decimal("0.000001")
 MODEL_MAX_CHARS = 128
 # How long the ingest's price book trusts what it read (seconds): a loaded price applies to
 # spans received after at most this long; ``manage.py reprice`` corrects what came before.
@@ -72,6 +74,11 @@ def _price(text: str, field: str, line: int) -> Decimal | None:
     text = text.strip()
     if not text:
         return None
+    # Decimal also reads digits of other scripts (U+0661) and underscores ("1_0" is 10): a
+    # price file is held to what a person types as an amount, as queue amounts are
+    # (todos/limits.py's check_cost).
+    if not text.isascii() or "_" in text:
+        raise PriceError(line, f"{field}: not a number: {text[:40]!r}")
     try:
         value = Decimal(text)
     except InvalidOperation:
@@ -80,12 +87,19 @@ def _price(text: str, field: str, line: int) -> Decimal | None:
 
 
 def check_price(value: Decimal, field: str, line: int | None = None) -> Decimal:
-    """A price (USD per million tokens) as a file row or the admin's form may set it."""
-    if not value.is_finite() or value < 0:
+    """A price (USD per million tokens) as a file row or the admin's form may set it: finite,
+    not negative, at most ``PRICE_MAX``, and no finer than the column's millionth (a finer one
+    is refused, never rounded: 0.0000001 would be stored as a $0 price)."""
+    if not value.is_finite():
+        raise PriceError(line, f"{field}: must be a finite number")
+    if value < 0:
         raise PriceError(line, f"{field}: a price cannot be negative")
     if value > PRICE_MAX:
         raise PriceError(line, f"{field}: above {PRICE_MAX} USD per million tokens")
-    return value
+    micros = value.quantize(PRICE_STEP)
+    if micros != value:
+        raise PriceError(line, f"{field}: must have at most 6 decimals")
+    return micros
 
 
 def check_model(text: str, line: int | None = None) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from switchboard.lib.sql import fetch_all, load
+from todos import limits
 
 _SQL = Path(__file__).parent / "sql"
 BUDGET_STATUSES = load(_SQL, "budget_statuses")
@@ -38,12 +39,17 @@ class BudgetStatus:
 
     @property
     def spent(self) -> bool:
-        """At or past the budget: the sweeper pauses it."""
-        return self.spent_usd >= self.budget_usd
+        """At or past the budget, with something spent: the sweeper pauses it. A budget of $0
+        allows no priced spend (the first call with a positive cost spends it); $0 spent never
+        spends a budget, so a $0 budget does not pause its queues at midnight (as a todo's $0
+        cap, ``todos/sql/over_cap.sql``)."""
+        return limits.reached(self.spent_usd, self.budget_usd)
 
     @property
     def fraction(self) -> float:
-        return float(self.spent_usd / self.budget_usd) if self.budget_usd else 1.0
+        if self.budget_usd:
+            return float(self.spent_usd / self.budget_usd)
+        return 1.0 if self.spent_usd > 0 else 0.0
 
 
 def day_start(now: dt.datetime) -> dt.datetime:

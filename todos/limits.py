@@ -204,6 +204,24 @@ def parse_instant(field: str, text: Any, now: dt.datetime) -> dt.datetime | None
 
 # A cost cap or budget in USD: non-negative, at most this, at most 6 decimals (the columns').
 COST_MAX_USD = Decimal(1_000_000)
+# The scale the cost columns hold caps and budgets at (numeric(14, 6)): a micro-dollar.
+MICRO_USD = Decimal("0.000001")
+
+
+def usd_text(amount: Decimal) -> str:
+    """``amount`` as a JSON detail carries it: exact, at the columns' scale of 6 decimals
+    (``0.400000``, not the sum's ``0.400000000000``), finer only when it is (``0.00000005``,
+    a sub-micro spend that must not read as none)."""
+    micros = amount.quantize(MICRO_USD)
+    return str(micros) if micros == amount else f"{amount.normalize():f}"
+
+
+def reached(spent: Decimal, limit: Decimal, share: Decimal = Decimal(1)) -> bool:
+    """``spent`` reached ``share`` of ``limit`` (a todo's cost cap, a daily budget) and is
+    above $0: what todos/sql/over_cap.sql and otlp/sql/rollup.sql write as ``cost_usd >=
+    max_cost_usd AND cost_usd > 0``. A limit of $0 allows no priced spend: any positive spend
+    reaches it, none never does."""
+    return spent > 0 and spent >= limit * share
 
 
 def check_cost(field: str, value: object) -> Decimal | None:
@@ -227,7 +245,7 @@ def check_cost(field: str, value: object) -> Decimal | None:
         raise InvalidInput(field, "must be a non-negative number of US dollars")
     if amount > COST_MAX_USD:
         raise InvalidInput(field, f"must be at most {COST_MAX_USD}")
-    micros = amount.quantize(Decimal("0.000001"))
+    micros = amount.quantize(MICRO_USD)
     if amount != micros:
         raise InvalidInput(field, "must have at most 6 decimals")
     # The amount as the columns hold it (numeric(14, 6)): a zero written with a vast exponent

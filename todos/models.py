@@ -137,26 +137,64 @@ class Rule(models.Model):
                 f"A queue is 1 to {limits.QUEUE_MAX_BYTES} bytes,"
                 " without spaces around it or controls."
             )
-        if not 1 <= self.max_attempts <= limits.MAX_ATTEMPTS_LIMIT:
-            errors["max_attempts"] = f"Between 1 and {limits.MAX_ATTEMPTS_LIMIT}."
         errors |= self._time_errors()
         if errors:
             raise ValidationError(errors)
 
+    def clean_fields(self, exclude: Any = None) -> None:
+        """Django's field checks, except for the numbers the rule bounds itself
+        (``_OWN_CHECKS``): each of those says one thing, the rule's bound, not Django's
+        validator beside it ("Ensure this value is less than or equal to 2147483647." before
+        "at most a year", "“NaN” value must be a decimal number." before "US dollars"). The
+        command, the Board's form and the admin all come through here (``full_clean``)."""
+        skipped = set(exclude or ())
+        errors: dict[str, Any] = {}
+        try:
+            super().clean_fields(exclude=skipped | set(_OWN_CHECKS))
+        except ValidationError as exc:
+            errors = exc.update_error_dict(errors)
+        for name, message in self._own_errors().items():
+            if name not in skipped and name not in errors:
+                errors[name] = [message]
+        if errors:
+            raise ValidationError(errors)
+
+    def _own_errors(self) -> dict[str, str]:
+        """The numbers ``_OWN_CHECKS`` bounds, each read (to an int, or Decimal for the cap)
+        and set on the rule when it is within its bound, else its one message."""
+        errors: dict[str, str] = {}
+        for name, (low, high, message) in _OWN_CHECKS.items():
+            value = getattr(self, name)
+            if value is None or value == "":
+                if name in ("max_attempts", "priority"):
+                    errors[name] = message
+                else:
+                    setattr(self, name, None)
+                continue
+            if name == "max_cost_usd":
+                try:
+                    setattr(self, name, limits.check_cost(name, value))
+                except InvalidInput as exc:
+                    errors[name] = _sentence(str(exc).split(": ", 1)[-1])
+                continue
+            number = _whole(value)
+            if number is None or not low <= number <= high:
+                errors[name] = message
+            else:
+                setattr(self, name, number)
+        return errors
+
     def _time_errors(self) -> dict[str, str]:
         """The rule's time as ``limits.check_time`` would take it for a delivery arriving now:
-        the same bounds and order, named by the rule's fields."""
+        the order of its windows, named by the rule's fields. Each number's own bound is
+        ``clean_fields``' (``_own_errors``): with one of them out, the order is not judged."""
         errors: dict[str, str] = {}
-        for name in ("delay_seconds", "start_within_seconds", "finish_within_seconds"):
-            value = getattr(self, name)
-            if value is not None and not 1 <= value <= 366 * 24 * 3600:
-                errors[name] = "A positive number of seconds (at most a year)."
         if self.dedupe_key_path is not None:
             try:
                 routing.check_path(self.dedupe_key_path)
             except routing.InvalidMatch as exc:
                 errors["dedupe_key_path"] = str(exc)
-        if errors:
+        if errors or self._own_errors():
             return errors
         now = timezone.now()
         try:
@@ -171,14 +209,15 @@ class Rule(models.Model):
     def _time_said(self, message: str) -> str:
         """``check_time``'s refusal in the rule's words: the order it names between two of a
         todo's instants (``must not be after finish_by``) is one between two of the rule's
-        windows, named as its form labels them (``must not be more than Finish within
-        seconds``)."""
+        windows, named as its form labels them and as the field is called (``Must not be more
+        than “Finish within seconds” (finish_within_seconds).``)."""
         later = message.removeprefix("must not be after ")
         if later == message or later not in _RULE_FIELD:
-            return message
-        field = self._meta.get_field(_RULE_FIELD[later])
+            return _sentence(message)
+        name = _RULE_FIELD[later]
+        field = self._meta.get_field(name)
         assert isinstance(field, models.Field)
-        return f"must not be more than {capfirst(field.verbose_name)}"
+        return f"Must not be more than “{capfirst(field.verbose_name)}” ({name})."
 
     def todo_time(self, arrived: dt.datetime, payload: Any = None) -> dict[str, Any]:
         """``lifecycle.create``'s time arguments for a delivery that arrived at ``arrived``;
@@ -215,6 +254,50 @@ def payload_dedupe_key(value: str) -> str:
     except InvalidInput:
         digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
         return f"sha256:{digest}"
+
+
+# The rule's numbers it bounds itself (``Rule.clean_fields``): the lowest, the highest, and
+# the one thing a refusal says. The cap is ``limits.check_cost``'s, in its words.
+_WINDOW = "A positive number of seconds (at most a year)."
+_OWN_CHECKS: dict[str, tuple[int, int, str]] = {
+    "max_attempts": (1, limits.MAX_ATTEMPTS_LIMIT, f"Between 1 and {limits.MAX_ATTEMPTS_LIMIT}."),
+    "priority": (
+        limits.PRIORITY_MIN,
+        limits.PRIORITY_MAX,
+        f"Between {limits.PRIORITY_MIN} and {limits.PRIORITY_MAX}.",
+    ),
+    "delay_seconds": (1, 366 * 24 * 3600, _WINDOW),
+    "start_within_seconds": (1, 366 * 24 * 3600, _WINDOW),
+    "finish_within_seconds": (1, 366 * 24 * 3600, _WINDOW),
+    "run_timeout_seconds": (
+        limits.RUN_TIMEOUT_MIN_SECONDS,
+        limits.RUN_TIMEOUT_MAX_SECONDS,
+        f"Must be between {limits.RUN_TIMEOUT_MIN_SECONDS} and"
+        f" {limits.RUN_TIMEOUT_MAX_SECONDS} seconds.",
+    ),
+    "max_cost_usd": (0, 0, ""),
+}
+
+
+def _whole(value: Any) -> int | None:
+    """A rule's number as given: an int (not a bool), or its text in ASCII digits."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text.removeprefix("-")
+        if digits.isascii() and digits.isdigit() and len(digits) <= 18:
+            return int(text)
+    return None
+
+
+def _sentence(message: str) -> str:
+    """A lifecycle refusal (``must have at most 6 decimals``) as the rule's messages read:
+    ``Must have at most 6 decimals.``"""
+    text = capfirst(message) or ""
+    return text if text.endswith(".") else f"{text}."
 
 
 # A todo's time field as the rule names the setting behind it.

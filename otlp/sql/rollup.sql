@@ -8,7 +8,8 @@
 -- params: todo_ids, hours (bigint[]: epoch seconds of the UTC hour), inputs, outputs,
 --   cache_reads, cache_writes, reasonings, unpriced, costs (numeric[]): one element per todo
 --   and hour, as store.sql's `changes` returns them
--- returns: todo_id of each todo now at or past its max_cost_usd and unfinished.
+-- returns: todo_id of each todo now at or past its max_cost_usd with a positive cost, and
+--   unfinished (a $0 cap allows no priced spend; $0 spent is never over it: over_cap.sql).
 -- Uses index: todos_pkey (locked, then each update); usage_hours_pkey (the conflict target).
 WITH cfg AS (
     SELECT set_config('synchronous_commit', 'off', true) AS previous
@@ -41,7 +42,7 @@ upd AS (
       FROM per_todo p, (SELECT count(*) FROM locked) n
      WHERE t.id = p.todo_id
     RETURNING t.id, t.max_cost_usd IS NOT NULL AND t.finished_at IS NULL
-                    AND t.cost_usd >= t.max_cost_usd AS over_cap
+                    AND t.cost_usd >= t.max_cost_usd AND t.cost_usd > 0 AS over_cap
 ),
 hours AS (
     INSERT INTO usage_hours AS h (endpoint_id, queue, hour, input_tokens, output_tokens,

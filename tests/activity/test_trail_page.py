@@ -349,6 +349,6 @@ def test_the_sweeps_dead_letters_say_why_in_words(alice_client: Client, personas
         assert said.group(1).startswith("dead-lettered it: ")
         assert said.group(2) == why
         assert "dead_letter" not in re.sub(r"<[^>]+>", "", body.split('id="sb-trail-actions')[0])
-    # The attempt's end keeps what the sweep stored, for whoever reads the machine's words.
+    # The attempt's end keeps what the sweep stored, the sums as money.
     end = group(page(alice_client, capped), 1)
-    assert re.search(r'<p class="summary">max_cost_usd 0\.010* reached: 0\.02150*</p>', end)
+    assert '<p class="summary">max_cost_usd $0.01 reached ($0.02 spent)</p>' in end

@@ -228,7 +228,9 @@ def test_budget_rules_fire_at_80_and_100_percent_from_constructed_statuses() -> 
         Status("queue", a, "docs", day, Decimal("7.99"), Decimal("10")),
         Status("endpoint", a, None, day, Decimal("50"), Decimal("50")),
         Status("queue", b, "ci", day, Decimal("99"), Decimal("10")),  # no rule covers b
-        Status("queue", a, "free", day, Decimal("5"), Decimal("0")),  # no budget
+        # A $0 budget allows no priced spend: any spend is past it, none never is.
+        Status("queue", a, "zero", day, Decimal("0.000001"), Decimal("0")),
+        Status("queue", a, "idle", day, Decimal("0"), Decimal("0")),
     ]
 
     def fired(kind: str) -> list[tuple[int, str]]:
@@ -239,13 +241,18 @@ def test_budget_rules_fire_at_80_and_100_percent_from_constructed_statuses() -> 
     assert fired("budget_warning") == [
         (1, f"endpoint:{a}::2026-12-02"),
         (1, f"queue:{a}:ci:2026-12-02"),
+        (1, f"queue:{a}:zero:2026-12-02"),
         (2, f"queue:{a}:ci:2026-12-02"),
     ]
-    assert fired("budget_exceeded") == [(1, f"endpoint:{a}::2026-12-02")]
+    assert fired("budget_exceeded") == [
+        (1, f"endpoint:{a}::2026-12-02"),
+        (1, f"queue:{a}:zero:2026-12-02"),
+    ]
 
 
 def test_a_budget_alert_says_its_sums_as_money() -> None:
-    # The detail keeps the exact figures PostgreSQL summed, as text; the line reads as money.
+    # The detail keeps the exact figures PostgreSQL summed, as text at the columns' scale (6
+    # decimals, both; finer only when the sum is); the line reads as money.
     day = dt.date(2026, 12, 6)
     spent = Status("queue", UUID(int=1), "budgetq", day, Decimal("0.144000000000"), Decimal("0.1"))
     rules = [{"rule_id": 1, "endpoint_id": UUID(int=1), "rule_queue": None}]
@@ -257,7 +264,10 @@ def test_a_budget_alert_says_its_sums_as_money() -> None:
         todo_id=None,
         detail=firing.detail,
     )
-    assert firing.detail["spent_usd"] == "0.144000000000"
+    assert (firing.detail["spent_usd"], firing.detail["budget_usd"]) == ("0.144000", "0.100000")
+    tiny = Status("queue", UUID(int=1), "budgetq", day, Decimal("0.000000050000"), Decimal(0))
+    [firing] = evaluate.budget_firings("budget_exceeded", rules, [tiny])
+    assert (firing.detail["spent_usd"], firing.detail["budget_usd"]) == ("0.00000005", "0.000000")
     assert line == (
         "Queue demo-agent/budgetq: 100 % of its daily budget spent on 2026-12-06 ($0.14 of $0.10)"
     )

@@ -95,6 +95,6 @@ def test_a_capped_todo_is_stopped_on_its_next_heartbeat_over_mcp(
             stopped = error_of(await client.call_tool("heartbeat", {"id": todo.id}))
             assert stopped["code"] == "budget_exceeded"
             assert stopped["by"] == "sweeper"
-            assert stopped["reason"] == "max_cost_usd 0.010000 reached: 0.011500"
+            assert stopped["reason"] == "max_cost_usd $0.01 reached ($0.01 spent)"
 
     run(scenario())

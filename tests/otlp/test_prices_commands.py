@@ -155,8 +155,38 @@ def test_enqueue_and_queue_set_take_costs_and_refuse_bad_ones(personas: Personas
         "--max-cost-usd",
         "1",
     )
-    assert "daily_budget_usd 20" in out
+    assert "max_cost_usd $1.00, daily_budget_usd $20.00" in out
     settings = QueueSettings.objects.get(endpoint=personas.endpoint_a, queue="q")
     assert (settings.daily_budget_usd, settings.default_max_cost_usd) == (Decimal(20), Decimal(1))
     with pytest.raises(CommandError, match="--daily-budget-usd"):
         run("queue", "set", "--endpoint", "agent-a", "--queue", "q", "--daily-budget-usd", "x")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("cell", "why"),
+    [
+        ("NaN", "line 2: input: must be a finite number"),
+        ("Infinity", "line 2: input: must be a finite number"),
+        ("-Infinity", "line 2: input: must be a finite number"),
+        ("0.0000001", "line 2: input: must have at most 6 decimals"),
+        ("0.123456789", "line 2: input: must have at most 6 decimals"),
+        ("\u0661", "line 2: input: not a number"),
+        ("1_0", "line 2: input: not a number"),
+    ],
+)
+def test_prices_load_refuses_what_is_no_price_naming_the_line_and_column(
+    tmp_path: Path, cell: str, why: str
+) -> None:
+    """Never rounded or read as another script's digit: a price finer than the column's
+    millionth would be stored as $0 (or another price), so the file is refused in one line."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"{HEADER}\nqa-bad,,2020-01-01,{cell},1,,,\n", encoding="utf-8")
+    with pytest.raises(CommandError, match=f"^refused: {why}"):
+        run("prices", "load", str(bad))
+    assert not Price.objects.filter(model="qa-bad").exists()
+
+
+def test_a_price_at_the_columns_scale_is_kept_exactly() -> None:
+    assert prices.check_price(Decimal("0.000001"), "input") == Decimal("0.000001")
+    assert prices.check_price(Decimal("1.500000000"), "input") == Decimal("1.5")

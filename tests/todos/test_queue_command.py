@@ -77,13 +77,13 @@ def test_set_then_show_limits_as_the_system(personas: Personas) -> None:
     )
     assert out == (
         "Set queue 'triage' of agent-a: max_in_flight 3, claims_per_minute none,"
-        " run_timeout 600 s.\n"
+        " run_timeout 600 s, max_cost_usd none, daily_budget_usd none.\n"
     )
     queue("set", "--endpoint=agent-a", "--queue=triage", "--max-in-flight=none")
 
     assert queue("show") == (
-        "agent-a triage: max_in_flight none, claims_per_minute none, run_timeout 600 s"
-        " (by command queue)\n"
+        "agent-a triage: max_in_flight none, claims_per_minute none, run_timeout 600 s,"
+        " max_cost_usd none, daily_budget_usd none (by command queue)\n"
     )
     assert queue("show", "--endpoint=agent-b") == "No queue has limits.\n"
 
@@ -123,3 +123,23 @@ def test_a_bad_limit_is_refused_in_one_line_naming_the_option(
 def test_set_without_a_limit_is_refused(personas: Personas) -> None:
     with pytest.raises(CommandError, match="at least one of"):
         queue("set", "--endpoint=agent-a", "--queue=triage")
+
+
+def test_a_zero_cap_or_budget_reads_as_zero_dollars_not_none(personas: Personas) -> None:
+    """A $0 cap or budget is set (it allows no priced spend): ``set`` says so and does not
+    call it "Nothing changed"; ``show`` lists the cap and the budget as ``set`` does."""
+    out = queue("set", "--endpoint=agent-a", "--queue=triage", "--max-cost-usd=0")
+    assert out == (
+        "Set queue 'triage' of agent-a: max_in_flight none, claims_per_minute none,"
+        " run_timeout none, max_cost_usd $0.00, daily_budget_usd none.\n"
+    )
+    out = queue("set", "--endpoint=agent-a", "--queue=triage", "--daily-budget-usd=0.5")
+    assert out.endswith("max_cost_usd $0.00, daily_budget_usd $0.50.\n")
+    again = queue("set", "--endpoint=agent-a", "--queue=triage", "--daily-budget-usd=0.50")
+    assert again.startswith("Nothing changed: queue 'triage' of agent-a already has")
+    assert again.endswith("max_cost_usd $0.00, daily_budget_usd $0.50.\n")
+
+    assert queue("show", "--endpoint=agent-a") == (
+        "agent-a triage: max_in_flight none, claims_per_minute none, run_timeout none,"
+        " max_cost_usd $0.00, daily_budget_usd $0.50 (by command queue)\n"
+    )

@@ -73,11 +73,19 @@ class RuleForm(forms.ModelForm):
         help_text="Rules are tried in ascending position; empty puts a new rule last.",
     )
 
+    # The numbers' bounds are the rule's own (``Rule.clean_fields``), said once and the same
+    # here, in the admin and by ``create_rule``: no bound or decimal places on the form's field
+    # to say them a second way ("Ensure that there are no more than 6 decimal places.").
     priority = forms.IntegerField(
         required=False,
-        min_value=limits.PRIORITY_MIN,
-        max_value=limits.PRIORITY_MAX,
-        help_text="Higher is claimed first (-1000 to 1000); empty is 0.",
+        help_text=f"Higher is claimed first ({limits.PRIORITY_MIN} to {limits.PRIORITY_MAX});"
+        " empty is 0.",
+    )
+    max_cost_usd = forms.CharField(
+        required=False,
+        label="Max cost usd",
+        help_text="Each todo's cost cap in USD: past it, its holder is stopped (budget_exceeded)"
+        " and it is dead-lettered; $0 allows no priced call; empty: the queue's default, if any.",
     )
 
     class Meta:
@@ -118,8 +126,6 @@ class RuleForm(forms.ModelForm):
             " queue's default, if any.",
             "dedupe_key_path": "A dotted payload path, e.g. check_run.html_url: a second delivery"
             " with the same value while the first todo is unfinished creates nothing new.",
-            "max_cost_usd": "Each todo's cost cap in USD: past it, its holder is stopped"
-            " (budget_exceeded) and it is dead-lettered; empty: the queue's default, if any.",
         }
 
     def __init__(self, *args: Any, source: Source | None = None, **kwargs: Any) -> None:
@@ -141,6 +147,10 @@ class RuleForm(forms.ModelForm):
         dedupe = self.fields.get("dedupe_key_path")
         if isinstance(dedupe, forms.CharField):
             dedupe.empty_value = None  # empty: no dedupe key (not a path "" to check)
+
+    def clean_max_cost_usd(self) -> str | None:
+        text: str = self.cleaned_data["max_cost_usd"]
+        return text or None  # read, and refused in the rule's words, by Rule.clean_fields
 
     def clean_priority(self) -> int:
         priority: int | None = self.cleaned_data["priority"]

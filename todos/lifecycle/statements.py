@@ -16,6 +16,7 @@ from pathlib import Path
 
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import load
+from switchboard.lib.text import money_sql
 from switchboard.scope import (
     ENDPOINT_SCOPE_SQL,
     HUMAN_ENDPOINTS_SQL,
@@ -186,7 +187,11 @@ REAP = statement("reap")
 # The deadline sweep: finish_by and start_by passed (deadlines.sql).
 DEADLINES = statement("deadlines")
 # The cost-cap sweep: todos whose cost reached their max_cost_usd (over_cap.sql).
-OVER_CAP = statement("over_cap")
+OVER_CAP = statement(
+    "over_cap",
+    cap_money=money_sql("upd.max_cost_usd"),
+    cost_money=money_sql("upd.cost_usd"),
+)
 # A create that found its dedupe key held reads the todo holding it.
 DEDUPE_HIT = statement("dedupe_hit")
 RING = statement("ring", **_ITS_QUEUE)

@@ -4,7 +4,9 @@
 ``manage.py queue set --endpoint agent-a --queue triage [--max-in-flight N]
 [--claims-per-minute N] [--run-timeout SECONDS] [--max-cost-usd USD] [--daily-budget-usd USD]``
 sets the limits given (``none`` clears one, the
-others are kept); ``manage.py queue show [--endpoint agent-a]`` lists the limits set. With
+others are kept); ``manage.py queue show [--endpoint agent-a]`` lists the limits set, the cost
+cap and daily budget among them (amounts as ``switchboard.lib.text.money`` says them: ``$0.00``
+is a cap or budget of $0, which allows no priced spend; ``none``, none set). With
 ``--as USERNAME`` the change is recorded as that operator's (who must own the endpoint, as on the
 Board) and ``show`` lists only their endpoints; without it, as the system's (``manage.py``):
 whoever runs manage.py on the server already has the database, so the command is not a door into
@@ -21,6 +23,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from switchboard import actors
 from switchboard.lib.errors import InvalidInput
+from switchboard.lib.text import money
 from switchboard.models import Endpoint, Human
 from switchboard.scope import Scope
 from todos import lifecycle, queries
@@ -142,11 +145,7 @@ class Command(BaseCommand):
             )
         done = lifecycle.set_queue_limits(endpoint.id, queue, human_id=human_id, **given)
         now = _describe(done.max_in_flight, done.claims_per_minute, done.run_timeout_seconds)
-        if done.default_max_cost_usd is not None or done.daily_budget_usd is not None:
-            now += (
-                f", max_cost_usd {done.default_max_cost_usd or 'none'},"
-                f" daily_budget_usd {done.daily_budget_usd or 'none'}"
-            )
+        now += _costs(done.default_max_cost_usd, done.daily_budget_usd)
         if done.changed:
             self.stdout.write(f"Set {where}: {now}.")
         else:
@@ -163,6 +162,7 @@ class Command(BaseCommand):
         names = actors.resolve(r.updated_by for r in rows)
         for r in rows:
             limits = _describe(r.max_in_flight, r.claims_per_minute, r.run_timeout_seconds)
+            limits += _costs(r.default_max_cost_usd, r.daily_budget_usd)
             who = names.label(r.updated_by)
             self.stdout.write(f"{r.endpoint.slug} {r.queue}: {limits} (by {who})")
 
@@ -182,3 +182,13 @@ def _describe(max_in_flight: int | None, per_minute: int | None, timeout: int | 
         f"max_in_flight {said(max_in_flight)}, claims_per_minute {said(per_minute)},"
         f" run_timeout {said(timeout, ' s')}"
     )
+
+
+def _costs(max_cost_usd: Decimal | None, daily_budget_usd: Decimal | None) -> str:
+    """The amounts as ``text.money`` says them: a $0 cap or budget is ``$0.00`` (it allows no
+    priced spend), an unset one ``none``."""
+
+    def said(value: Decimal | None) -> str:
+        return "none" if value is None else money(value)
+
+    return f", max_cost_usd {said(max_cost_usd)}, daily_budget_usd {said(daily_budget_usd)}"
