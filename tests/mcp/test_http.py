@@ -48,6 +48,18 @@ def test_a_key_on_another_endpoints_slug_is_401_with_a_bearer_challenge(
     assert 'error="invalid_token"' in challenge
 
 
+def test_a_slug_that_names_no_endpoint_is_the_same_401_as_a_foreign_one(
+    live: LiveServer, personas: Personas
+) -> None:
+    """Not a 404: which slugs exist is not told to whoever holds some key (docs/guides/agents.md,
+    "Errors"); 404 is for a path that is not /mcp/{slug}."""
+    wrong_slug = post(live, modern_headers(personas.key_a, "tools/list"), TOOLS_LIST, "agent-b")
+    response = post(live, modern_headers(personas.key_a, "tools/list"), TOOLS_LIST, "no-such-slug")
+    assert_jsonrpc_error(response, 401, -32600)
+    assert response.json() == wrong_slug.json()
+    assert response.headers["www-authenticate"] == wrong_slug.headers["www-authenticate"]
+
+
 @pytest.mark.parametrize(
     ("authorization", "presented"),
     [
