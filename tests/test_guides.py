@@ -371,22 +371,43 @@ def test_a_failing_block_fails_the_test_and_the_terminal_carries_on(tmp_path: Pa
         terminal.run(written)
 
 
-def test_the_agents_drain_says_in_one_line_when_nothing_answers(tmp_path: Path) -> None:
-    """A reader whose server runs on another port gets one line naming the address, not the
-    SDK's exception group (docs/guides/agents.md, "The Python SDK")."""
+def _drain_says(tmp_path: Path, url: str, key: str) -> str:
+    """What the agents guide's drain script says on stderr, run against ``url`` with ``key``,
+    when it fails (it must: exit 1)."""
     [drain] = [
         b
         for b in blocks(ROOT / "docs" / "guides" / "agents.md")
         if b.runnable and b.language == "python" and "def drain" in b.code
     ]
-    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
     terminal = Terminal(
-        {**os.environ, "SWITCHBOARD_URL": url, "SWITCHBOARD_KEY": "sbk_x"}, tmp_path / "t.sh"
+        {**os.environ, "SWITCHBOARD_URL": url, "SWITCHBOARD_KEY": key}, tmp_path / "t.sh"
     )
 
     with pytest.raises(pytest.fail.Exception) as failed:
         terminal.run(drain)
 
-    said = str(failed.value).split("--- stderr\n", 1)[1].strip()
     assert "(exit 1)" in str(failed.value)
+    return str(failed.value).split("--- stderr\n", 1)[1].strip()
+
+
+def test_the_agents_drain_says_in_one_line_when_nothing_answers(tmp_path: Path) -> None:
+    """A reader whose server runs on another port gets one line naming the address, not the
+    SDK's exception group (docs/guides/agents.md, "The Python SDK")."""
+    url = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+
+    said = _drain_says(tmp_path, url, "sbk_x")
+
     assert said == f"cannot reach {url}: All connection attempts failed"
+
+
+def test_the_agents_drain_says_in_one_line_when_the_key_is_refused(
+    first_hour: FirstHour, tmp_path: Path
+) -> None:
+    """A wrong or stale key (the old one after `seed_demo --reissue`) is a 401, which the SDK
+    raises as an MCPError inside its task groups: one line too, with the server's reason."""
+    said = _drain_says(tmp_path, first_hour.base, "sbk_" + "x" * 43)
+
+    assert said == (
+        f"{first_hour.base}/mcp/demo-agent refused:"
+        " Unauthorized: missing or invalid bearer token for this endpoint"
+    )
