@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from alerts.models import Message, RuleKind
 from switchboard.lib.text import money
@@ -125,10 +126,39 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def resolved_budget(job: Mapping[str, Any]) -> str:
+    """A budget alert's resolved line, without the figures it opened with, which are stale by
+    then: its UTC day is over, or the day is no longer spent that far (the budget was raised or
+    cleared, a ``manage.py reprice`` lowered the spend)."""
+    detail = job["detail"] or {}
+    day = detail.get("day")
+    queue = job["queue"]
+    scope = f"Queue {_where(job['endpoint'], queue)}" if queue else f"Endpoint {job['endpoint']}"
+    level = "80 %" if job["kind"] == RuleKind.BUDGET_WARNING else "100 %"
+    resolved_at = job.get("resolved_at")
+    resolved_on = resolved_at.astimezone(dt.UTC).date().isoformat() if resolved_at else ""
+    if resolved_on > str(day):
+        return f"{scope}: {level} of its daily budget spent on {day}; that UTC day is over"
+    return f"{scope}: its daily budget is no longer {level} spent on {day}"
+
+
+def _channel_label(job: Mapping[str, Any]) -> str:
+    """`` channel NAME`` for a test's subject, the channel's address when it has no name (the
+    alerts guide's own ``channel add`` gives none), nothing when neither is known."""
+    name = job.get("channel_name") or job.get("email") or urlsplit(job.get("url") or "").netloc
+    return f" channel {name}" if name else ""
+
+
 def text(job: Mapping[str, Any]) -> str:
-    """The message's line: its prefix and the alert's summary (or the test's)."""
+    """The message's line: its prefix and the alert's summary (or the test's); a budget
+    alert's resolved line is ``resolved_budget``'s."""
     if job["message"] == Message.TEST:
-        return f"{_PREFIX[Message.TEST]} Test alert from Switchboard channel {job['channel_name']}"
+        return f"{_PREFIX[Message.TEST]} Test alert from Switchboard{_channel_label(job)}"
+    if job["message"] == Message.RESOLVED and job.get("kind") in (
+        RuleKind.BUDGET_WARNING,
+        RuleKind.BUDGET_EXCEEDED,
+    ):
+        return f"{_PREFIX[Message.RESOLVED]} {resolved_budget(job)}"
     return f"{_PREFIX[job['message']]} {job['summary']}"
 
 

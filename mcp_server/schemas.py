@@ -417,17 +417,21 @@ CLAIM: Schema = {
         "paused_queues": {
             "type": "array",
             "items": {"type": "string"},
-            "description": "With empty: the queues asked for that their operator paused;"
-            " nothing on them is claimable until resumed (a resume rings subscribers).",
+            "description": "With empty: the queues asked for that are paused (by their"
+            " operator, or for a spent daily budget: queues' paused_by); nothing on them is"
+            " claimable until resumed (a resume rings subscribers).",
         },
         "queues": {
             "type": "array",
-            "description": "With empty: why each queue asked for gave nothing. reason: paused;"
-            " max_in_flight (its operator's limit of held todos is reached: in_flight of"
-            " max_in_flight); rate (its claims per minute are spent: retry_at, when a token"
-            " is next available, absent when the rate is 0); busy (claimable todos exist but"
-            " other claims had them: try again); not_before (all its work is scheduled, the"
-            " earliest at retry_at); empty.",
+            "description": "With empty: why each queue asked for gave nothing. reason: paused"
+            " (paused_by: operator, a human's or a command's pause, until resumed; queue_budget"
+            " or endpoint_budget, the sweeper's for a spent daily budget, until retry_at, the"
+            " next UTC midnight, or earlier once the budget is no longer spent or an operator"
+            " resumes it); max_in_flight (its operator's limit of held todos is reached:"
+            " in_flight of max_in_flight); rate (its claims per minute are spent: retry_at, when"
+            " a token is next available, absent when the rate is 0); busy (claimable todos"
+            " exist but other claims had them: try again); not_before (all its work is"
+            " scheduled, the earliest at retry_at); empty.",
             "items": {
                 "type": "object",
                 "properties": {
@@ -435,6 +439,10 @@ CLAIM: Schema = {
                     "reason": {
                         "type": "string",
                         "enum": ["paused", "max_in_flight", "rate", "busy", "not_before", "empty"],
+                    },
+                    "paused_by": {
+                        "type": "string",
+                        "enum": ["operator", "queue_budget", "endpoint_budget"],
                     },
                     "retry_at": {"type": "string", "format": "date-time"},
                     "in_flight": {"type": "integer"},

@@ -155,6 +155,8 @@ def empty_out(reasons: Sequence[QueueEmpty]) -> dict[str, Any]:
     queues = []
     for r in reasons:
         item: dict[str, Any] = {"queue": r.queue, "reason": r.reason}
+        if r.paused_by is not None:
+            item["paused_by"] = r.paused_by
         if r.at is not None:
             item["retry_at"] = iso(r.at)
         if r.max_in_flight is not None:

@@ -68,7 +68,7 @@ class PassReport:
     rollup: overview.RollupResult | None = None
     scheduled: list[schedules.Fired] = field(default_factory=list)
     # Dead-lettered past their max_cost_usd (over_cap.sql); queues paused for a spent daily
-    # budget, and pauses lifted at the next UTC day.
+    # budget, and pauses lifted at the next UTC day or once their budget is no longer spent.
     over_cap: list[str] = field(default_factory=list)
     budget_paused: list[str] = field(default_factory=list)
     pauses_lifted: list[str] = field(default_factory=list)
@@ -264,8 +264,14 @@ def run_steps(report: PassReport) -> None:
 
 def budgets_all(report: PassReport, *, now: dt.datetime | None = None) -> None:
     """End the todos past their cost cap (the ingest ends them as it sees them; this catches
-    what it missed), lift the pauses whose day is over, then pause what a spent daily budget
-    covers: the queue, or every queue of the endpoint (todos/budgets.py)."""
+    what it missed), lift the pauses whose day is over and the budget pauses whose budget is no
+    longer spent, then pause what a spent daily budget covers: the queue, or every queue of the
+    endpoint (todos/budgets.py).
+
+    Every pass looks at every spent budget again: ``queue_pauses`` says which queue a budget
+    already paused today and which an operator resumed since (that resume holds for the day),
+    so a queue an endpoint's work reaches later in the day is paused at the next pass, and two
+    sweepers, or a restarted one, do the same."""
     now = now or timezone.now()
     while True:
         ids = lifecycle.end_over_cap()
@@ -274,12 +280,10 @@ def budgets_all(report: PassReport, *, now: dt.datetime | None = None) -> None:
             break
     report.pauses_lifted.extend(f"{e}/{q}" for e, q in lifecycle.lift_due_pauses())
     start = budgets.day_start(now)
-    for status in budgets.budget_statuses(now=now):
-        if not status.spent:
-            continue
-        key = (status.kind, status.endpoint_id, status.queue, status.day)
-        if key in _budget_handled:
-            continue
+    spent = [s for s in budgets.budget_statuses(now=now) if s.spent]
+    lifted = lifecycle.lift_unspent_pauses([(s.endpoint_id, s.queue) for s in spent])
+    report.pauses_lifted.extend(f"{e}/{q}" for e, q in lifted)
+    for status in spent:
         if status.queue is not None:
             pairs = [(status.endpoint_id, status.queue)]
         else:
@@ -287,13 +291,6 @@ def budgets_all(report: PassReport, *, now: dt.datetime | None = None) -> None:
             pairs = [(status.endpoint_id, q) for q in queues]
         opened = lifecycle.pause_for_budget(pairs, reason=f"{status.kind}_budget", day_start=start)
         report.budget_paused.extend(f"{e}/{q}" for e, q in opened)
-        _budget_handled.add(key)
-    if len(_budget_handled) > 10_000:
-        _budget_handled.clear()
-
-
-# Budgets this process already paused for, per day: not paused again, nor their queues listed.
-_budget_handled: set[tuple[str, object, str | None, dt.date]] = set()
 
 
 def run_pass(*, with_retention: bool = False, with_pushes: bool = True) -> PassReport:

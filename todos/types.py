@@ -247,7 +247,7 @@ class PauseWhy:
     @property
     def budget(self) -> bool:
         """A spent daily budget's pause: an operator's resume lets claims through until the
-        next UTC midnight despite the budget (the sweeper pauses a queue once a day)."""
+        next UTC midnight despite the budget (the sweeper does not pause it again that day)."""
         return self.reason in BUDGET_PAUSES
 
     @property
@@ -306,9 +306,12 @@ class QueueLimits:
 class QueueEmpty:
     """Why one queue an agent's ``claim_next`` asked for gave nothing (``queries.why_empty``).
 
-    ``reason``: ``paused``; ``max_in_flight`` (``in_flight`` of ``max_in_flight`` held);
-    ``rate`` (the next token at ``at``); ``busy`` (claimable todos exist, other claims had them);
-    ``not_before`` (all its work is scheduled, the earliest at ``at``); ``empty``.
+    ``reason``: ``paused`` (``paused_by``: ``operator``, or the sweeper's ``queue_budget`` or
+    ``endpoint_budget`` for a spent daily budget, which ends at ``at``, the next UTC midnight,
+    unless the budget stops being spent or an operator resumes it first); ``max_in_flight``
+    (``in_flight`` of ``max_in_flight`` held); ``rate`` (the next token at ``at``); ``busy``
+    (claimable todos exist, other claims had them); ``not_before`` (all its work is scheduled,
+    the earliest at ``at``); ``empty``.
     """
 
     queue: str
@@ -316,6 +319,7 @@ class QueueEmpty:
     at: dt.datetime | None = None
     in_flight: int | None = None
     max_in_flight: int | None = None
+    paused_by: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> QueueEmpty:
@@ -323,7 +327,13 @@ class QueueEmpty:
         limits) before the work's (busy, not_before, empty)."""
         queue, limit, held = row["queue"], row["max_in_flight"], row["in_flight"]
         if row["paused"]:
-            return cls(queue, "paused")
+            budget = row["pause_reason"] in BUDGET_PAUSES
+            return cls(
+                queue,
+                "paused",
+                at=row["pause_until"] if budget else None,
+                paused_by=row["pause_reason"] if budget else "operator",
+            )
         if limit is not None and held >= limit:
             return cls(queue, "max_in_flight", in_flight=held, max_in_flight=limit)
         if row["claims_per_minute"] is not None and row["tokens_now"] < 1:

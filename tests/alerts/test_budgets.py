@@ -11,6 +11,7 @@ from decimal import Decimal
 from uuid import UUID
 
 import pytest
+from django.utils import timezone
 
 from alerts import channels, evaluate, sources, sweep
 from alerts.evaluate import Firing
@@ -118,6 +119,29 @@ def test_a_warning_opened_in_an_earlier_pass_stays_open_beside_the_exceeded_one(
     budgets.statuses = []
     sweep.run()
     assert Counter(m for _, m, _ in told(receiver)) == {"opened": 2, "resolved": 2}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("day_over", [False, True])
+def test_a_resolved_budget_alert_does_not_repeat_the_figures_it_opened_with(
+    personas: Personas, receiver: Receiver, monkeypatch: pytest.MonkeyPatch, day_over: bool
+) -> None:
+    """A reprice lowering the day's spend, or a raised budget, resolves the alert: its message
+    must not say the budget is still "100 % … spent ($12.00 of $10.00)"; nor at the day's end."""
+    webhook(personas, receiver, "ops")
+    budgets = Budgets(monkeypatch)
+    day = DAY if day_over else timezone.now().astimezone(dt.UTC).date()
+    ep = personas.endpoint_a.id
+    budgets.statuses = [Status("queue", ep, "ci", day, Decimal("12"), Decimal("10"))]
+    sweep.run()
+    budgets.statuses = [Status("queue", ep, "ci", day, Decimal("0.5"), Decimal("10"))]
+    sweep.run()
+    [resolved] = [b["text"] for b in receiver.bodies() if b["alert"]["message"] == "resolved"]
+    assert "$12" not in resolved and resolved.startswith("[resolved] Queue agent-a/ci: ")
+    if day_over:
+        assert resolved.endswith(f"100 % of its daily budget spent on {day}; that UTC day is over")
+    else:
+        assert resolved.endswith(f"its daily budget is no longer 100 % spent on {day}")
 
 
 @pytest.mark.django_db(transaction=True)

@@ -17,6 +17,7 @@ from tests.otlp.helpers import SpanSpec, trace_id
 from tests.otlp.test_usage import FIXTURES, send
 from todos import budgets, lifecycle, sweeps
 from todos.models import QueuePause, Todo
+from todos.types import QueueEmpty
 
 
 @pytest.fixture
@@ -123,7 +124,6 @@ def test_a_queue_past_its_daily_budget_pauses_until_the_next_utc_day_or_a_resume
 
     # An operator's resume holds for the day: the next pass does not pause it again.
     lifecycle.resume_queue(endpoint, "q", human_id=None)
-    sweeps._budget_handled.clear()
     again = sweeps.PassReport()
     sweeps.budgets_all(again, now=now)
     assert again.budget_paused == []
@@ -174,3 +174,131 @@ def test_an_endpoint_past_its_daily_budget_pauses_every_queue_of_it(
     sweeps.budgets_all(report)
     assert sorted(report.budget_paused) == [f"{endpoint}/one", f"{endpoint}/two"]
     assert budgets.budget_statuses(now=timezone.now())[0].kind == "endpoint"
+
+
+def _endpoint_budget(personas: Personas, amount: str | None) -> None:
+    personas.endpoint_a.daily_budget_usd = None if amount is None else Decimal(amount)
+    personas.endpoint_a.save(update_fields=["daily_budget_usd"])
+
+
+def _open_pause(endpoint: object, queue: str) -> QueuePause | None:
+    return QueuePause.objects.filter(
+        endpoint_id=endpoint, queue=queue, resumed_at__isnull=True
+    ).first()
+
+
+@pytest.mark.django_db
+def test_an_endpoint_budget_pauses_a_queue_its_work_reaches_after_the_others_were_paused(
+    personas: Personas, test_prices: None
+) -> None:
+    """Work routed to a new queue after the endpoint's budget paused the others (submit_todo,
+    a rule, A2A, a schedule) is paused at the next pass; an operator's resume of one queue
+    still holds for the day, whichever sweeper (or restart) runs the pass."""
+    endpoint = personas.endpoint_a.id
+    _endpoint_budget(personas, "0.005")
+    _, trace = claim(endpoint, queue="one")
+    lifecycle.create(endpoint, queue="two")
+    send(endpoint, [chat(trace, 600)])  # $0.00625
+    now = timezone.now()
+    first = sweeps.PassReport()
+    sweeps.budgets_all(first, now=now)
+    assert sorted(first.budget_paused) == [f"{endpoint}/one", f"{endpoint}/two"]
+    lifecycle.resume_queue(endpoint, "two", human_id=personas.alice.id)
+
+    lifecycle.create(endpoint, queue="three")
+    later = sweeps.PassReport()
+    sweeps.budgets_all(later, now=now)
+    assert later.budget_paused == [f"{endpoint}/three"]
+    pause = _open_pause(endpoint, "three")
+    assert pause is not None and pause.reason == "endpoint_budget"
+    assert lifecycle.claim_next(endpoint, ["three"], owner="agent") is None
+    # The operator's resume of "two" holds; nothing is paused twice.
+    assert _open_pause(endpoint, "two") is None
+    again = sweeps.PassReport()
+    sweeps.budgets_all(again, now=now)
+    assert again.budget_paused == [] and again.pauses_lifted == []
+
+
+@pytest.mark.django_db
+def test_a_budget_pause_lifts_once_its_budget_is_no_longer_spent(
+    personas: Personas, test_prices: None
+) -> None:
+    """Raised or cleared (or a reprice lowering the day's spend), a budget no longer spent
+    lets its queues go at the next pass, by the sweeper, as the midnight lift does; spent
+    again, they are paused again (the sweeper's lift is not an operator's resume)."""
+    endpoint = personas.endpoint_a.id
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd="0.01")
+    _, trace = claim(endpoint)
+    send(endpoint, [chat(trace, 1200)])  # $0.01225
+    now = timezone.now()
+    sweeps.budgets_all(sweeps.PassReport(), now=now)
+    assert _open_pause(endpoint, "q") is not None
+
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd="0.05")
+    raised = sweeps.PassReport()
+    sweeps.budgets_all(raised, now=now)
+    assert raised.pauses_lifted == [f"{endpoint}/q"] and raised.budget_paused == []
+    lifted = QueuePause.objects.get(endpoint_id=endpoint, queue="q")
+    assert (lifted.resumed_by_kind, lifted.resumed_by) == ("system", "sweeper")
+    lifecycle.create(endpoint, queue="q")
+    assert lifecycle.claim_next(endpoint, ["q"], owner="agent") is not None
+
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd="0.01")
+    spent_again = sweeps.PassReport()
+    sweeps.budgets_all(spent_again, now=now)
+    assert spent_again.budget_paused == [f"{endpoint}/q"]
+
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd=None)
+    cleared = sweeps.PassReport()
+    sweeps.budgets_all(cleared, now=now)
+    assert cleared.pauses_lifted == [f"{endpoint}/q"]
+    assert _open_pause(endpoint, "q") is None
+
+
+@pytest.mark.django_db
+def test_a_pause_the_other_budget_still_covers_stays_and_says_which(
+    personas: Personas, test_prices: None
+) -> None:
+    """A queue past both its own budget and its endpoint's: the endpoint's cleared, the queue
+    stays paused, for its own budget now (what the Board says of it stays true)."""
+    endpoint = personas.endpoint_a.id
+    _endpoint_budget(personas, "0.005")
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd="0.005")
+    _, trace = claim(endpoint)
+    send(endpoint, [chat(trace, 1200)])  # $0.01225: past both
+    sweeps.budgets_all(sweeps.PassReport())
+    pause = _open_pause(endpoint, "q")
+    assert pause is not None and pause.reason == "endpoint_budget"  # the first read
+
+    _endpoint_budget(personas, None)
+    kept = sweeps.PassReport()
+    sweeps.budgets_all(kept)
+    assert kept.pauses_lifted == [] and kept.budget_paused == []
+    pause = _open_pause(endpoint, "q")
+    assert pause is not None and pause.reason == "queue_budget"
+
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd=None)
+    lifted = sweeps.PassReport()
+    sweeps.budgets_all(lifted)
+    assert lifted.pauses_lifted == [f"{endpoint}/q"]
+
+
+@pytest.mark.django_db
+def test_claim_next_on_a_budget_paused_queue_says_so_and_until_when(
+    personas: Personas, test_prices: None
+) -> None:
+    endpoint = personas.endpoint_a.id
+    lifecycle.set_queue_limits(endpoint, "q", human_id=None, daily_budget_usd="0.01")
+    _, trace = claim(endpoint)
+    send(endpoint, [chat(trace, 1200)])  # $0.01225
+    now = timezone.now()
+    sweeps.budgets_all(sweeps.PassReport(), now=now)
+    lifecycle.create(endpoint, queue="q")
+    lifecycle.create(endpoint, queue="held")
+    lifecycle.pause_queue(endpoint, "held", human_id=None)
+    why = lifecycle.claim_next_or_why(endpoint, ["q", "held"], owner="agent")
+    midnight = budgets.day_start(now) + dt.timedelta(days=1)
+    assert why == (
+        QueueEmpty("q", "paused", at=midnight, paused_by="queue_budget"),
+        QueueEmpty("held", "paused", paused_by="operator"),
+    )

@@ -66,7 +66,14 @@ from todos.limits import (
     check_name,
 )
 from todos.states import State
-from todos.types import ClaimResult, FailResult, QueueEmpty, ReportResult, TodoView
+from todos.types import (
+    BUDGET_PAUSES,
+    ClaimResult,
+    FailResult,
+    QueueEmpty,
+    ReportResult,
+    TodoView,
+)
 
 
 def create(
@@ -314,6 +321,9 @@ def _queue_stop(endpoint_id: UUID, params: dict[str, Any]) -> str | None:
         return None
     [why] = _why_empty({**params, "endpoint_id": endpoint_id, "queues": [row["queue"]]})
     queue = row["queue"]
+    if why.reason == "paused" and why.paused_by in BUDGET_PAUSES:
+        until = f" until {why.at:%H:%M}Z" if why.at is not None else ""
+        return f"its queue {queue!r} is paused{until}: {BUDGET_PAUSES[why.paused_by]} is spent"
     if why.reason == "paused":
         return f"its queue {queue!r} is paused"
     if why.reason == "max_in_flight":

@@ -20,6 +20,7 @@ from switchboard.lib.text import whole_number
 from todos.lifecycle.core import actor_params
 from todos.lifecycle.statements import (
     LIFT_PAUSES,
+    LIFT_UNSPENT_PAUSES,
     PAUSE_BUDGET,
     PAUSE_QUEUE_BY_HUMAN,
     PAUSE_QUEUE_BY_SYSTEM,
@@ -85,8 +86,10 @@ def pause_for_budget(
 ) -> list[tuple[UUID, str]]:
     """Pause each (endpoint, queue) of ``pairs`` for a spent daily budget (``reason``:
     ``queue_budget`` or ``endpoint_budget``), by the sweeper, until the next UTC midnight. A
-    queue already paused is left as it is, and one a budget paused since ``day_start`` is not
-    paused again (an operator's resume holds for the day). Returns the pauses opened."""
+    queue already paused is left as it is, and one whose budget pause since ``day_start`` an
+    operator resumed is not paused again (the resume holds for the day); one the sweeper
+    lifted since (``lift_unspent_pauses``) is. Read from ``queue_pauses``, so it may run every
+    pass, from any sweeper. Returns the pauses opened."""
     if not pairs:
         return []
     rows = fetch_all(
@@ -98,6 +101,19 @@ def pause_for_budget(
             "day_start": day_start,
             "until": day_start + dt.timedelta(days=1),
         },
+    )
+    return [(r["endpoint_id"], r["queue"]) for r in rows]
+
+
+def lift_unspent_pauses(spent: list[tuple[UUID, str | None]]) -> list[tuple[UUID, str]]:
+    """Close, by the sweeper, the open budget pauses whose budget is no longer spent (a
+    ``reprice`` lowered the day's spend, the budget was raised or cleared), waking their
+    queues' claimers. ``spent``: the (endpoint, queue) of every budget spent now, queue None for
+    an endpoint's. A pause whose queue the other budget still covers stays, its reason that
+    budget's. Returns the queues resumed."""
+    rows = fetch_all(
+        LIFT_UNSPENT_PAUSES,
+        {"endpoint_ids": [e for e, _ in spent], "queues": [q for _, q in spent]},
     )
     return [(r["endpoint_id"], r["queue"]) for r in rows]
 

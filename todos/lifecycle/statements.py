@@ -224,9 +224,11 @@ PAUSE_QUEUE_BY_HUMAN = statement("pause_queue", owner=_OWN_ENDPOINT)
 PAUSE_QUEUE_BY_SYSTEM = statement("pause_queue", owner="TRUE")
 RESUME_QUEUE_BY_HUMAN = statement("resume_queue", owner=_OWN_ENDPOINT)
 RESUME_QUEUE_BY_SYSTEM = statement("resume_queue", owner="TRUE")
-# A spent daily budget's pause, and the sweeper's lift of pauses whose time is up.
+# A spent daily budget's pause, and the sweeper's lifts: of pauses whose time is up, and of
+# budget pauses whose budget is no longer spent.
 PAUSE_BUDGET = statement("pause_budget")
 LIFT_PAUSES = statement("lift_pauses")
+LIFT_UNSPENT_PAUSES = statement("lift_unspent_pauses")
 # A queue's limits (docs/decisions/0028-queue-limits.md), by the same two.
 SET_QUEUE_LIMITS_BY_HUMAN = statement("set_queue_limits", owner=_OWN_ENDPOINT)
 SET_QUEUE_LIMITS_BY_SYSTEM = statement("set_queue_limits", owner="TRUE")

@@ -4,7 +4,9 @@
 --   this claimer, and the earliest time its scheduled work becomes claimable
 --   (@{earliest_not_before}). todos.queries.why_empty turns the row into one reason.
 -- params: endpoint_id, queues (text[]), owner
--- returns: one row per queue, in the order asked: queue, paused, max_in_flight, in_flight (with max_in_flight),
+-- returns: one row per queue, in the order asked: queue, paused, pause_reason and pause_until
+--   (the open pause's: a budget's reason and its end, NULL for an operator's), max_in_flight,
+--   in_flight (with max_in_flight),
 --   claims_per_minute, tokens_now, next_token_at (with a rate above 0 and no token now),
 --   claimable, not_before.
 -- Uses index: queue_pauses_open_idx; queue_settings_queue_key; todos_board_state_idx for the
@@ -12,9 +14,7 @@
 --   todos_queue_not_before_idx for the earliest scheduled one, one probe per queue
 --   (_earliest_not_before.sql).
 SELECT q.queue,
-       EXISTS (SELECT 1 FROM queue_pauses qp
-                WHERE qp.endpoint_id = %(endpoint_id)s AND qp.queue = q.queue
-                  AND qp.resumed_at IS NULL) AS paused,
+       qp.id IS NOT NULL AS paused, qp.reason AS pause_reason, qp.until AS pause_until,
        qs.max_in_flight,
        CASE WHEN qs.max_in_flight IS NOT NULL THEN
            (SELECT count(*) FROM todos f
@@ -33,6 +33,8 @@ SELECT q.queue,
                   AND @{claimable}) AS claimable,
        @{earliest_not_before} AS not_before
   FROM unnest((SELECT %(queues)s::text[])) WITH ORDINALITY AS q(queue, n)
+  LEFT JOIN queue_pauses qp ON qp.endpoint_id = %(endpoint_id)s AND qp.queue = q.queue
+                            AND qp.resumed_at IS NULL
   LEFT JOIN queue_settings qs ON qs.endpoint_id = %(endpoint_id)s AND qs.queue = q.queue
   LEFT JOIN LATERAL (
       SELECT LEAST(qs.claims_per_minute,

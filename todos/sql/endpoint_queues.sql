@@ -1,6 +1,6 @@
 -- endpoint_queues: the queues of an endpoint that an endpoint budget's pause covers: those
 --   with unfinished todos, with settings, or with usage today. Run only for an endpoint past
---   its daily budget and not yet paused for it today (todos/sweeps.py).
+--   its daily budget, every sweeper pass while it is (todos/sweeps.py).
 -- params: endpoint_id, day_start
 -- returns: queue.
 -- Uses index: queue_settings_queue_key, usage_hours_pkey; the endpoint's todos (a scan of its
