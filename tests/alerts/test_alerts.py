@@ -426,3 +426,10 @@ def test_an_email_channel_gets_the_test_through_djangos_mail_backend(personas: P
     assert report.delivered == 1
     (message,) = mail.outbox
     assert message.subject == "Switchboard [test] Test alert from Switchboard channel ops"
+    # A channel added without a name (the alerts guide's own line) is named by its address.
+    unnamed, _ = channels.add_channel(personas.alice, email="oncall@example.com")
+    channels.queue_test(unnamed)
+    deliver.send_due()
+    assert mail.outbox[-1].subject.endswith(
+        "Test alert from Switchboard channel oncall@example.com"
+    )
