@@ -3,8 +3,8 @@ queues an endpoint's budget pause covers.
 
 A queue's daily budget is in its settings (``queue_settings.daily_budget_usd``, written by
 ``todos.lifecycle.set_queue_limits``), an endpoint's on its row (``endpoints.daily_budget_usd``).
-What a day spent is the sum of its ``usage_hours`` (by the hour a call arrived, UTC), which the OTLP ingest
-adds to after each batch (``otlp/sql/rollup.sql``). The sweeper pauses what is spent
+What a day spent is the sum of its ``usage_hours`` (by the hour a call arrived, UTC), which
+the OTLP ingest adds to after each batch (``otlp/sql/rollup.sql``). The sweeper pauses what is spent
 (``todos/sweeps.py``, ``budgets``): a queue past its budget, or every queue of an endpoint
 past its own, until the next UTC midnight or an operator's resume
 (docs/decisions/0036-cost-and-budgets.md). The alerts read ``budget_statuses`` for their 80 %
