@@ -369,15 +369,23 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
             request, f"Push secret for “{obj.slug}”", obj, push_secret, rotated=False
         )
 
-    def mint_key_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
-        """Mint one more key for an endpoint (rotation: revoke the old one once agents moved)."""
+    def _posted_endpoint(self, request: HttpRequest, object_id: str) -> Endpoint | None:
+        """The endpoint an object tool's POST acts on, checked as the change page checks it;
+        None for a method other than POST (answer 405)."""
         if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+            return None
         endpoint = self.get_object(request, object_id)
         if endpoint is None:
             raise Http404("no such endpoint")
         if not self.has_change_permission(request, endpoint):
             raise PermissionDenied
+        return endpoint
+
+    def mint_key_view(self, request: HttpRequest, object_id: str) -> HttpResponseBase:
+        """Mint one more key for an endpoint (rotation: revoke the old one once agents moved)."""
+        endpoint = self._posted_endpoint(request, object_id)
+        if endpoint is None:
+            return HttpResponseNotAllowed(["POST"])
         try:
             with transaction.atomic():
                 key, plaintext = credentials.mint_key(endpoint)
@@ -394,13 +402,9 @@ class EndpointAdmin(RefusesUnusableQueries, admin.ModelAdmin):
         endpoint page does (``credentials.rotate_push_secret_if_current``): the question carries
         the current secret's fingerprint, so the answer sent again (a reload of the page that
         shows the secret) rotates nothing and shows nothing."""
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        endpoint = self.get_object(request, object_id)
+        endpoint = self._posted_endpoint(request, object_id)
         if endpoint is None:
-            raise Http404("no such endpoint")
-        if not self.has_change_permission(request, endpoint):
-            raise PermissionDenied
+            return HttpResponseNotAllowed(["POST"])
         back = redirect(reverse("admin:switchboard_endpoint_change", args=[quote(endpoint.pk)]))
         if not endpoint.push_url or endpoint.is_revoked:
             self.message_user(
