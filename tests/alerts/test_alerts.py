@@ -347,6 +347,12 @@ def test_silent_claims_oldest_pending_and_a_push_breaker(personas: Personas) -> 
     ]
     assert len(mail.outbox) == 5
 
+    # A paused queue's todos are not claimable: what makes them wait is the pause, not a late
+    # agent, so the alert resolves (the guide's "oldest claimable pending todo").
+    lifecycle.pause_queue(personas.endpoint_a.id, "q", human_id=personas.alice.id)
+    sweep.run()
+    assert ("oldest_pending", "resolved") in states(channel)
+
 
 @pytest.mark.django_db(transaction=True)
 def test_the_command_adds_a_channel_prints_its_secret_once_and_sends_a_test(
