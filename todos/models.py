@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.text import capfirst
 
 from switchboard.lib.errors import InvalidInput
+from switchboard.lib.text import signed_whole_number
 from switchboard.models import Endpoint, Human, Owned, slug_validator
 from switchboard.scope import routable_from
 from todos import limits, states
@@ -286,10 +287,7 @@ def _whole(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, str):
-        text = value.strip()
-        digits = text.removeprefix("-")
-        if digits.isascii() and digits.isdigit() and len(digits) <= 18:
-            return int(text)
+        return signed_whole_number(value.strip())
     return None
 
 

@@ -24,14 +24,22 @@ def whole_number(text: str, max_digits: int = 18) -> int | None:
     return None
 
 
+def signed_whole_number(text: str, max_digits: int = 18) -> int | None:
+    """``whole_number`` with an optional leading ``-`` (once: ``--1`` is None)."""
+    number = whole_number(text.removeprefix("-"), max_digits)
+    if number is None:
+        return None
+    return -number if text.startswith("-") else number
+
+
 def integer_argument(text: str) -> int:
     """A command-line option's whole number (argparse's ``type=``): ASCII digits with an
     optional sign, as the Board's forms read them; ``int`` also takes ``٣``, ``1_0`` and
     spaces."""
-    number = whole_number(text.removeprefix("-"))
+    number = signed_whole_number(text)
     if number is None:
         raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}")
-    return -number if text.startswith("-") else number
+    return number
 
 
 def cut_utf8(text: str, max_bytes: int) -> tuple[str, bool]:

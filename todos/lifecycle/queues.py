@@ -16,7 +16,7 @@ from uuid import UUID
 from switchboard.lib.actors import Actor
 from switchboard.lib.errors import InvalidInput
 from switchboard.lib.sql import fetch_all, fetch_one
-from switchboard.lib.text import whole_number
+from switchboard.lib.text import signed_whole_number
 from todos.lifecycle.core import actor_params
 from todos.lifecycle.statements import (
     LIFT_PAUSES,
@@ -167,10 +167,10 @@ def limit_from_text(field: str, text: str) -> int | Decimal | None:
         return None
     if field in COST_LIMITS:
         return check_cost(field, value)
-    number = whole_number(value.removeprefix("-"), 11)
+    number = signed_whole_number(value, 11)
     if number is None:
         raise InvalidInput(field, "must be a whole number, or blank for no limit")
-    return check_limit(field, -number if value.startswith("-") else number)
+    return check_limit(field, number)
 
 
 def set_queue_limits(
